@@ -1,0 +1,1 @@
+"""Clients of tilesolve: the `tilesolve-cli` command (in-process by default)."""

@@ -1,0 +1,3 @@
+"""tilesolve: FlashAttention tile configurations chosen by an integer program over a hardware model."""
+
+__version__ = "0.1.0"

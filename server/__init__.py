@@ -1,0 +1,1 @@
+"""The gRPC service over `tilesolve.solver` (a thin adapter; arrives with the service issue)."""

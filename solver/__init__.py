@@ -1,0 +1,40 @@
+"""The pure solver core of tilesolve: hardware catalog, occupancy, kernel families,
+performance model, and the tile program (CP-SAT, with an exhaustive oracle).
+
+No gRPC, no protobuf, no environment, no sockets. The one entry point most callers need:
+
+    from tilesolve.solver import AttentionProblem, solve
+    answer = solve(AttentionProblem(seq_len=4096, head_dim=128), "a100-80gb")
+"""
+
+from .answer import Candidate, SolveAnswer, Status
+from .errors import FieldViolation, InvalidRequestError, TilesolveError, UnknownHardwareError
+from .hardware import CATALOG_VERSION, HardwareSpec, get_hardware, hardware_names, load_catalog
+from .occupancy import Occupancy, occupancy
+from .problem import AttentionProblem, DType, Engine, Phase, SolveOptions, TileConfig
+from .solve import MODEL_VERSION, solve
+
+__all__ = [
+    "CATALOG_VERSION",
+    "MODEL_VERSION",
+    "AttentionProblem",
+    "Candidate",
+    "DType",
+    "Engine",
+    "FieldViolation",
+    "HardwareSpec",
+    "InvalidRequestError",
+    "Occupancy",
+    "Phase",
+    "SolveAnswer",
+    "SolveOptions",
+    "Status",
+    "TileConfig",
+    "TilesolveError",
+    "UnknownHardwareError",
+    "get_hardware",
+    "hardware_names",
+    "load_catalog",
+    "occupancy",
+    "solve",
+]

@@ -1,0 +1,48 @@
+"""Errors the solver raises. Each names the offending field and what would be allowed.
+
+An infeasible request is *not* an error: it is an answer whose status says so and explains why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FieldViolation:
+    """One bad input: a dotted field path and a sentence saying what is allowed."""
+
+    field: str
+    description: str
+
+
+class TilesolveError(Exception):
+    """Base class of every error tilesolve raises on purpose."""
+
+
+class InvalidRequestError(TilesolveError):
+    """The request is malformed; `violations` lists every offending field."""
+
+    def __init__(self, violations: list[FieldViolation]):
+        self.violations = violations
+        super().__init__("; ".join(f"{v.field}: {v.description}" for v in violations))
+
+
+class UnknownHardwareError(InvalidRequestError):
+    """The hardware name is not in the catalog."""
+
+    def __init__(self, name: str, known: list[str]):
+        self.name = name
+        self.known = known
+        super().__init__(
+            [
+                FieldViolation(
+                    "hardware",
+                    f"unknown hardware {name!r}; known names: {', '.join(known)}",
+                )
+            ]
+        )
+
+
+class ModelInvariantError(TilesolveError):
+    """A solver returned a configuration the independent validator rejects (a bug)."""

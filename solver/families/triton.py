@@ -1,0 +1,110 @@
+"""A generic Triton FlashAttention forward kernel (the Triton tutorial's design).
+
+BLOCK_M query rows per program, BLOCK_N keys per loop iteration, `num_warps`, and `num_stages`
+K/V buffers in shared memory filled by the software pipeliner; Q is loaded once and kept in
+registers as a dot operand. `tl.arange` needs power-of-two extents, so head dims are padded to
+a power of two. On Hopper, `tl.dot` lowers to wgmma when a warpgroup (4 warps) owns at least 64
+rows. Source: Triton tutorial 06 "Fused Attention"; Triton docs `triton.Config`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import FieldViolation
+from ..hardware import HardwareSpec
+from ..problem import AttentionProblem, DType
+from ..space import ConfigArrays, Domain, IntArray
+from .base import BoolArray, FloatArray, KernelFamily, pow2_range
+
+WGMMA_ROWS_PER_WARPGROUP = 64
+
+
+def _next_pow2(value: int) -> int:
+    return 1 << max(4, (value - 1).bit_length())
+
+
+class TritonFlashAttention(KernelFamily):
+    name = "triton"
+    summary = "Triton fused attention (tl.dot, software-pipelined K/V, num_stages buffers)"
+    alignment_rule = (
+        "block_m and block_n multiples of 16; the warps must each own at least one 16x8 "
+        "MMA tile of the block_m x block_n score tile"
+    )
+    pipeline_note = "num_stages K/V buffers; a load is issued num_stages - 1 iterations ahead"
+
+    def _family_violations(
+        self, problem: AttentionProblem, hardware: HardwareSpec
+    ) -> list[FieldViolation]:
+        violations = []
+        sm, _ = hardware.cuda
+        cc = (sm.cc_major, sm.cc_minor)
+        if cc < (7, 0):
+            violations.append(
+                FieldViolation("kernel", "triton tensor-core kernels need compute capability >= 7.0")
+            )
+        if problem.dtype is DType.BF16 and cc < (8, 0):
+            violations.append(
+                FieldViolation(
+                    "dtype",
+                    f"bf16 needs compute capability >= 8.0; {hardware.name} is "
+                    f"{sm.compute_capability} (allowed: fp16)",
+                )
+            )
+        if problem.dtype is DType.FP8 and cc < (8, 9):
+            violations.append(
+                FieldViolation(
+                    "dtype",
+                    f"fp8 needs compute capability >= 8.9; {hardware.name} is "
+                    f"{sm.compute_capability} (allowed: fp16"
+                    + (", bf16)" if cc >= (8, 0) else ")"),
+                )
+            )
+        for field, value in (("head_dim", problem.head_dim), ("head_dim_v", problem.head_dim_v_eff)):
+            if value > 256:
+                violations.append(
+                    FieldViolation(field, f"triton supports {field} up to 256; got {value}")
+                )
+        return violations
+
+    def kernel_head_dims(self, problem: AttentionProblem) -> tuple[int, int]:
+        return _next_pow2(problem.head_dim), _next_pow2(problem.head_dim_v_eff)
+
+    def domain(self, problem: AttentionProblem, hardware: HardwareSpec) -> Domain:
+        return Domain(
+            block_m=pow2_range(16, 256),
+            block_n=pow2_range(16, 256),
+            num_warps=pow2_range(1, 16),
+            num_stages=(1, 2, 3, 4, 5),
+        )
+
+    def alignment_ok(
+        self, cfg: ConfigArrays, problem: AttentionProblem, hardware: HardwareSpec
+    ) -> BoolArray:
+        mma_tiles = (cfg.block_m // 16) * (cfg.block_n // 8)
+        ok = (cfg.block_m % 16 == 0) & (cfg.block_n % 16 == 0) & (mma_tiles >= cfg.num_warps)
+        return np.asarray(ok, dtype=np.bool_)
+
+    def smem_bytes(self, cfg: ConfigArrays, problem: AttentionProblem) -> IntArray:
+        d, dv = self.kernel_head_dims(problem)
+        elem = problem.dtype.bytes
+        return np.asarray(
+            (cfg.block_m * d + cfg.num_stages * cfg.block_n * (d + dv)) * elem, dtype=np.int64
+        )
+
+    def q_in_registers(self) -> bool:
+        return True
+
+    def prefetch_iterations(self, cfg: ConfigArrays) -> IntArray:
+        return np.asarray(cfg.num_stages - 1, dtype=np.int64)
+
+    def tensor_efficiency(self, cfg: ConfigArrays, hardware: HardwareSpec) -> FloatArray:
+        sm, tp = hardware.cuda
+        base = np.full(len(cfg), tp.mma_sync_efficiency, dtype=np.float64)
+        if sm.cc_major < 9:
+            return base
+        warpgroups = cfg.num_warps // 4
+        uses_wgmma = (cfg.num_warps % 4 == 0) & (
+            cfg.block_m >= WGMMA_ROWS_PER_WARPGROUP * np.maximum(warpgroups, 1)
+        )
+        return np.where(uses_wgmma, 1.0, base)

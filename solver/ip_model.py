@@ -1,0 +1,203 @@
+"""The integer program, solved with OR-Tools CP-SAT.
+
+Variables: `tile`, the index of the chosen tile among the family's legal tile shapes (the
+shapes its MMA and copy instructions can tile, with a legal thread count: those rules define
+the domain, and the funnel and the validator still count and check them); the tile parameters
+`block_m`, `block_n`, `num_warps`, `num_stages`; and the quantities that depend on them
+non-linearly: `smem_bytes`, `spill_regs`, `blocks_per_sm`, `remainder` (seq_len mod block_m +
+seq_len_kv mod block_n) and `time_key` (the modelled time, quantised and made unique by the
+tie-break order). Element constraints tie each of them to `tile` through the candidate table's
+columns. The resource limits are then plain constraints on single variables, each guarded by
+its own enforcement literal so that an infeasible model can name the constraints that conflict.
+
+The objective is `time_key`, so CP-SAT and the exhaustive engine rank by the same key.
+Top-k: solve, require a larger key than the last winner, solve again. One worker, a fixed
+seed and a fixed search (smallest key first) make every run identical. `ortools` is imported
+here only, so commands that do not solve never load it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .candidates import CandidateTable
+from .constraints import MAX_SPILL_REGS, ConstraintName
+
+CPSAT_SEED = 20261129
+
+
+@dataclass(frozen=True)
+class IpResult:
+    """Ranked indices into the candidate table, and what CP-SAT proved."""
+
+    ranked: list[int]
+    proven_optimal: bool
+    conflicting: list[ConstraintName]
+    wall_ms: float
+
+
+class TileProgram:
+    """The CP-SAT model of one candidate table."""
+
+    def __init__(self, table: CandidateTable):
+        from ortools.sat.python import cp_model
+
+        self._cp = cp_model
+        self.table = table
+        self.model = cp_model.CpModel()
+        legal = table.satisfied[ConstraintName.ALIGNMENT] & table.satisfied[ConstraintName.THREADS]
+        # rows[j]: the candidate-table index of the j-th allowed tuple.
+        legal_rows = np.flatnonzero(legal)
+        by_key = np.argsort(table.objective[legal_rows], kind="stable")
+        self.rows = [int(i) for i in legal_rows[by_key]]
+        problem = table.problem
+        columns: dict[str, np.ndarray[Any, Any]] = {
+            "block_m": table.cfg.block_m,
+            "block_n": table.cfg.block_n,
+            "num_warps": table.cfg.num_warps,
+            "num_stages": table.cfg.num_stages,
+            "smem_bytes": table.res.smem_bytes,
+            "spill_regs": table.res.spill_regs,
+            "blocks_per_sm": table.res.occupancy.blocks_per_sm,
+            "remainder": (problem.seq_len % table.cfg.block_m)
+            + (problem.seq_len_kv_eff % table.cfg.block_n),
+            "time_key": table.objective,
+        }
+        # tile = j selects table row rows[j]; rows are sorted by the objective key.
+        self.tile = self.model.new_int_var(0, max(len(self.rows) - 1, 0), "tile")
+        # Parameters without a pin, and the remainder without --require-divisible, take part
+        # in no constraint; they are left out to keep the model small.
+        used = {"smem_bytes", "spill_regs", "blocks_per_sm", "time_key"}
+        used |= {
+            f
+            for f in ("block_m", "block_n", "num_warps", "num_stages")
+            if getattr(table.options, f) is not None
+        }
+        if table.options.require_divisible:
+            used.add("remainder")
+        self.var = {
+            name: self._element(name, values) for name, values in columns.items() if name in used
+        }
+        self.enforce: dict[ConstraintName, Any] = {}
+        self._add_constraints()
+        self.model.minimize(self.var["time_key"])
+        # Try the smallest modelled time first: the first solution found is the optimum.
+        self.model.add_decision_strategy(
+            [self.tile], cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE
+        )
+
+    def _element(self, name: str, column: np.ndarray[Any, Any]) -> Any:
+        """A variable equal to `column` at the chosen tile's table row."""
+        values = [int(column[i]) for i in self.rows] or [0]
+        var = self.model.new_int_var_from_domain(
+            self._cp.Domain.from_values(sorted(set(values))), name
+        )
+        if self.rows:
+            self.model.add_element(self.tile, values, var)
+        return var
+
+    def _literal(self, name: ConstraintName) -> Any:
+        literal = self.model.new_bool_var(f"enforce_{name.value}")
+        self.enforce[name] = literal
+        return literal
+
+    def _add_constraints(self) -> None:
+        t = self.table
+        sm, _ = t.hardware.cuda
+        opts = t.options
+        v = self.var
+        # Pinned parameters take the pinned value.
+        pins = self._literal(ConstraintName.PINS)
+        for field in ("block_m", "block_n", "num_warps", "num_stages"):
+            value = getattr(opts, field)
+            if value is not None:
+                self.model.add(v[field] == value).only_enforce_if(pins)
+        # Shared memory per block fits the opt-in maximum.
+        self.model.add(v["smem_bytes"] <= sm.smem_per_block_optin_bytes).only_enforce_if(
+            self._literal(ConstraintName.SHARED_MEMORY)
+        )
+        # Shared memory per block fits the user's cap.
+        cap_literal = self._literal(ConstraintName.MAX_SMEM)
+        if opts.max_smem is not None:
+            self.model.add(v["smem_bytes"] <= opts.max_smem).only_enforce_if(cap_literal)
+        # Registers the compiler would spill stay within the tolerance.
+        self.model.add(v["spill_regs"] <= MAX_SPILL_REGS).only_enforce_if(
+            self._literal(ConstraintName.REGISTERS)
+        )
+        # At least the required number of blocks are resident per SM (exact occupancy).
+        min_blocks = max(1, opts.min_blocks_per_sm or 1)
+        self.model.add(v["blocks_per_sm"] >= min_blocks).only_enforce_if(
+            self._literal(ConstraintName.OCCUPANCY)
+        )
+        # seq_len and seq_len_kv are multiples of the tile, when required.
+        divisible = self._literal(ConstraintName.DIVISIBILITY)
+        if opts.require_divisible:
+            self.model.add(v["remainder"] == 0).only_enforce_if(divisible)
+
+    def _solver(self, time_limit_s: float) -> Any:
+        """One worker, a fixed seed, and the fixed smallest-time-first search.
+
+        Presolve, probing, symmetry detection and LP linearisation cost more than they save
+        on this model (benchmarks/solve_latency.py measures the solve).
+        """
+        from ortools.sat.python import cp_model_helper
+
+        solver = self._cp.CpSolver()
+        params = solver.parameters
+        params.num_workers = 1
+        params.random_seed = CPSAT_SEED
+        params.max_time_in_seconds = time_limit_s
+        params.cp_model_presolve = False
+        params.cp_model_probing_level = 0
+        params.symmetry_level = 0
+        params.linearization_level = 0
+        params.search_branching = cp_model_helper.SatParameters.FIXED_SEARCH
+        return solver
+
+    def _row_of(self, solver: Any) -> int:
+        return self.rows[int(solver.value(self.tile))]
+
+    def solve_top_k(self, k: int, time_limit_s: float) -> IpResult:
+        """The k best configurations in rank order, re-solving above the last winner's key."""
+        cp = self._cp
+        started = time.perf_counter()
+        deadline = started + time_limit_s
+        for literal in self.enforce.values():
+            self.model.add_assumption(literal)
+        ranked: list[int] = []
+        proven = True
+        conflicting: list[ConstraintName] = []
+        while len(ranked) < k and self.rows:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                proven = False
+                break
+            solver = self._solver(remaining)
+            status = solver.solve(self.model)
+            if status == cp.INFEASIBLE:
+                if not ranked:
+                    conflicting = self._core(solver)
+                break
+            if status not in (cp.OPTIMAL, cp.FEASIBLE):
+                proven = False
+                break
+            proven = proven and status == cp.OPTIMAL
+            row = self._row_of(solver)
+            ranked.append(row)
+            # The next rank has a strictly larger key (keys are unique per tile).
+            self.model.add(self.var["time_key"] > int(self.table.objective[row]))
+        wall_ms = (time.perf_counter() - started) * 1e3
+        return IpResult(ranked, proven, conflicting, wall_ms)
+
+    def _core(self, solver: Any) -> list[ConstraintName]:
+        """Constraints whose enforcement literals CP-SAT found sufficient for infeasibility."""
+        core = set(solver.sufficient_assumptions_for_infeasibility())
+        return [name for name, lit in self.enforce.items() if lit.index in core]
+
+
+def solve_cpsat(table: CandidateTable, top_k: int, time_limit_s: float) -> IpResult:
+    return TileProgram(table).solve_top_k(top_k, time_limit_s)

@@ -1,0 +1,313 @@
+"""The performance model: predicted kernel time of every candidate, with its parts.
+
+Units: cycles are SM clock cycles at the boost clock; bytes are bytes; times in the result are
+microseconds. Every formula is written out with its source in `docs/model.md`; the names here
+follow that document. In short, per thread block (CTA) and per K/V tile iteration:
+
+    C  = compute cycles of one iteration on the SM's pipes (tensor, shared memory, SFU, ALU),
+         the busiest pipe plus the others' remainder divided by the warps that can overlap them
+    Lt = cycles to bring one K/V tile from L2/DRAM into shared memory (latency + transfer)
+    W  = max(b*C, (C + Lt) / (1 + p), b*bytes/bandwidth)       one round of b resident blocks
+    overlap = 1 - idle / Lt, where idle = W - b*C is the SM time no block can compute
+
+and the kernel time is the wave schedule of the blocks' durations over the SMs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .families.base import FloatArray, KernelFamily
+from .hardware import HardwareSpec
+from .problem import AttentionProblem
+from .space import ConfigArrays, IntArray
+
+# ---- model constants (docs/model.md, "Constants") -------------------------------------------
+ALU_OPS_PER_SCORE = 4.0  # FP32 ops per score element: scale-and-subtract FFMA, max, sum, convert
+MASK_OPS_PER_SCORE = 2.0  # index compare + select on a tile that crosses the causal diagonal
+DROPOUT_OPS_PER_SCORE = 8.0  # Philox 4x32-10 amortised over 4 outputs, compare and scale
+BARRIERS_PER_ITERATION = 2  # __syncthreads before reusing the K and the V buffer
+L2_USABLE_FRACTION = 0.5  # share of L2 that holds K/V of the concurrently running heads
+SUBPARTITIONS_PER_SM = 4  # warp schedulers per SM; each owns 1/4 of the tensor cores
+LSE_BYTES_PER_ROW = 4  # the FP32 log-sum-exp the forward kernel writes per query row
+
+
+@dataclass(frozen=True)
+class PerfArrays:
+    """Per-candidate model outputs (one entry per configuration)."""
+
+    time_us: FloatArray
+    tflops: FloatArray
+    compute_us: FloatArray
+    load_us: FloatArray
+    overlap: FloatArray
+    arithmetic_intensity: FloatArray
+    hbm_bytes: FloatArray
+    waves: FloatArray
+    tail_efficiency: FloatArray
+    padding_waste: FloatArray
+    mma_utilization: FloatArray
+    bottleneck: list[str]
+
+
+def _ceil_div(x: IntArray | FloatArray, y: IntArray | FloatArray | int) -> IntArray:
+    return np.asarray(-(-np.asarray(x) // y), dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class _Iteration:
+    """Cycle counts of one K/V iteration of one block (arrays over candidates)."""
+
+    compute: FloatArray  # C
+    tensor: FloatArray
+    smem: FloatArray
+    sfu: FloatArray
+    alu: FloatArray
+    tile_load: FloatArray  # Lt
+    tile_bytes: FloatArray
+    mask_extra: FloatArray  # extra ALU cycles on a diagonal tile
+
+
+def _iteration_cycles(
+    family: KernelFamily,
+    hardware: HardwareSpec,
+    problem: AttentionProblem,
+    cfg: ConfigArrays,
+    resident_blocks: IntArray,
+    spill_regs: IntArray,
+    dram_miss: FloatArray,
+) -> _Iteration:
+    sm, tp = hardware.cuda
+    d, dv = family.kernel_head_dims(problem)
+    elem = problem.dtype.bytes
+    bm = cfg.block_m.astype(np.float64)
+    bn = cfg.block_n.astype(np.float64)
+    warps = cfg.num_warps.astype(np.float64)
+    blocks = np.maximum(resident_blocks, 1).astype(np.float64)
+
+    tensor_rate = tp.tensor_flops_per_clk_per_sm(elem) * family.tensor_efficiency(cfg, hardware)
+    tensor = 2.0 * bm * bn * (d + dv) / tensor_rate
+
+    kv_tile_bytes = bn * (d + dv) * elem
+    q_reread = 0.0 if family.q_in_registers() else 1.0
+    smem_bytes = warps * kv_tile_bytes + q_reread * bm * d * elem + kv_tile_bytes
+    spill_bytes = spill_regs * 4.0 * 2.0 * warps * sm.warp_size_threads
+    smem = (smem_bytes + spill_bytes) / tp.smem_bandwidth_bytes_per_clk_per_sm
+
+    scores = bm * bn
+    sfu = scores / tp.sfu_ops_per_clk_per_sm
+    alu_ops = scores * ALU_OPS_PER_SCORE + bm * dv
+    if problem.dropout > 0:
+        alu_ops = alu_ops + scores * DROPOUT_OPS_PER_SCORE
+    alu = alu_ops / tp.fp32_ops_per_clk_per_sm
+
+    # Warps per scheduler decide how much of the non-dominant pipes' work overlaps.
+    warps_per_scheduler = blocks * warps / SUBPARTITIONS_PER_SM
+    active_fraction = np.minimum(1.0, warps_per_scheduler)
+    serial = 1.0 / np.maximum(1.0, warps_per_scheduler)
+    pipes = np.stack([tensor, smem, sfu, alu])
+    busiest = pipes.max(axis=0)
+    rest = pipes.sum(axis=0) - busiest
+    barrier = BARRIERS_PER_ITERATION * tp.barrier_cycles * serial
+    compute = (busiest + rest * serial) / active_fraction + barrier
+
+    l2_share = hardware.memory.l2_bandwidth_bytes_per_clk / tp.sm_count
+    dram_share = _dram_bytes_per_clk(hardware) / tp.sm_count
+    transfer = kv_tile_bytes * ((1.0 - dram_miss) / l2_share + dram_miss / dram_share)
+    latency = (1.0 - dram_miss) * tp.l2_hit_latency_cycles + dram_miss * tp.dram_latency_cycles
+    mask_extra = scores * MASK_OPS_PER_SCORE / tp.fp32_ops_per_clk_per_sm / active_fraction
+    return _Iteration(
+        compute=compute,
+        tensor=tensor,
+        smem=smem,
+        sfu=sfu,
+        alu=alu,
+        tile_load=latency + transfer,
+        tile_bytes=kv_tile_bytes,
+        mask_extra=mask_extra,
+    )
+
+
+def _dram_bytes_per_clk(hardware: HardwareSpec) -> float:
+    _, tp = hardware.cuda
+    return hardware.memory.dram_bandwidth_gb_per_s * 1e9 / (tp.boost_clock_mhz * 1e6)
+
+
+def _round_cycles(
+    it: _Iteration, blocks: FloatArray, prefetch: IntArray, hardware: HardwareSpec
+) -> tuple[FloatArray, FloatArray]:
+    """Cycles for each of `blocks` resident blocks to finish one iteration, and the overlap."""
+    _, tp = hardware.cuda
+    l2_share = hardware.memory.l2_bandwidth_bytes_per_clk / tp.sm_count
+    p = prefetch.astype(np.float64)
+    round_cycles = np.maximum.reduce(
+        [
+            blocks * it.compute,
+            (it.compute + it.tile_load) / (1.0 + p),
+            blocks * it.tile_bytes / l2_share,
+        ]
+    )
+    idle = np.maximum(0.0, round_cycles - blocks * it.compute)
+    overlap = np.clip(1.0 - idle / it.tile_load, 0.0, 1.0)
+    return round_cycles, overlap
+
+
+def _causal_iterations(
+    n_m: IntArray, bm: FloatArray, bn: FloatArray, n_kv: IntArray, offset: int
+) -> tuple[FloatArray, FloatArray]:
+    """Total K/V iterations over all query blocks of one head, and diagonal tiles among them.
+
+    Query block i (rows i*bm .. (i+1)*bm - 1) needs keys up to (i+1)*bm + offset - 1, i.e.
+    ceil(((i+1)*bm + offset) / bn) tiles, clipped to [0, n_kv]. The sum of a clipped linear
+    function is taken in closed form; the ceiling adds half a tile on average where the line
+    is strictly inside (0, n_kv). Diagonal tiles per partially visible block: ceil(bm/bn)+1.
+    """
+    # f(i) = a*i + c, a = bm/bn, c = (bm + offset)/bn
+    a = bm / bn
+    c = (bm + offset) / bn
+    n = n_m.astype(np.float64)
+    top = n_kv.astype(np.float64)
+    i_start = np.clip(np.ceil((0.0 - c) / a + 1e-12), 0, n)  # first i with f(i) > 0
+    i_full = np.clip(np.ceil((top - c) / a - 1e-12), 0, n)  # first i with f(i) >= n_kv
+    i_full = np.maximum(i_full, i_start)
+    count = i_full - i_start
+    partial_sum = a * (i_start + i_full - 1.0) * count / 2.0 + c * count + 0.5 * count
+    total = partial_sum + (n - i_full) * top
+    diagonal_per_block = np.minimum(np.ceil(bm / bn) + 1.0, top)
+    diagonal = diagonal_per_block * (count + np.minimum(n - i_full, 1.0))
+    return total, np.minimum(diagonal, total)
+
+
+def evaluate(
+    family: KernelFamily,
+    hardware: HardwareSpec,
+    problem: AttentionProblem,
+    cfg: ConfigArrays,
+    resident_blocks: IntArray,
+    spill_regs: IntArray,
+) -> PerfArrays:
+    """Predicted time and its components for every configuration in `cfg`."""
+    sm, tp = hardware.cuda
+    d, dv = family.kernel_head_dims(problem)
+    elem = problem.dtype.bytes
+    n_sm = tp.sm_count
+    clock_hz = tp.boost_clock_mhz * 1e6
+    bm = cfg.block_m.astype(np.float64)
+    bn = cfg.block_n.astype(np.float64)
+    sq, sk = problem.seq_len, problem.seq_len_kv_eff
+    heads_total = problem.batch * problem.heads
+    blocks = np.maximum(resident_blocks, 1)
+
+    n_m = _ceil_div(sq, cfg.block_m)
+    n_kv = _ceil_div(sk, cfg.block_n)
+    ctas = n_m * heads_total
+    slots = blocks * n_sm
+
+    # ---- DRAM traffic: Q and O once, K/V once per KV head unless L2 cannot hold them ----
+    group = problem.heads // problem.kv_heads_eff
+    kv_head_bytes = float(sk) * (d + dv) * elem
+    heads_in_flight = np.minimum(heads_total, _ceil_div(slots, n_m) + 1)
+    kv_heads_in_flight = np.asarray(_ceil_div(heads_in_flight, group), dtype=np.float64)
+    footprint = kv_heads_in_flight * kv_head_bytes
+    l2_usable = L2_USABLE_FRACTION * hardware.memory.l2_bytes
+    dram_miss = np.clip(1.0 - l2_usable / np.maximum(footprint, 1.0), 0.0, 1.0)
+    kv_unique = float(problem.batch * problem.kv_heads_eff) * kv_head_bytes
+    rereads = 1.0 + (n_m - 1) * dram_miss
+    q_bytes = float(heads_total) * sq * d * elem
+    o_bytes = float(heads_total) * sq * (dv * elem + LSE_BYTES_PER_ROW)
+    hbm_bytes = q_bytes + o_bytes + kv_unique * rereads
+
+    # ---- one iteration, one round of resident blocks ----------------------------------
+    it = _iteration_cycles(family, hardware, problem, cfg, blocks, spill_regs, dram_miss)
+    prefetch = family.prefetch_iterations(cfg)
+    round_full, overlap = _round_cycles(it, blocks.astype(np.float64), prefetch, hardware)
+
+    dram_share = _dram_bytes_per_clk(hardware) / n_sm
+    prologue = tp.dram_latency_cycles + bm * d * elem / dram_share + it.tile_load
+    epilogue = bm * (dv * elem + LSE_BYTES_PER_ROW) / dram_share
+
+    # ---- iterations per block: all of K/V, or the causal triangle ----------------------
+    if problem.causal:
+        total_iters, diag_iters = _causal_iterations(n_m, bm, bn, n_kv, sk - sq)
+        max_iters = n_kv.astype(np.float64)
+    else:
+        total_iters = (n_m * n_kv).astype(np.float64)
+        diag_iters = np.zeros_like(total_iters)
+        max_iters = n_kv.astype(np.float64)
+    mean_iters = total_iters / n_m
+
+    def duration(iters: FloatArray, diag: FloatArray, round_cycles: FloatArray) -> FloatArray:
+        """Wall cycles one block occupies its slot (sharing the SM with the others)."""
+        return prologue + epilogue + iters * round_cycles + diag * it.mask_extra
+
+    # ---- waves over the SMs --------------------------------------------------------------
+    waves_exact = ctas / slots
+    waves = np.ceil(waves_exact)
+    last_wave_ctas = ctas - (waves - 1) * slots
+    last_blocks = np.minimum(blocks, _ceil_div(last_wave_ctas, n_sm)).astype(np.float64)
+    round_last, _ = _round_cycles(it, last_blocks, prefetch, hardware)
+    diag_mean = diag_iters / n_m
+    if problem.causal:
+        work = heads_total * duration(total_iters, diag_iters, round_full)
+        mean_duration = work / ctas
+        longest = duration(max_iters, np.minimum(diag_mean * 2, max_iters), round_last)
+        spread = work / slots + 0.5 * mean_duration
+        cycles = np.where(ctas > slots, np.maximum(spread, longest), longest)
+    else:
+        full = duration(mean_iters, diag_mean, round_full)
+        last = duration(mean_iters, diag_mean, round_last)
+        cycles = (waves - 1) * full + last
+    tail_efficiency = waves_exact / waves
+
+    dram_bound_cycles = hbm_bytes / _dram_bytes_per_clk(hardware)
+    cycles = np.maximum(cycles, dram_bound_cycles)
+    time_us = cycles / clock_hz * 1e6
+
+    computed_pairs = (n_m * cfg.block_m).astype(np.float64) * (n_kv * cfg.block_n)
+    if problem.causal:
+        computed_pairs = total_iters * bm * bn
+    useful_pairs = problem.flops / (2.0 * (problem.head_dim + problem.head_dim_v_eff))
+    padding_waste = np.clip(1.0 - useful_pairs / (computed_pairs * heads_total), 0.0, 1.0)
+
+    tensor_total = heads_total * total_iters * it.tensor / n_sm
+    compute_total = heads_total * total_iters * it.compute / np.maximum(blocks, 1) / n_sm
+    load_total = heads_total * total_iters * it.tile_load / n_sm / np.maximum(blocks, 1)
+    bottleneck = _bottlenecks(it, round_full, blocks.astype(np.float64), cycles, dram_bound_cycles)
+    return PerfArrays(
+        time_us=time_us,
+        tflops=problem.flops / (time_us * 1e-6) / 1e12,
+        compute_us=compute_total / clock_hz * 1e6,
+        load_us=load_total / clock_hz * 1e6,
+        overlap=overlap,
+        arithmetic_intensity=problem.flops / hbm_bytes,
+        hbm_bytes=hbm_bytes,
+        waves=waves_exact,
+        tail_efficiency=tail_efficiency,
+        padding_waste=padding_waste,
+        mma_utilization=np.clip(tensor_total / cycles, 0.0, 1.0),
+        bottleneck=bottleneck,
+    )
+
+
+def _bottlenecks(
+    it: _Iteration,
+    round_cycles: FloatArray,
+    blocks: FloatArray,
+    cycles: FloatArray,
+    dram_bound: FloatArray,
+) -> list[str]:
+    """The dominant cost of each candidate, in words used by the reasons."""
+    names = ("tensor cores", "shared-memory bandwidth", "softmax exp (SFU)", "FP32 softmax math")
+    pipes = np.stack([it.tensor, it.smem, it.sfu, it.alu])
+    busiest = pipes.argmax(axis=0)
+    out = []
+    for i in range(len(round_cycles)):
+        if dram_bound[i] >= cycles[i] * 0.999:
+            out.append("HBM bandwidth")
+        elif round_cycles[i] > blocks[i] * it.compute[i] * 1.0001:
+            out.append("K/V load latency")
+        else:
+            out.append(names[int(busiest[i])])
+    return out

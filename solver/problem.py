@@ -1,0 +1,160 @@
+"""The request schemas: the attention problem, the solve options, and one tile configuration.
+
+All are frozen pydantic models that forbid unknown fields, so a typo fails loudly. Every field
+is bounded; cross-field rules are validators. Rules that depend on the kernel family (which
+head dims it supports) live with the family and are checked by `solve`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+MAX_SEQ_LEN = 1 << 24  # 16 Mi tokens
+MAX_HEAD_DIM = 1024
+
+
+class DType(StrEnum):
+    """Element type of Q, K and V (accumulation is always FP32)."""
+
+    FP16 = "fp16"
+    BF16 = "bf16"
+    FP8 = "fp8"
+
+    @property
+    def bytes(self) -> int:
+        return 1 if self is DType.FP8 else 2
+
+
+class Phase(StrEnum):
+    FORWARD = "forward"
+    BACKWARD = "backward"
+    DECODE = "decode"
+
+
+class Engine(StrEnum):
+    CPSAT = "cpsat"
+    EXHAUSTIVE = "exhaustive"
+
+
+KernelName = Literal["fa2", "triton", "fa3", "ascend"]
+
+
+class AttentionProblem(BaseModel):
+    """One attention call: shapes, element type, masking and phase."""
+
+    model_config = _FROZEN
+
+    batch: int = Field(1, ge=1, le=1 << 16, description="sequences in the batch")
+    heads: int = Field(1, ge=1, le=1024, description="query heads")
+    kv_heads: int | None = Field(
+        None, ge=1, le=1024, description="key/value heads (GQA/MQA); default = heads"
+    )
+    seq_len: int = Field(ge=1, le=MAX_SEQ_LEN, description="query tokens per sequence")
+    seq_len_kv: int | None = Field(
+        None, ge=1, le=MAX_SEQ_LEN, description="key/value tokens; default = seq_len"
+    )
+    head_dim: int = Field(ge=1, le=MAX_HEAD_DIM, description="Q/K head dimension (elements)")
+    head_dim_v: int | None = Field(
+        None, ge=1, le=MAX_HEAD_DIM, description="V/O head dimension; default = head_dim"
+    )
+    dtype: DType = DType.FP16
+    causal: bool = False
+    dropout: float = Field(0.0, ge=0.0, lt=1.0, description="dropout probability (0 = none)")
+    phase: Phase = Phase.FORWARD
+
+    @model_validator(mode="after")
+    def _kv_heads_divide_heads(self) -> AttentionProblem:
+        """Grouped-query attention: every KV head serves the same number of query heads."""
+        if self.kv_heads is not None and self.heads % self.kv_heads:
+            raise ValueError(
+                f"kv_heads ({self.kv_heads}) must divide heads ({self.heads}); "
+                f"allowed: {', '.join(str(d) for d in _divisors(self.heads))}"
+            )
+        return self
+
+    @property
+    def kv_heads_eff(self) -> int:
+        return self.kv_heads if self.kv_heads is not None else self.heads
+
+    @property
+    def seq_len_kv_eff(self) -> int:
+        return self.seq_len_kv if self.seq_len_kv is not None else self.seq_len
+
+    @property
+    def head_dim_v_eff(self) -> int:
+        return self.head_dim_v if self.head_dim_v is not None else self.head_dim
+
+    @property
+    def flops(self) -> float:
+        """Useful forward FLOPs: 2*Sq*Sk*(d + dv) per head, halved (about) when causal."""
+        sq, sk = self.seq_len, self.seq_len_kv_eff
+        pairs = float(sq) * sk
+        if self.causal:
+            pairs = _causal_pairs(sq, sk)
+        return 2.0 * pairs * (self.head_dim + self.head_dim_v_eff) * self.batch * self.heads
+
+
+def _causal_pairs(sq: int, sk: int) -> float:
+    """(query, key) pairs kept by a bottom-right-aligned causal mask (FlashAttention >= 2.1).
+
+    Query row r (0-based) sees keys 0 .. r + (sk - sq), clipped to [0, sk].
+    """
+    c = sk - sq + 1  # keys visible to row 0
+    first_seeing = max(0, 1 - c)  # first row that sees at least one key
+    first_full = min(sq, max(0, sk - c))  # first row that sees every key
+    total = 0.0
+    if first_full > first_seeing:
+        n = first_full - first_seeing
+        total += (2 * (first_seeing + c) + n - 1) * n / 2.0
+    total += float(sq - max(first_full, first_seeing)) * sk
+    return total
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+class TileConfig(BaseModel):
+    """One kernel configuration: the answer's unit."""
+
+    model_config = _FROZEN
+
+    block_m: int = Field(ge=1, le=4096, description="query rows per thread block")
+    block_n: int = Field(ge=1, le=4096, description="key/value rows per inner iteration")
+    num_warps: int = Field(ge=1, le=64)
+    num_stages: int = Field(ge=1, le=16, description="K/V pipeline depth")
+
+    def key(self) -> tuple[int, int, int, int]:
+        return (self.block_m, self.block_n, self.num_warps, self.num_stages)
+
+    def __str__(self) -> str:
+        return f"{self.block_m}x{self.block_n} w{self.num_warps} s{self.num_stages}"
+
+
+class SolveOptions(BaseModel):
+    """How to solve: family, engine, ranking depth, and the user's pins and caps."""
+
+    model_config = _FROZEN
+
+    kernel: KernelName | None = Field(None, description="kernel family; default from hardware")
+    top_k: int = Field(5, ge=1, le=100)
+    engine: Engine = Engine.CPSAT
+    require_divisible: bool = Field(
+        False, description="seq_len and seq_len_kv must be multiples of block_m / block_n"
+    )
+    block_m: int | None = Field(None, ge=1, le=4096, description="pin BLOCK_M")
+    block_n: int | None = Field(None, ge=1, le=4096, description="pin BLOCK_N")
+    num_warps: int | None = Field(None, ge=1, le=64, description="pin warps per block")
+    num_stages: int | None = Field(None, ge=1, le=16, description="pin pipeline stages")
+    max_smem: int | None = Field(
+        None, ge=0, le=1 << 24, description="cap on the block's dynamic shared memory, bytes"
+    )
+    min_blocks_per_sm: int | None = Field(
+        None, ge=1, le=64, description="require at least this many resident blocks per SM"
+    )
+    time_limit_s: float = Field(10.0, gt=0, le=600, description="CP-SAT wall-clock limit")

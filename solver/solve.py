@@ -1,0 +1,136 @@
+"""The composition root: validate the request, build the candidate table, rank, explain."""
+
+from __future__ import annotations
+
+import time
+
+from .answer import Candidate, SolveAnswer, Status
+from .candidates import CandidateTable, build_table
+from .constraints import ConstraintName
+from .errors import InvalidRequestError, ModelInvariantError
+from .explain import binding_constraints, funnel, infeasibility, reasons
+from .exhaustive import solve_exhaustive
+from .families import get_family
+from .hardware import CATALOG_VERSION, HardwareSpec, get_hardware
+from .problem import AttentionProblem, Engine, SolveOptions
+from .validate import check_config, fresh_time_us, same_time
+
+MODEL_VERSION = "0.1.0"
+
+
+def resolve_hardware(hardware: str | HardwareSpec) -> HardwareSpec:
+    """A catalog name/alias or an inline description, as a validated spec."""
+    return hardware if isinstance(hardware, HardwareSpec) else get_hardware(hardware)
+
+
+def prepare(
+    problem: AttentionProblem, hardware: str | HardwareSpec, options: SolveOptions
+) -> CandidateTable:
+    """Check the request against the family and evaluate the whole search space."""
+    spec = resolve_hardware(hardware)
+    family = get_family(options.kernel, spec)
+    violations = family.problem_violations(problem, spec)
+    if violations:
+        raise InvalidRequestError(violations)
+    return build_table(family, spec, problem, options)
+
+
+def _candidate(table: CandidateTable, i: int, rank: int, winner: int) -> Candidate:
+    res, perf, cfg = table.res, table.perf, table.cfg
+    blocks = int(res.occupancy.blocks_per_sm[i])
+    sm, _ = table.hardware.cuda
+    return Candidate(
+        rank=rank,
+        block_m=int(cfg.block_m[i]),
+        block_n=int(cfg.block_n[i]),
+        num_warps=int(cfg.num_warps[i]),
+        num_stages=int(cfg.num_stages[i]),
+        threads_per_block=int(res.threads[i]),
+        smem_bytes=int(res.smem_bytes[i]),
+        regs_per_thread=int(res.regs_allocated[i]),
+        regs_demand=int(res.regs_demand[i]),
+        spill_regs=int(res.spill_regs[i]),
+        blocks_per_sm=blocks,
+        occupancy_limiter="/".join(x.value for x in res.occupancy.limiters(i)),
+        occupancy=blocks * int(cfg.num_warps[i]) / sm.max_warps_per_sm,
+        predicted_time_us=float(perf.time_us[i]),
+        predicted_tflops=float(perf.tflops[i]),
+        compute_us=float(perf.compute_us[i]),
+        load_us=float(perf.load_us[i]),
+        overlap=float(perf.overlap[i]),
+        arithmetic_intensity=float(perf.arithmetic_intensity[i]),
+        hbm_bytes=float(perf.hbm_bytes[i]),
+        waves=float(perf.waves[i]),
+        tail_efficiency=float(perf.tail_efficiency[i]),
+        padding_waste=float(perf.padding_waste[i]),
+        mma_utilization=float(perf.mma_utilization[i]),
+        bottleneck=perf.bottleneck[i],
+        reasons=reasons(table, i, winner),
+    )
+
+
+def _validate(table: CandidateTable, ranked: list[int]) -> None:
+    for i in ranked:
+        config = table.cfg.config(i)
+        broken = check_config(table.family, table.hardware, table.problem, table.options, config)
+        if broken:
+            raise ModelInvariantError(f"engine returned infeasible {config}: {broken}")
+        fresh = fresh_time_us(table.family, table.hardware, table.problem, table.options, config)
+        if not same_time(fresh, float(table.perf.time_us[i])):
+            raise ModelInvariantError(
+                f"{config}: table time {table.perf.time_us[i]} != fresh evaluation {fresh}"
+            )
+    keys = [int(table.objective[i]) for i in ranked]
+    if keys != sorted(keys):
+        raise ModelInvariantError(f"ranking is not ordered by the objective: {keys}")
+
+
+def solve(
+    problem: AttentionProblem,
+    hardware: str | HardwareSpec,
+    options: SolveOptions | None = None,
+) -> SolveAnswer:
+    """Rank the tile configurations of `problem` on `hardware` (the in-process API)."""
+    started = time.perf_counter()
+    options = options or SolveOptions()
+    table = prepare(problem, hardware, options)
+    core = None
+    if options.engine is Engine.CPSAT:
+        from .ip_model import solve_cpsat
+
+        result = solve_cpsat(table, options.top_k, options.time_limit_s)
+        ranked, proven, core = result.ranked, result.proven_optimal, result.conflicting
+    else:
+        ranked, proven = solve_exhaustive(table, options.top_k), True
+    _validate(table, ranked)
+    feasible_count = int(table.feasible.sum())
+    if ranked:
+        status = Status.OPTIMAL if proven else Status.FEASIBLE
+        winner = ranked[0]
+        candidates = [_candidate(table, i, r + 1, winner) for r, i in enumerate(ranked)]
+        binding = binding_constraints(table, winner)
+        why_not = None
+    else:
+        status, candidates, binding = Status.INFEASIBLE, [], []
+        # CP-SAT's variables cover only legal tile shapes, so its core is read together with
+        # the two shape rules before the deletion filter makes it irreducible.
+        start = [*core, ConstraintName.ALIGNMENT, ConstraintName.THREADS] if core else None
+        why_not = infeasibility(table, start)
+    return SolveAnswer(
+        status=status,
+        proven_optimal=proven and bool(ranked),
+        hardware=table.hardware.name,
+        kernel=table.family.name,
+        engine=options.engine.value,
+        candidates=candidates,
+        funnel=funnel(table),
+        binding_constraints=binding,
+        infeasibility=why_not,
+        search_space_size=len(table),
+        feasible_count=feasible_count,
+        solve_ms=(time.perf_counter() - started) * 1e3,
+        model_version=MODEL_VERSION,
+        catalog_version=CATALOG_VERSION,
+        problem=problem,
+        options=options,
+    )
