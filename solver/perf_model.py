@@ -30,8 +30,16 @@ MASK_OPS_PER_SCORE = 2.0  # index compare + select on a tile that crosses the ca
 DROPOUT_OPS_PER_SCORE = 8.0  # Philox 4x32-10 amortised over 4 outputs, compare and scale
 BARRIERS_PER_ITERATION = 2  # __syncthreads before reusing the K and the V buffer
 L2_USABLE_FRACTION = 0.5  # share of L2 that holds K/V of the concurrently running heads
+MMA_K = 16  # k of one mma.m16n8k16 step
 SUBPARTITIONS_PER_SM = 4  # warp schedulers per SM; each owns 1/4 of the tensor cores
 LSE_BYTES_PER_ROW = 4  # the FP32 log-sum-exp the forward kernel writes per query row
+# Dependent-latency chain of one iteration of one warp (docs/model.md, "Latency chain"):
+# S = QK^T accumulates d/16 chained mma k-steps, the softmax waits on quad shuffles for the
+# row max and sum and on the MUFU for exp, then O += PV accumulates block_n/16 chained k-steps.
+MMA_LATENCY_CYCLES = 33  # dependent HMMA.16816.F32 issue-to-result
+SOFTMAX_CHAIN_CYCLES = 400  # row max + row sum (dependent FP32 ops, 2 quad shuffles each), exp, cp.async wait
+INSTRUCTION_LEVEL_PARALLELISM = 8.0  # independent mma tiles and rows one warp interleaves
+L2_BW_FACTOR = 1.0  # achievable fraction of the L2 read bandwidth  # independent mma tiles / rows a warp interleaves
 
 
 @dataclass(frozen=True)
@@ -103,17 +111,26 @@ def _iteration_cycles(
         alu_ops = alu_ops + scores * DROPOUT_OPS_PER_SCORE
     alu = alu_ops / tp.fp32_ops_per_clk_per_sm
 
-    # Warps per scheduler decide how much of the non-dominant pipes' work overlaps.
+    # Warps of one block run in lock-step (barriers every iteration): they reach the tensor
+    # cores and the softmax at the same time. Pipes overlap, and dependency latency hides,
+    # only across blocks: `streams` is the number of distinct blocks per warp scheduler.
     warps_per_scheduler = blocks * warps / SUBPARTITIONS_PER_SM
     active_fraction = np.minimum(1.0, warps_per_scheduler)
-    serial = 1.0 / np.maximum(1.0, warps_per_scheduler)
+    streams = np.maximum(1.0, blocks * np.minimum(warps, SUBPARTITIONS_PER_SM) / SUBPARTITIONS_PER_SM)
+    latency_exposed = 1.0 / streams
+    serial = 1.0 / (streams * INSTRUCTION_LEVEL_PARALLELISM)
     pipes = np.stack([tensor, smem, sfu, alu])
     busiest = pipes.max(axis=0)
     rest = pipes.sum(axis=0) - busiest
-    barrier = BARRIERS_PER_ITERATION * tp.barrier_cycles * serial
-    compute = (busiest + rest * serial) / active_fraction + barrier
+    chain_cycles = (
+        MMA_LATENCY_CYCLES * (d + bn) / MMA_K
+        + SOFTMAX_CHAIN_CYCLES
+        + BARRIERS_PER_ITERATION * tp.barrier_cycles
+    )
+    chain = chain_cycles * latency_exposed
+    compute = (busiest + rest * serial) / active_fraction + chain
 
-    l2_share = hardware.memory.l2_bandwidth_bytes_per_clk / tp.sm_count
+    l2_share = _l2_bytes_per_clk_per_sm(hardware)
     dram_share = _dram_bytes_per_clk(hardware) / tp.sm_count
     transfer = kv_tile_bytes * ((1.0 - dram_miss) / l2_share + dram_miss / dram_share)
     latency = (1.0 - dram_miss) * tp.l2_hit_latency_cycles + dram_miss * tp.dram_latency_cycles
@@ -130,6 +147,12 @@ def _iteration_cycles(
     )
 
 
+def _l2_bytes_per_clk_per_sm(hardware: HardwareSpec) -> float:
+    """Achievable L2 read bandwidth per SM when every SM streams (bytes per cycle)."""
+    _, tp = hardware.cuda
+    return L2_BW_FACTOR * hardware.memory.l2_bandwidth_bytes_per_clk / tp.sm_count
+
+
 def _dram_bytes_per_clk(hardware: HardwareSpec) -> float:
     _, tp = hardware.cuda
     return hardware.memory.dram_bandwidth_gb_per_s * 1e9 / (tp.boost_clock_mhz * 1e6)
@@ -140,7 +163,7 @@ def _round_cycles(
 ) -> tuple[FloatArray, FloatArray]:
     """Cycles for each of `blocks` resident blocks to finish one iteration, and the overlap."""
     _, tp = hardware.cuda
-    l2_share = hardware.memory.l2_bandwidth_bytes_per_clk / tp.sm_count
+    l2_share = _l2_bytes_per_clk_per_sm(hardware)
     p = prefetch.astype(np.float64)
     round_cycles = np.maximum.reduce(
         [
