@@ -18,7 +18,7 @@ from pathlib import Path
 from tilesolve.solver import AttentionProblem, SolveOptions, solve
 
 ARCH_TO_HARDWARE = {"sm80": "a100-80gb", "sm90": "h100-sxm", "sm86/sm89": "rtx-4090"}
-DEFAULT_REFERENCE = Path(__file__).resolve().parents[2] / "shared/reference/fa2_forward_tiles.json"
+DEFAULT_REFERENCE = Path(__file__).resolve().parents[1] / "tests/data/fa2_forward_tiles.json"
 
 
 def row_problem(row: dict[str, object]) -> AttentionProblem:

@@ -1,0 +1,182 @@
+"""The solver's contracts: validation, infeasibility explanations, pins, determinism, validator."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from tilesolve.solver import AttentionProblem, SolveOptions, TileConfig, get_hardware, solve
+from tilesolve.solver.errors import InvalidRequestError, UnknownHardwareError
+from tilesolve.solver.families import get_family
+from tilesolve.solver.validate import check_config
+
+A100 = "a100-80gb"
+BASE = {"batch": 4, "heads": 16, "seq_len": 4096, "head_dim": 128}
+
+
+def problem(**changes: object) -> AttentionProblem:
+    return AttentionProblem.model_validate({**BASE, **changes})
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("head_dim", 0),
+        ("head_dim", -3),
+        ("head_dim", 5000),
+        ("seq_len", 0),
+        ("seq_len", 1 << 40),
+        ("batch", 0),
+        ("heads", "many"),
+        ("dtype", "fp4"),
+        ("dropout", 1.5),
+    ],
+)
+def test_invalid_problem_fields_name_the_field(field: str, value: object) -> None:
+    with pytest.raises(ValidationError) as info:
+        problem(**{field: value})
+    assert field in str(info.value)
+
+
+def test_kv_heads_must_divide_heads_and_the_message_lists_divisors() -> None:
+    with pytest.raises(ValidationError) as info:
+        problem(heads=8, kv_heads=3)
+    assert "kv_heads" in str(info.value) and "1, 2, 4, 8" in str(info.value)
+
+
+def test_unknown_fields_are_rejected() -> None:
+    with pytest.raises(ValidationError):
+        AttentionProblem.model_validate({**BASE, "head_dims": 64})
+
+
+def test_unknown_hardware_lists_the_known_names() -> None:
+    with pytest.raises(UnknownHardwareError) as info:
+        solve(problem(), "a1000")
+    assert "a100-80gb" in str(info.value) and info.value.violations[0].field == "hardware"
+
+
+@pytest.mark.parametrize(
+    ("changes", "options", "field"),
+    [
+        ({"head_dim": 300}, {}, "head_dim"),
+        ({"head_dim": 100}, {}, "head_dim"),  # fa2: multiple of 8 only
+        ({"dtype": "fp8"}, {}, "dtype"),
+        ({"phase": "decode"}, {}, "phase"),
+        ({"head_dim_v": 64}, {}, "head_dim_v"),
+        ({}, {"kernel": "fa3"}, "kernel"),
+    ],
+)
+def test_family_rejects_what_it_cannot_run(changes: dict, options: dict, field: str) -> None:
+    with pytest.raises(InvalidRequestError) as info:
+        solve(problem(**changes), A100, SolveOptions(**options))
+    assert [v.field for v in info.value.violations] == [field]
+
+
+def test_fa2_is_refused_on_volta_with_the_alternative_named() -> None:
+    with pytest.raises(InvalidRequestError) as info:
+        solve(problem(), "v100", SolveOptions(kernel="fa2"))
+    assert "triton" in str(info.value)
+
+
+def test_ascend_hardware_is_refused_until_its_family_exists() -> None:
+    with pytest.raises(InvalidRequestError) as info:
+        solve(problem(), "ascend-910b")
+    assert info.value.violations[0].field == "kernel"
+
+
+@pytest.mark.parametrize("engine", ["cpsat", "exhaustive"])
+def test_tiny_smem_cap_is_infeasible_with_the_nearest_cap(engine: str) -> None:
+    answer = solve(problem(), A100, SolveOptions(max_smem=4096, engine=engine))
+    assert answer.status == "infeasible" and not answer.candidates
+    assert answer.infeasibility is not None
+    assert "max_smem" in answer.infeasibility.conflicting_constraints
+    relaxation = answer.infeasibility.nearest_relaxation
+    assert "--max-smem" in relaxation
+    # The suggested cap really is the smallest feasible one: solving with it succeeds,
+    # and one byte less does not.
+    cap = int(relaxation.split("--max-smem to ")[1].split(" ")[0])
+    assert solve(problem(), A100, SolveOptions(max_smem=cap, engine=engine)).candidates
+    assert not solve(problem(), A100, SolveOptions(max_smem=cap - 1, engine=engine)).candidates
+
+
+def test_both_engines_explain_infeasibility_the_same_way() -> None:
+    options = {"block_m": 256, "num_warps": 1}
+    a = solve(problem(), A100, SolveOptions(engine="cpsat", **options))
+    b = solve(problem(), A100, SolveOptions(engine="exhaustive", **options))
+    assert a.status == b.status == "infeasible"
+    assert a.infeasibility is not None and b.infeasibility is not None
+    assert set(a.infeasibility.conflicting_constraints) == set(b.infeasibility.conflicting_constraints)
+
+
+def test_pins_are_honoured_and_reported_as_binding() -> None:
+    free = solve(problem(), A100)
+    pinned = solve(problem(), A100, SolveOptions(block_n=16))
+    assert all(c.block_n == 16 for c in pinned.candidates)
+    assert pinned.candidates[0].predicted_time_us >= free.candidates[0].predicted_time_us
+    if free.candidates[0].block_n != 16:
+        assert "pins" in [b.constraint for b in pinned.binding_constraints]
+
+
+def test_require_divisible_only_returns_dividing_tiles() -> None:
+    answer = solve(problem(seq_len=4000), A100, SolveOptions(require_divisible=True, top_k=10))
+    assert answer.candidates
+    assert all(4000 % c.block_m == 0 and 4000 % c.block_n == 0 for c in answer.candidates)
+
+
+def test_min_blocks_per_sm_caps_registers_and_is_met() -> None:
+    answer = solve(problem(), A100, SolveOptions(min_blocks_per_sm=3, top_k=10))
+    assert all(c.blocks_per_sm >= 3 for c in answer.candidates)
+
+
+def test_same_request_same_answer_bit_for_bit() -> None:
+    first = solve(problem(causal=True), "h100-sxm").model_dump(mode="json", exclude={"solve_ms"})
+    second = solve(problem(causal=True), "h100-sxm").model_dump(mode="json", exclude={"solve_ms"})
+    assert first == second
+
+
+def test_funnel_accounts_for_every_configuration() -> None:
+    answer = solve(problem(), A100)
+    removed = sum(step.removed for step in answer.funnel)
+    assert removed + answer.funnel[-1].remaining == answer.search_space_size
+    assert answer.funnel[-1].remaining == answer.feasible_count
+
+
+def test_candidates_are_ranked_and_carry_reasons() -> None:
+    answer = solve(problem(), A100, SolveOptions(top_k=5))
+    times = [c.predicted_time_us for c in answer.candidates]
+    assert times == sorted(times) and [c.rank for c in answer.candidates] == [1, 2, 3, 4, 5]
+    assert all(c.reasons for c in answer.candidates)
+    assert answer.candidates[0].reasons[0].startswith("fastest")
+
+
+def test_validator_rejects_broken_configurations() -> None:
+    hardware = get_hardware(A100)
+    family = get_family("fa2", hardware)
+    p = problem()
+    # 8 rows per warp is not a multiple of the 16-row mma; 256x256 needs 192 KiB of smem.
+    assert any(v.startswith("alignment") for v in check_config(family, hardware, p, SolveOptions(), TileConfig(block_m=32, block_n=64, num_warps=4, num_stages=1)))
+    assert any(v.startswith("shared_memory") for v in check_config(family, hardware, p, SolveOptions(), TileConfig(block_m=256, block_n=256, num_warps=16, num_stages=1)))
+    assert check_config(family, hardware, p, SolveOptions(), TileConfig(block_m=128, block_n=64, num_warps=4, num_stages=1)) == []
+
+
+def test_inline_hardware_description_is_accepted() -> None:
+    spec = get_hardware(A100).model_dump()
+    spec["name"] = "a100-half"
+    spec["throughput"]["sm_count"] = 54
+    from tilesolve.solver import HardwareSpec
+
+    half = HardwareSpec.model_validate(spec)
+    full_answer = solve(problem(), A100)
+    half_answer = solve(problem(), half)
+    assert half_answer.hardware == "a100-half"
+    assert half_answer.candidates[0].predicted_time_us > full_answer.candidates[0].predicted_time_us
+
+
+def test_model_sanity_causal_is_cheaper_and_longer_sequences_cost_more() -> None:
+    dense = solve(problem(), A100).candidates[0]
+    causal = solve(problem(causal=True), A100).candidates[0]
+    longer = solve(problem(seq_len=8192), A100).candidates[0]
+    assert causal.predicted_time_us < dense.predicted_time_us
+    assert longer.predicted_time_us > 3 * dense.predicted_time_us
+    peak = get_hardware(A100).throughput.tensor_fp16_dense_tflops  # type: ignore[union-attr]
+    assert 0.3 * peak < dense.predicted_tflops < peak
