@@ -33,12 +33,16 @@ def row_problem(row: dict[str, object]) -> AttentionProblem:
     )
 
 
-def evaluate_rows(rows: list[dict[str, object]], engine: str = "exhaustive") -> list[dict[str, object]]:
+def evaluate_rows(
+    rows: list[dict[str, object]], engine: str = "exhaustive"
+) -> list[dict[str, object]]:
     """One record per reference row: the shipped tile, our top 3, and its rank in ours."""
     out = []
     for row in rows:
         hardware = ARCH_TO_HARDWARE[str(row["arch"])]
-        answer = solve(row_problem(row), hardware, SolveOptions(kernel="fa2", top_k=10, engine=engine))
+        answer = solve(
+            row_problem(row), hardware, SolveOptions(kernel="fa2", top_k=10, engine=engine)
+        )
         ours = [(c.block_m, c.block_n, c.num_warps) for c in answer.candidates]
         shipped = (row["block_m"], row["block_n"], row["num_warps"])
         rank = ours.index(shipped) + 1 if shipped in ours else None  # type: ignore[arg-type]
@@ -73,13 +77,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps({"rows": len(records), "top1": top1, "top3": top3, "records": records}))
         return 0
-    print(f"rows {len(records)}: top-1 {top1} ({top1 / len(records):.0%}), top-3 {top3} ({top3 / len(records):.0%})")
+    n = len(records)
+    print(f"rows {n}: top-1 {top1} ({top1 / n:.0%}), top-3 {top3} ({top3 / n:.0%})")
     if args.misses:
         for r in records:
             if r["rank_of_shipped"] != 1:
                 print(
-                    f"  {r['arch']:9} d={r['head_dim']:3} causal={r['causal']!s:5} dropout={r['dropout']!s:5} "
-                    f"shipped {r['shipped']} rank {r['rank_of_shipped']} ours {r['ours_top3']}"
+                    f"  {r['arch']:9} d={r['head_dim']:3} causal={r['causal']!s:5} "
+                    f"dropout={r['dropout']!s:5} shipped {r['shipped']} "
+                    f"rank {r['rank_of_shipped']} ours {r['ours_top3']}"
                 )
     return 0
 

@@ -15,10 +15,9 @@ from .perf_model import PerfArrays, evaluate
 from .problem import AttentionProblem, SolveOptions
 from .space import ConfigArrays, IntArray
 
-# The objective is the modelled time, quantised relative to the fastest configuration with a
-# resolution of 2^-20 (about one part per million), then made unique by the tie-break order.
-OBJECTIVE_RESOLUTION = 1 << 20
-OBJECTIVE_CEILING = 1 << 36
+# The objective is the modelled time in whole nanoseconds; equal times are ordered by the
+# fixed tie-break order, which makes `objective` (time_ns * N + tie position) a unique key.
+NS_PER_US = 1000
 
 
 @dataclass(frozen=True)
@@ -35,7 +34,8 @@ class CandidateTable:
     satisfied: dict[ConstraintName, BoolArray]
     feasible: BoolArray
     tie_order: IntArray  # position of each configuration in the fixed tie-break order
-    objective: IntArray  # quantised time * N + tie_order; smaller is better, all distinct
+    time_ns: IntArray  # modelled time, whole nanoseconds (the integer program's objective)
+    objective: IntArray  # time_ns * N + tie_order: the total ranking order, all distinct
 
     def __len__(self) -> int:
         return len(self.cfg)
@@ -75,11 +75,8 @@ def build_table(
     sat = satisfied(family, hardware, problem, options, cfg, res)
     feasible = np.logical_and.reduce(list(sat.values()))
     order = tie_break_order(cfg, res.smem_bytes)
-    fastest = float(np.min(perf.time_us))
-    quantised = np.minimum(
-        np.rint(perf.time_us / fastest * OBJECTIVE_RESOLUTION), OBJECTIVE_CEILING
-    ).astype(np.int64)
-    objective = quantised * len(cfg) + order
+    time_ns = np.maximum(1, np.rint(perf.time_us * NS_PER_US)).astype(np.int64)
+    objective = time_ns * len(cfg) + order
     return CandidateTable(
         problem=problem,
         hardware=hardware,
@@ -91,5 +88,6 @@ def build_table(
         satisfied=sat,
         feasible=np.asarray(feasible, dtype=np.bool_),
         tie_order=order,
+        time_ns=time_ns,
         objective=objective,
     )

@@ -165,12 +165,12 @@ def _relaxation(table: CandidateTable, name: ConstraintName) -> str | None:
     if name is ConstraintName.REGISTERS:
         least = int(res.spill_regs[indices].min())
         return f"accept {least} spilled registers per thread (best then: {cfg})"
-    return f"{CONSTRAINT_RULES[name]} is a property of the hardware and kernel; best otherwise {cfg}"
+    return (
+        f"{CONSTRAINT_RULES[name]} is a property of the hardware and kernel; best otherwise {cfg}"
+    )
 
 
-def infeasibility(
-    table: CandidateTable, core: list[ConstraintName] | None = None
-) -> Infeasibility:
+def infeasibility(table: CandidateTable, core: list[ConstraintName] | None = None) -> Infeasibility:
     """Why no configuration is feasible, and what would make one feasible."""
     conflict = minimal_conflict(table, core)
     details = []

@@ -5,14 +5,16 @@ shapes its MMA and copy instructions can tile, with a legal thread count: those 
 the domain, and the funnel and the validator still count and check them); the tile parameters
 `block_m`, `block_n`, `num_warps`, `num_stages`; and the quantities that depend on them
 non-linearly: `smem_bytes`, `spill_regs`, `blocks_per_sm`, `remainder` (seq_len mod block_m +
-seq_len_kv mod block_n) and `time_key` (the modelled time, quantised and made unique by the
-tie-break order). Element constraints tie each of them to `tile` through the candidate table's
-columns. The resource limits are then plain constraints on single variables, each guarded by
-its own enforcement literal so that an infeasible model can name the constraints that conflict.
+seq_len_kv mod block_n) and `time_ns` (the modelled kernel time in whole nanoseconds).
+Element constraints tie each of them to `tile` through the candidate table's columns; the
+legal tiles are indexed in ranking order (time, then the fixed tie-break order). The resource
+limits are then plain constraints on single variables, each guarded by its own enforcement
+literal so that an infeasible model can name the constraints that conflict.
 
-The objective is `time_key`, so CP-SAT and the exhaustive engine rank by the same key.
-Top-k: solve, require a larger key than the last winner, solve again. One worker, a fixed
-seed and a fixed search (smallest key first) make every run identical. `ortools` is imported
+The objective is `time_ns`. The search tries tiles in index order, so among equal times the
+first in the tie-break order is found first: CP-SAT and the exhaustive engine rank alike.
+Top-k: solve, require a later tile index than the last winner, solve again. One worker, a
+fixed seed and the fixed search make every run identical. `ortools` is imported
 here only, so commands that do not solve never load it.
 """
 
@@ -65,13 +67,13 @@ class TileProgram:
             "blocks_per_sm": table.res.occupancy.blocks_per_sm,
             "remainder": (problem.seq_len % table.cfg.block_m)
             + (problem.seq_len_kv_eff % table.cfg.block_n),
-            "time_key": table.objective,
+            "time_ns": table.time_ns,
         }
         # tile = j selects table row rows[j]; rows are sorted by the objective key.
         self.tile = self.model.new_int_var(0, max(len(self.rows) - 1, 0), "tile")
         # Parameters without a pin, and the remainder without --require-divisible, take part
         # in no constraint; they are left out to keep the model small.
-        used = {"smem_bytes", "spill_regs", "blocks_per_sm", "time_key"}
+        used = {"smem_bytes", "spill_regs", "blocks_per_sm", "time_ns"}
         used |= {
             f
             for f in ("block_m", "block_n", "num_warps", "num_stages")
@@ -84,8 +86,8 @@ class TileProgram:
         }
         self.enforce: dict[ConstraintName, Any] = {}
         self._add_constraints()
-        self.model.minimize(self.var["time_key"])
-        # Try the smallest modelled time first: the first solution found is the optimum.
+        self.model.minimize(self.var["time_ns"])
+        # Try tiles in ranking order: the first solution found is the optimum.
         self.model.add_decision_strategy(
             [self.tile], cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE
         )
@@ -171,12 +173,13 @@ class TileProgram:
         ranked: list[int] = []
         proven = True
         conflicting: list[ConstraintName] = []
+        solver = self._solver(time_limit_s)
         while len(ranked) < k and self.rows:
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
                 proven = False
                 break
-            solver = self._solver(remaining)
+            solver.parameters.max_time_in_seconds = remaining
             status = solver.solve(self.model)
             if status == cp.INFEASIBLE:
                 if not ranked:
@@ -188,8 +191,8 @@ class TileProgram:
             proven = proven and status == cp.OPTIMAL
             row = self._row_of(solver)
             ranked.append(row)
-            # The next rank has a strictly larger key (keys are unique per tile).
-            self.model.add(self.var["time_key"] > int(self.table.objective[row]))
+            # The next rank comes later in the ranking order than this winner.
+            self.model.add(self.tile > int(solver.value(self.tile)))
         wall_ms = (time.perf_counter() - started) * 1e3
         return IpResult(ranked, proven, conflicting, wall_ms)
 

@@ -37,9 +37,11 @@ LSE_BYTES_PER_ROW = 4  # the FP32 log-sum-exp the forward kernel writes per quer
 # S = QK^T accumulates d/16 chained mma k-steps, the softmax waits on quad shuffles for the
 # row max and sum and on the MUFU for exp, then O += PV accumulates block_n/16 chained k-steps.
 MMA_LATENCY_CYCLES = 33  # dependent HMMA.16816.F32 issue-to-result
-SOFTMAX_CHAIN_CYCLES = 400  # row max + row sum (dependent FP32 ops, 2 quad shuffles each), exp, cp.async wait
+SOFTMAX_CHAIN_CYCLES = (
+    400  # row max + row sum (dependent FP32 ops, 2 quad shuffles each), exp, cp.async wait
+)
 INSTRUCTION_LEVEL_PARALLELISM = 8.0  # independent mma tiles and rows one warp interleaves
-L2_BW_FACTOR = 1.0  # achievable fraction of the L2 read bandwidth  # independent mma tiles / rows a warp interleaves
+L2_BW_FACTOR = 1.0  # achievable fraction of the catalogued L2 read bandwidth
 
 
 @dataclass(frozen=True)
@@ -60,8 +62,9 @@ class PerfArrays:
     bottleneck: list[str]
 
 
-def _ceil_div(x: IntArray | FloatArray, y: IntArray | FloatArray | int) -> IntArray:
-    return np.asarray(-(-np.asarray(x) // y), dtype=np.int64)
+def _ceil_div(x: IntArray | int, y: IntArray | int) -> IntArray:
+    """Integer ceiling division, elementwise."""
+    return np.asarray(-(-np.asarray(x, dtype=np.int64) // np.asarray(y, dtype=np.int64)))
 
 
 @dataclass(frozen=True)
@@ -116,7 +119,9 @@ def _iteration_cycles(
     # only across blocks: `streams` is the number of distinct blocks per warp scheduler.
     warps_per_scheduler = blocks * warps / SUBPARTITIONS_PER_SM
     active_fraction = np.minimum(1.0, warps_per_scheduler)
-    streams = np.maximum(1.0, blocks * np.minimum(warps, SUBPARTITIONS_PER_SM) / SUBPARTITIONS_PER_SM)
+    streams = np.maximum(
+        1.0, blocks * np.minimum(warps, SUBPARTITIONS_PER_SM) / SUBPARTITIONS_PER_SM
+    )
     latency_exposed = 1.0 / streams
     serial = 1.0 / (streams * INSTRUCTION_LEVEL_PARALLELISM)
     pipes = np.stack([tensor, smem, sfu, alu])
@@ -162,7 +167,6 @@ def _round_cycles(
     it: _Iteration, blocks: FloatArray, prefetch: IntArray, hardware: HardwareSpec
 ) -> tuple[FloatArray, FloatArray]:
     """Cycles for each of `blocks` resident blocks to finish one iteration, and the overlap."""
-    _, tp = hardware.cuda
     l2_share = _l2_bytes_per_clk_per_sm(hardware)
     p = prefetch.astype(np.float64)
     round_cycles = np.maximum.reduce(
@@ -212,7 +216,7 @@ def evaluate(
     spill_regs: IntArray,
 ) -> PerfArrays:
     """Predicted time and its components for every configuration in `cfg`."""
-    sm, tp = hardware.cuda
+    _, tp = hardware.cuda
     d, dv = family.kernel_head_dims(problem)
     elem = problem.dtype.bytes
     n_sm = tp.sm_count

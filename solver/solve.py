@@ -8,12 +8,12 @@ from .answer import Candidate, SolveAnswer, Status
 from .candidates import CandidateTable, build_table
 from .constraints import ConstraintName
 from .errors import InvalidRequestError, ModelInvariantError
-from .explain import binding_constraints, funnel, infeasibility, reasons
 from .exhaustive import solve_exhaustive
+from .explain import binding_constraints, funnel, infeasibility, reasons
 from .families import get_family
 from .hardware import CATALOG_VERSION, HardwareSpec, get_hardware
 from .problem import AttentionProblem, Engine, SolveOptions
-from .validate import check_config, fresh_time_us, same_time
+from .validate import check_config, fresh_times_us, same_time
 
 MODEL_VERSION = "0.1.0"
 
@@ -70,12 +70,14 @@ def _candidate(table: CandidateTable, i: int, rank: int, winner: int) -> Candida
 
 
 def _validate(table: CandidateTable, ranked: list[int]) -> None:
-    for i in ranked:
-        config = table.cfg.config(i)
-        broken = check_config(table.family, table.hardware, table.problem, table.options, config)
+    """Re-check every returned candidate apart from the table and the engine."""
+    configs = [table.cfg.config(i) for i in ranked]
+    request = (table.family, table.hardware, table.problem, table.options)
+    for config in configs:
+        broken = check_config(*request, config)
         if broken:
             raise ModelInvariantError(f"engine returned infeasible {config}: {broken}")
-        fresh = fresh_time_us(table.family, table.hardware, table.problem, table.options, config)
+    for i, config, fresh in zip(ranked, configs, fresh_times_us(*request, configs), strict=True):
         if not same_time(fresh, float(table.perf.time_us[i])):
             raise ModelInvariantError(
                 f"{config}: table time {table.perf.time_us[i]} != fresh evaluation {fresh}"

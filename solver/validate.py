@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .constraints import MAX_SPILL_REGS, ConstraintName, register_cap
 from .families.base import KernelFamily
 from .hardware import HardwareSpec
@@ -49,7 +51,9 @@ def check_config(
     if options.max_smem is not None and smem > options.max_smem:
         fail(ConstraintName.MAX_SMEM, f"{smem} > {options.max_smem}")
     demand = int(family.regs_demand(one, problem)[0])
-    cap = int(register_cap(hardware, one.num_warps * sm.warp_size_threads, options.min_blocks_per_sm)[0])
+    cap = int(
+        register_cap(hardware, one.num_warps * sm.warp_size_threads, options.min_blocks_per_sm)[0]
+    )
     if demand - min(demand, cap) > MAX_SPILL_REGS:
         fail(ConstraintName.REGISTERS, f"demand {demand} with limit {cap}")
     blocks = occupancy(sm, threads, min(demand, cap), smem).blocks_per_sm
@@ -62,25 +66,36 @@ def check_config(
     return problems
 
 
-def fresh_time_us(
+def fresh_times_us(
     family: KernelFamily,
     hardware: HardwareSpec,
     problem: AttentionProblem,
     options: SolveOptions,
-    config: TileConfig,
-) -> float:
-    """The modelled time of one configuration evaluated on its own (microseconds)."""
+    configs: list[TileConfig],
+) -> list[float]:
+    """The modelled time of each configuration, evaluated apart from the table (us)."""
+    if not configs:
+        return []
     sm, _ = hardware.cuda
-    one = ConfigArrays.single(config)
-    smem = int(family.smem_bytes(one, problem)[0])
-    demand = int(family.regs_demand(one, problem)[0])
-    threads = config.num_warps * sm.warp_size_threads
-    cap = int(register_cap(hardware, one.num_warps * sm.warp_size_threads, options.min_blocks_per_sm)[0])
-    blocks = occupancy(sm, threads, min(demand, cap), smem).blocks_per_sm
-    perf = evaluate(
-        family, hardware, problem, one, one.block_m * 0 + blocks, one.block_m * 0 + (demand - min(demand, cap))
+    cfg = ConfigArrays(
+        *(
+            np.array([getattr(c, f) for c in configs], dtype=np.int64)
+            for f in TileConfig.model_fields
+        )
     )
-    return float(perf.time_us[0])
+    smem = family.smem_bytes(cfg, problem)
+    demand = family.regs_demand(cfg, problem)
+    threads = cfg.num_warps * sm.warp_size_threads
+    allocated = np.minimum(demand, register_cap(hardware, threads, options.min_blocks_per_sm))
+    blocks = np.array(
+        [
+            occupancy(sm, int(t), int(r), int(m)).blocks_per_sm
+            for t, r, m in zip(threads, allocated, smem, strict=True)
+        ],
+        dtype=np.int64,
+    )
+    perf = evaluate(family, hardware, problem, cfg, blocks, demand - allocated)
+    return [float(t) for t in perf.time_us]
 
 
 def same_time(a: float, b: float) -> bool:

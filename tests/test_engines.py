@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from tilesolve.solver import AttentionProblem, SolveOptions, solve
 from tilesolve.solver.errors import InvalidRequestError
 
@@ -40,8 +39,13 @@ def random_request(rng: np.random.Generator) -> tuple[AttentionProblem, str, Sol
 
 
 def ranking(problem: AttentionProblem, hardware: str, options: SolveOptions, engine: str) -> tuple:
-    answer = solve(problem, hardware, SolveOptions.model_validate({**options.model_dump(), "engine": engine}))
-    tiles = [(c.block_m, c.block_n, c.num_warps, c.num_stages, c.predicted_time_us) for c in answer.candidates]
+    answer = solve(
+        problem, hardware, SolveOptions.model_validate({**options.model_dump(), "engine": engine})
+    )
+    tiles = [
+        (c.block_m, c.block_n, c.num_warps, c.num_stages, c.predicted_time_us)
+        for c in answer.candidates
+    ]
     return answer.status, tiles, answer.feasible_count, answer.infeasibility
 
 

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tilesolve.solver import AttentionProblem, SolveOptions, solve
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,11 +39,17 @@ def test_fa2_shared_memory_formula_matches_every_shipped_row() -> None:
     """smem = 2*d*(block_m + 2*block_n) bytes for fp16, as FA2's kernel traits compute it."""
     for row in ROWS:
         answer = solve(
-            AttentionProblem(batch=4, heads=2048 // row["head_dim"], seq_len=4096, head_dim=row["head_dim"]),
+            AttentionProblem(
+                batch=4, heads=2048 // row["head_dim"], seq_len=4096, head_dim=row["head_dim"]
+            ),
             fa2_agreement.ARCH_TO_HARDWARE[row["arch"]],
             SolveOptions(
-                kernel="fa2", engine="exhaustive", top_k=1,
-                block_m=row["block_m"], block_n=row["block_n"], num_warps=row["num_warps"],
+                kernel="fa2",
+                engine="exhaustive",
+                top_k=1,
+                block_m=row["block_m"],
+                block_n=row["block_n"],
+                num_warps=row["num_warps"],
                 max_smem=1 << 20,
             ),
         )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
-
 from tilesolve.solver import AttentionProblem, SolveOptions, TileConfig, get_hardware, solve
 from tilesolve.solver.errors import InvalidRequestError, UnknownHardwareError
 from tilesolve.solver.families import get_family
@@ -105,7 +104,9 @@ def test_both_engines_explain_infeasibility_the_same_way() -> None:
     b = solve(problem(), A100, SolveOptions(engine="exhaustive", **options))
     assert a.status == b.status == "infeasible"
     assert a.infeasibility is not None and b.infeasibility is not None
-    assert set(a.infeasibility.conflicting_constraints) == set(b.infeasibility.conflicting_constraints)
+    assert set(a.infeasibility.conflicting_constraints) == set(
+        b.infeasibility.conflicting_constraints
+    )
 
 
 def test_pins_are_honoured_and_reported_as_binding() -> None:
@@ -154,9 +155,36 @@ def test_validator_rejects_broken_configurations() -> None:
     family = get_family("fa2", hardware)
     p = problem()
     # 8 rows per warp is not a multiple of the 16-row mma; 256x256 needs 192 KiB of smem.
-    assert any(v.startswith("alignment") for v in check_config(family, hardware, p, SolveOptions(), TileConfig(block_m=32, block_n=64, num_warps=4, num_stages=1)))
-    assert any(v.startswith("shared_memory") for v in check_config(family, hardware, p, SolveOptions(), TileConfig(block_m=256, block_n=256, num_warps=16, num_stages=1)))
-    assert check_config(family, hardware, p, SolveOptions(), TileConfig(block_m=128, block_n=64, num_warps=4, num_stages=1)) == []
+    assert any(
+        v.startswith("alignment")
+        for v in check_config(
+            family,
+            hardware,
+            p,
+            SolveOptions(),
+            TileConfig(block_m=32, block_n=64, num_warps=4, num_stages=1),
+        )
+    )
+    assert any(
+        v.startswith("shared_memory")
+        for v in check_config(
+            family,
+            hardware,
+            p,
+            SolveOptions(),
+            TileConfig(block_m=256, block_n=256, num_warps=16, num_stages=1),
+        )
+    )
+    assert (
+        check_config(
+            family,
+            hardware,
+            p,
+            SolveOptions(),
+            TileConfig(block_m=128, block_n=64, num_warps=4, num_stages=1),
+        )
+        == []
+    )
 
 
 def test_inline_hardware_description_is_accepted() -> None:

@@ -41,7 +41,9 @@ class TritonFlashAttention(KernelFamily):
         cc = (sm.cc_major, sm.cc_minor)
         if cc < (7, 0):
             violations.append(
-                FieldViolation("kernel", "triton tensor-core kernels need compute capability >= 7.0")
+                FieldViolation(
+                    "kernel", "triton tensor-core kernels need compute capability >= 7.0"
+                )
             )
         if problem.dtype is DType.BF16 and cc < (8, 0):
             violations.append(
@@ -60,7 +62,10 @@ class TritonFlashAttention(KernelFamily):
                     + (", bf16)" if cc >= (8, 0) else ")"),
                 )
             )
-        for field, value in (("head_dim", problem.head_dim), ("head_dim_v", problem.head_dim_v_eff)):
+        for field, value in (
+            ("head_dim", problem.head_dim),
+            ("head_dim_v", problem.head_dim_v_eff),
+        ):
             if value > 256:
                 violations.append(
                     FieldViolation(field, f"triton supports {field} up to 256; got {value}")
