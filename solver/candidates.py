@@ -18,6 +18,7 @@ from .space import ConfigArrays, IntArray
 # The objective is the modelled time in whole nanoseconds; equal times are ordered by the
 # fixed tie-break order, which makes `objective` (time_ns * N + tie position) a unique key.
 NS_PER_US = 1000
+MAX_TIME_NS = 1 << 52  # 52 days: slower configurations all tie here and rank by the tie order
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def build_table(
     sat = satisfied(family, hardware, problem, options, cfg, res)
     feasible = np.logical_and.reduce(list(sat.values()))
     order = tie_break_order(cfg, res.smem_bytes)
-    time_ns = np.maximum(1, np.rint(perf.time_us * NS_PER_US)).astype(np.int64)
+    time_ns = np.clip(np.rint(perf.time_us * NS_PER_US), 1, MAX_TIME_NS).astype(np.int64)
     objective = time_ns * len(cfg) + order
     return CandidateTable(
         problem=problem,

@@ -46,3 +46,15 @@ class UnknownHardwareError(InvalidRequestError):
 
 class ModelInvariantError(TilesolveError):
     """A solver returned a configuration the independent validator rejects (a bug)."""
+
+
+class DeadlineExceededError(TilesolveError):
+    """The solver's time limit passed before it found any configuration."""
+
+    def __init__(self, time_limit_s: float, feasible_count: int):
+        self.time_limit_s = time_limit_s
+        self.feasible_count = feasible_count
+        super().__init__(
+            f"time_limit_s: CP-SAT found no configuration within {time_limit_s:g} s "
+            f"({feasible_count} are feasible); allow more time or use --engine exhaustive"
+        )

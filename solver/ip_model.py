@@ -38,6 +38,7 @@ class IpResult:
 
     ranked: list[int]
     proven_optimal: bool
+    timed_out: bool  # the time limit ended the search before k ranks were proven or refuted
     conflicting: list[ConstraintName]
     wall_ms: float
 
@@ -172,12 +173,13 @@ class TileProgram:
             self.model.add_assumption(literal)
         ranked: list[int] = []
         proven = True
+        timed_out = False
         conflicting: list[ConstraintName] = []
         solver = self._solver(time_limit_s)
         while len(ranked) < k and self.rows:
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
-                proven = False
+                timed_out = True
                 break
             solver.parameters.max_time_in_seconds = remaining
             status = solver.solve(self.model)
@@ -186,15 +188,17 @@ class TileProgram:
                     conflicting = self._core(solver)
                 break
             if status not in (cp.OPTIMAL, cp.FEASIBLE):
-                proven = False
+                timed_out = True  # UNKNOWN: the limit passed before any solution
                 break
-            proven = proven and status == cp.OPTIMAL
+            if status != cp.OPTIMAL:
+                timed_out = True
+                proven = False
             row = self._row_of(solver)
             ranked.append(row)
             # The next rank comes later in the ranking order than this winner.
             self.model.add(self.tile > int(solver.value(self.tile)))
         wall_ms = (time.perf_counter() - started) * 1e3
-        return IpResult(ranked, proven, conflicting, wall_ms)
+        return IpResult(ranked, proven and not timed_out, timed_out, conflicting, wall_ms)
 
     def _core(self, solver: Any) -> list[ConstraintName]:
         """Constraints whose enforcement literals CP-SAT found sufficient for infeasibility."""

@@ -16,6 +16,9 @@ _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 MAX_SEQ_LEN = 1 << 24  # 16 Mi tokens
 MAX_HEAD_DIM = 1024
+# batch x heads x seq_len x seq_len_kv: 2^50 score entries is about 1e18 FLOPs at d = 256,
+# over an hour on any GPU in the catalog; beyond it a request is a typo, not a workload.
+MAX_SCORE_ENTRIES = 1 << 50
 
 
 class DType(StrEnum):
@@ -74,6 +77,17 @@ class AttentionProblem(BaseModel):
             raise ValueError(
                 f"kv_heads ({self.kv_heads}) must divide heads ({self.heads}); "
                 f"allowed: {', '.join(str(d) for d in _divisors(self.heads))}"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _bounded_work(self) -> AttentionProblem:
+        """The whole score matrix stays within MAX_SCORE_ENTRIES (2^50) entries."""
+        entries = self.batch * self.heads * self.seq_len * self.seq_len_kv_eff
+        if entries > MAX_SCORE_ENTRIES:
+            raise ValueError(
+                f"batch x heads x seq_len x seq_len_kv = {entries:.3g} score entries; "
+                f"allowed: at most 2^50 ({MAX_SCORE_ENTRIES:.3g})"
             )
         return self
 

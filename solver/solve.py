@@ -7,7 +7,12 @@ import time
 from .answer import Candidate, SolveAnswer, Status
 from .candidates import CandidateTable, build_table
 from .constraints import ConstraintName
-from .errors import InvalidRequestError, ModelInvariantError
+from .errors import (
+    DeadlineExceededError,
+    FieldViolation,
+    InvalidRequestError,
+    ModelInvariantError,
+)
 from .exhaustive import solve_exhaustive
 from .explain import binding_constraints, funnel, infeasibility, reasons
 from .families import get_family
@@ -30,6 +35,15 @@ def prepare(
     spec = resolve_hardware(hardware)
     family = get_family(options.kernel, spec)
     violations = family.problem_violations(problem, spec)
+    sm, _ = spec.cuda if spec.arch == "cuda" else (None, None)
+    if sm is not None and (options.min_blocks_per_sm or 0) > sm.max_blocks_per_sm:
+        violations.append(
+            FieldViolation(
+                "min_blocks_per_sm",
+                f"at most {sm.max_blocks_per_sm} blocks fit on one SM of {spec.name}; "
+                f"got {options.min_blocks_per_sm}",
+            )
+        )
     if violations:
         raise InvalidRequestError(violations)
     return build_table(family, spec, problem, options)
@@ -102,6 +116,8 @@ def solve(
 
         result = solve_cpsat(table, options.top_k, options.time_limit_s)
         ranked, proven, core = result.ranked, result.proven_optimal, result.conflicting
+        if result.timed_out and not ranked:
+            raise DeadlineExceededError(options.time_limit_s, int(table.feasible.sum()))
     else:
         ranked, proven = solve_exhaustive(table, options.top_k), True
     _validate(table, ranked)

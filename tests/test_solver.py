@@ -208,3 +208,31 @@ def test_model_sanity_causal_is_cheaper_and_longer_sequences_cost_more() -> None
     assert longer.predicted_time_us > 3 * dense.predicted_time_us
     peak = get_hardware(A100).throughput.tensor_fp16_dense_tflops  # type: ignore[union-attr]
     assert 0.3 * peak < dense.predicted_tflops < peak
+
+
+def test_a_search_cut_short_is_a_deadline_not_an_infeasibility() -> None:
+    from tilesolve.solver.errors import DeadlineExceededError
+
+    with pytest.raises(DeadlineExceededError) as info:
+        solve(problem(), A100, SolveOptions(time_limit_s=1e-6))
+    assert info.value.feasible_count > 0 and "time_limit_s" in str(info.value)
+
+
+def test_absurd_work_is_rejected_and_the_largest_allowed_problem_ranks_by_time() -> None:
+    with pytest.raises(ValidationError) as info:
+        AttentionProblem(batch=65536, heads=1024, seq_len=1 << 24, head_dim=128)
+    assert "2^50" in str(info.value)
+    huge = AttentionProblem(batch=4, heads=1, seq_len=1 << 24, head_dim=128)
+    cpsat = solve(huge, A100)
+    exhaustive = solve(huge, A100, SolveOptions(engine="exhaustive"))
+    times = [c.predicted_time_us for c in cpsat.candidates]
+    assert times == sorted(times) and len(times) == 5
+    assert [c.model_dump(exclude={"reasons"}) for c in cpsat.candidates] == [
+        c.model_dump(exclude={"reasons"}) for c in exhaustive.candidates
+    ]
+
+
+def test_min_blocks_beyond_the_hardware_limit_names_the_limit() -> None:
+    with pytest.raises(InvalidRequestError) as info:
+        solve(problem(), A100, SolveOptions(min_blocks_per_sm=33))
+    assert info.value.violations[0].field == "min_blocks_per_sm" and "32" in str(info.value)

@@ -1,3 +1,3 @@
-"""tilesolve: FlashAttention tile configurations chosen by an integer program over a hardware model."""
+"""tilesolve: FlashAttention tile configurations from an integer program over a hardware model."""
 
 __version__ = "0.1.0"

@@ -23,9 +23,13 @@ def get_family(name: str | None, hardware: HardwareSpec) -> KernelFamily:
             detail = f"kernel family {chosen!r} is not modelled yet"
         else:
             detail = f"unknown kernel family {chosen!r}"
-        raise InvalidRequestError(
-            [FieldViolation("kernel", f"{detail}; allowed: {', '.join(sorted(FAMILIES))}")]
-        )
+        if hardware.arch == "cuda":
+            allowed = f"allowed: {', '.join(sorted(FAMILIES))}"
+        else:
+            allowed = (
+                f"no family for {hardware.arch} devices such as {hardware.name} is modelled yet"
+            )
+        raise InvalidRequestError([FieldViolation("kernel", f"{detail}; {allowed}")])
     return family
 
 

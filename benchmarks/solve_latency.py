@@ -1,0 +1,501 @@
+"""Solve latency of the two engines (CP-SAT and exhaustive) on a fixed set of problems.
+
+Usage:
+    .venv/bin/python benchmarks/solve_latency.py [--repeats N] [--json]
+
+"Cold" here means a new problem in a warm process: ortools is imported and one throwaway solve
+per (engine, kernel family) is run on a problem outside the set before any timing, then every
+problem of the set is solved as the process's first sight of it. The solver keeps no per-problem
+cache (only the hardware catalog is cached), so every repeat of a problem is equally cold.
+
+For each problem the engines are run `--repeats` times, interleaved (cpsat, exhaustive, cpsat,
+exhaustive, ...), each call timed around `solve(...)` with `time.perf_counter`; the answer's own
+`solve_ms` is recorded too. A problem's figure is the median of its repeats; the tables give the
+median, p95 (numpy linear interpolation) and maximum of those per-problem medians.
+
+Both engines must return the same ranked (block_m, block_n, num_warps, num_stages) list on every
+problem and every repeat; the script prints the agreement count and a reproducer for each
+disagreement. See benchmarks/README.md for the latest output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+from tilesolve.solver import AttentionProblem, SolveAnswer, SolveOptions, get_hardware, solve
+
+ENGINES = ("cpsat", "exhaustive")
+TOP_K = 5
+TARGET_CPSAT_MEDIAN_MS = 20.0
+
+# ---- the problem set ---------------------------------------------------------------------------
+# A fixed arithmetic rule (no random generator, so no dependence on a library's stream): problem
+# i of a group takes each attribute from its list at a different stride, so the attributes vary
+# independently of each other and of the hardware. The set's SHA-256 is printed with the results.
+
+FA2_HARDWARE = (
+    "a100-80gb",
+    "a100-40gb",
+    "h100-sxm",
+    "h200",
+    "l4",
+    "rtx-4090",
+    "a10",
+    "rtx-3090",
+    "l40s",
+)
+FA2_PER_HARDWARE = 6
+HEAD_DIMS = (32, 64, 80, 96, 128, 160, 192, 256)
+SEQ_LENS = (
+    128,
+    256,
+    512,
+    1000,
+    1024,
+    2048,
+    4096,
+    4097,
+    8192,
+    16384,
+    30000,
+    32768,
+    65536,
+    131072,
+)
+BATCHES = (1, 2, 3, 4, 8, 12, 16, 32)
+# (heads, kv_heads): MHA (kv_heads None), GQA and MQA.
+HEADS = (
+    (8, None),
+    (32, 8),
+    (12, None),
+    (16, 4),
+    (64, 8),
+    (32, None),
+    (40, None),
+    (48, 8),
+    (64, 1),
+    (24, 8),
+    (16, None),
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmark problem: where it runs, with which family, and the problem itself."""
+
+    name: str
+    hardware: str
+    kernel: str | None  # None: the hardware's default family
+    problem: AttentionProblem
+
+    @property
+    def family(self) -> str:
+        return self.kernel or get_hardware(self.hardware).default_kernel
+
+    def options(self, engine: str) -> SolveOptions:
+        return SolveOptions(engine=engine, top_k=TOP_K, kernel=self.kernel)
+
+    def reproducer(self, engine: str) -> str:
+        fields = self.problem.model_dump(mode="json", exclude_defaults=True)
+        args = ", ".join(f"{k}={v!r}" for k, v in fields.items())
+        return (
+            f"solve(AttentionProblem({args}), {self.hardware!r}, "
+            f"SolveOptions(engine={engine!r}, top_k={TOP_K}, kernel={self.kernel!r}))"
+        )
+
+
+def _shape(i: int, seq_stride: int = 5) -> dict[str, Any]:
+    """The shape attributes of the i-th problem of a group."""
+    heads, kv_heads = HEADS[(7 * i + 2) % len(HEADS)]
+    seq_len = SEQ_LENS[(seq_stride * i + 3) % len(SEQ_LENS)]
+    shape: dict[str, Any] = {
+        "batch": BATCHES[(3 * i + 1) % len(BATCHES)],
+        "heads": heads,
+        "kv_heads": kv_heads,
+        "seq_len": seq_len,
+        "head_dim": HEAD_DIMS[(3 * i) % len(HEAD_DIMS)],
+        "causal": (i % 3) != 1,
+        "dropout": 0.1 if i % 5 == 4 else 0.0,
+    }
+    if i % 6 == 5 and seq_len <= 32768:  # queries against a longer K/V context (prefill)
+        shape["seq_len_kv"] = 4 * seq_len + 17
+    return shape
+
+
+def build_cases() -> list[Case]:
+    """The fixed problem set (identical on every run)."""
+    cases: list[Case] = []
+    # fa2, the default family on every sm80+ catalog entry here: fp16 and bf16.
+    for h, hw in enumerate(FA2_HARDWARE):
+        for j in range(FA2_PER_HARDWARE):
+            i = h * FA2_PER_HARDWARE + j
+            shape = _shape(i)
+            shape["dtype"] = "bf16" if (i // 2) % 2 else "fp16"
+            cases.append(Case(f"fa2-{i:02d}", hw, None, AttentionProblem(**shape)))
+    # triton as the default family (sm70/sm75: fp16 only).
+    for j in range(8):
+        hw = ("v100", "t4")[j % 2]
+        shape = _shape(100 + j, seq_stride=3)
+        shape["dtype"] = "fp16"
+        cases.append(Case(f"triton-default-{j}", hw, None, AttentionProblem(**shape)))
+    # triton asked for explicitly on sm80/sm89/sm90, including fp8 where the chip has it.
+    explicit = (
+        ("a100-80gb", "fp16"),
+        ("a100-80gb", "bf16"),
+        ("a100-40gb", "bf16"),
+        ("h100-sxm", "fp16"),
+        ("h100-sxm", "bf16"),
+        ("h100-sxm", "fp8"),
+        ("h100-sxm", "fp8"),
+        ("l4", "fp8"),
+        ("l4", "fp8"),
+        ("l4", "bf16"),
+    )
+    for j, (hw, dtype) in enumerate(explicit):
+        shape = _shape(200 + j, seq_stride=9)
+        shape["dtype"] = dtype
+        if j in (2, 6):  # triton lets V's head dim differ from Q/K's (e.g. MLA-style)
+            shape["head_dim_v"] = 128 if shape["head_dim"] != 128 else 64
+        cases.append(Case(f"triton-explicit-{j}", hw, "triton", AttentionProblem(**shape)))
+    return cases
+
+
+def fingerprint(cases: list[Case]) -> str:
+    doc = [[c.name, c.hardware, c.kernel, c.problem.model_dump(mode="json")] for c in cases]
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+
+# ---- measuring ---------------------------------------------------------------------------------
+
+
+@dataclass
+class EngineRuns:
+    wall_ms: list[float] = field(default_factory=list)
+    solve_ms: list[float] = field(default_factory=list)
+    rankings: list[list[tuple[int, int, int, int]]] = field(default_factory=list)
+    times_us: list[list[float]] = field(default_factory=list)
+    status: str = ""
+    search_space_size: int = 0
+    feasible_count: int = 0
+
+    @property
+    def median_wall_ms(self) -> float:
+        return statistics.median(self.wall_ms)
+
+    @property
+    def median_solve_ms(self) -> float:
+        return statistics.median(self.solve_ms)
+
+
+def ranking(answer: SolveAnswer) -> list[tuple[int, int, int, int]]:
+    return [(c.block_m, c.block_n, c.num_warps, c.num_stages) for c in answer.candidates]
+
+
+def timed_solve(case: Case, engine: str) -> tuple[float, SolveAnswer]:
+    options = case.options(engine)
+    started = time.perf_counter()
+    answer = solve(case.problem, case.hardware, options)
+    return (time.perf_counter() - started) * 1e3, answer
+
+
+def warm_up() -> None:
+    """Import ortools; one throwaway solve per engine and family, on a problem not in the set."""
+    import ortools.sat.python.cp_model  # noqa: F401
+
+    throwaway = AttentionProblem(batch=5, heads=20, seq_len=3333, head_dim=72, causal=True)
+    for kernel in ("fa2", "triton"):
+        for engine in ENGINES:
+            solve(throwaway, "rtx-5090", SolveOptions(engine=engine, top_k=TOP_K, kernel=kernel))
+
+
+def run(cases: list[Case], repeats: int, progress: bool) -> dict[str, dict[str, EngineRuns]]:
+    results: dict[str, dict[str, EngineRuns]] = {}
+    for n, case in enumerate(cases, 1):
+        runs = {engine: EngineRuns() for engine in ENGINES}
+        for _ in range(repeats):
+            for engine in ENGINES:  # interleaved: cpsat, exhaustive, cpsat, exhaustive, ...
+                wall_ms, answer = timed_solve(case, engine)
+                r = runs[engine]
+                r.wall_ms.append(wall_ms)
+                r.solve_ms.append(answer.solve_ms)
+                r.rankings.append(ranking(answer))
+                r.times_us.append([c.predicted_time_us for c in answer.candidates])
+                r.status = answer.status.value
+                r.search_space_size = answer.search_space_size
+                r.feasible_count = answer.feasible_count
+        results[case.name] = runs
+        if progress:
+            print(f"\r  solved {n}/{len(cases)}", end="", file=sys.stderr, flush=True)
+    if progress:
+        print(file=sys.stderr)
+    return results
+
+
+def disagreement(case: Case, runs: dict[str, EngineRuns]) -> str | None:
+    """Why the engines (or repeats of one engine) differ on this problem, or None."""
+    reference = runs["exhaustive"].rankings[0]
+    for engine in ENGINES:
+        for rep, ranked in enumerate(runs[engine].rankings):
+            if ranked != reference:
+                return (
+                    f"{case.name}: {engine} repeat {rep + 1} returned {ranked}, "
+                    f"exhaustive returned {reference}\n    {case.reproducer(engine)}"
+                )
+    return None
+
+
+# ---- reporting ---------------------------------------------------------------------------------
+
+
+def summarize(values: list[float]) -> dict[str, float]:
+    arr = np.asarray(values, dtype=np.float64)
+    return {
+        "median_ms": float(np.median(arr)),
+        "p95_ms": float(np.percentile(arr, 95)),
+        "max_ms": float(np.max(arr)),
+        "min_ms": float(np.min(arr)),
+    }
+
+
+def context(cases: list[Case], repeats: int) -> dict[str, Any]:
+    return {
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "ortools": metadata.version("ortools"),
+        "numpy": np.__version__,
+        "pydantic": metadata.version("pydantic"),
+        "cpu_count": os.cpu_count(),
+        "sched_affinity": len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else None,
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor": _cpu_model(),
+        "problems": len(cases),
+        "problem_set_sha256": fingerprint(cases),
+        "repeats": repeats,
+        "top_k": TOP_K,
+        "git": _git_state(),
+        "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+
+
+def _git_state() -> str:
+    """HEAD, and the solver files with uncommitted changes (the numbers depend on them)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(
+            ["git", "-C", root, "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", root, "status", "--porcelain", "--", "solver"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split("\n")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    changed = [line[3:] for line in dirty if line.strip()]
+    return head + (f" + uncommitted {', '.join(changed)}" if changed else " (solver/ clean)")
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def summary(cases: list[Case], results: dict[str, dict[str, EngineRuns]]) -> dict[str, Any]:
+    groups: dict[str, list[Case]] = {"all": cases}
+    for case in cases:
+        groups.setdefault(case.family, []).append(case)
+    out: dict[str, Any] = {}
+    for group, members in groups.items():
+        per_engine: dict[str, dict[str, Any]] = {}
+        for engine in ENGINES:
+            wall = [results[c.name][engine].median_wall_ms for c in members]
+            own = [results[c.name][engine].median_solve_ms for c in members]
+            per_engine[engine] = {
+                "problems": len(members),
+                "wall": summarize(wall),
+                "solve_ms": summarize(own),
+            }
+        ratio = (
+            per_engine["cpsat"]["wall"]["median_ms"] / per_engine["exhaustive"]["wall"]["median_ms"]
+        )
+        spaces = sorted({results[c.name]["cpsat"].search_space_size for c in members})
+        out[group] = {"engines": per_engine, "cpsat_over_exhaustive": ratio, "space_sizes": spaces}
+    return out
+
+
+def print_report(
+    ctx: dict[str, Any],
+    cases: list[Case],
+    results: dict[str, dict[str, EngineRuns]],
+    stats: dict[str, Any],
+    disagreements: list[str],
+) -> None:
+    print("machine")
+    print(f"  python    {ctx['python']} ({ctx['implementation']})")
+    print(f"  ortools   {ctx['ortools']}   numpy {ctx['numpy']}   pydantic {ctx['pydantic']}")
+    print(f"  cpus      {ctx['cpu_count']} (usable {ctx['sched_affinity']})  {ctx['processor']}")
+    print(f"  platform  {ctx['platform']}")
+    print(f"  date      {ctx['date_utc']}")
+    print(f"  tree      {ctx['git']}")
+    print(
+        f"problems {ctx['problems']} (set {ctx['problem_set_sha256']}), repeats {ctx['repeats']} "
+        f"interleaved, top_k {ctx['top_k']}; per-problem median of repeats, wall time of solve()"
+    )
+    print()
+
+    header = f"{'engine':<11} {'problems':>8} {'median ms':>10} {'p95 ms':>9} {'max ms':>9}"
+    header += f" {'solve_ms med':>12}"
+    print(header)
+    print("-" * len(header))
+    for engine in ENGINES:
+        e = stats["all"]["engines"][engine]
+        w = e["wall"]
+        print(
+            f"{engine:<11} {e['problems']:>8} {w['median_ms']:>10.2f} {w['p95_ms']:>9.2f} "
+            f"{w['max_ms']:>9.2f} {e['solve_ms']['median_ms']:>12.2f}"
+        )
+    print(f"cpsat/exhaustive (ratio of medians): {stats['all']['cpsat_over_exhaustive']:.2f}x")
+    print()
+
+    header = (
+        f"{'family':<7} {'space':>5} {'engine':<11} {'problems':>8} {'median ms':>10} "
+        f"{'p95 ms':>9} {'max ms':>9} {'cpsat/exh':>9}"
+    )
+    print(header)
+    print("-" * len(header))
+    for family in sorted(k for k in stats if k != "all"):
+        g = stats[family]
+        space = "/".join(str(s) for s in g["space_sizes"])
+        for engine in ENGINES:
+            e = g["engines"][engine]
+            w = e["wall"]
+            ratio = f"{g['cpsat_over_exhaustive']:.2f}x" if engine == "cpsat" else ""
+            print(
+                f"{family:<7} {space:>5} {engine:<11} {e['problems']:>8} {w['median_ms']:>10.2f} "
+                f"{w['p95_ms']:>9.2f} {w['max_ms']:>9.2f} {ratio:>9}"
+            )
+    print()
+
+    slowest = sorted(cases, key=lambda c: results[c.name]["cpsat"].median_wall_ms, reverse=True)
+    print("slowest cpsat problems (median wall ms: cpsat / exhaustive)")
+    for case in slowest[:5]:
+        r = results[case.name]
+        p = case.problem
+        print(
+            f"  {case.name:<18} {case.hardware:<10} {case.family:<6} "
+            f"{r['cpsat'].median_wall_ms:8.2f} / {r['exhaustive'].median_wall_ms:6.2f}  "
+            f"d={p.head_dim} s={p.seq_len} {p.dtype.value} feasible "
+            f"{r['cpsat'].feasible_count}/{r['cpsat'].search_space_size}"
+        )
+    print()
+
+    statuses: dict[str, int] = {}
+    for case in cases:
+        key = f"{results[case.name]['cpsat'].status}/{results[case.name]['exhaustive'].status}"
+        statuses[key] = statuses.get(key, 0) + 1
+    print(
+        "status (cpsat/exhaustive): " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items()))
+    )
+    agree = len(cases) - len(disagreements)
+    print(f"agreement: {agree}/{len(cases)} problems")
+    for line in disagreements:
+        print(f"  DISAGREE {line}")
+    median = stats["all"]["engines"]["cpsat"]["wall"]["median_ms"]
+    met = "met" if median < TARGET_CPSAT_MEDIAN_MS else "NOT met"
+    print(
+        f"target: cold CP-SAT solve (top {TOP_K}) median < {TARGET_CPSAT_MEDIAN_MS:.0f} ms: "
+        f"{met} ({median:.2f} ms)"
+    )
+
+
+def to_json(
+    ctx: dict[str, Any],
+    cases: list[Case],
+    results: dict[str, dict[str, EngineRuns]],
+    stats: dict[str, Any],
+    disagreements: list[str],
+) -> dict[str, Any]:
+    problems = []
+    for case in cases:
+        runs = results[case.name]
+        problems.append(
+            {
+                "name": case.name,
+                "hardware": case.hardware,
+                "kernel": case.kernel,
+                "family": case.family,
+                "problem": case.problem.model_dump(mode="json"),
+                "engines": {
+                    engine: {
+                        "wall_ms": r.wall_ms,
+                        "solve_ms": r.solve_ms,
+                        "median_wall_ms": r.median_wall_ms,
+                        "median_solve_ms": r.median_solve_ms,
+                        "status": r.status,
+                        "search_space_size": r.search_space_size,
+                        "feasible_count": r.feasible_count,
+                        "ranking": [list(k) for k in r.rankings[0]],
+                    }
+                    for engine, r in runs.items()
+                },
+            }
+        )
+    return {
+        "context": ctx,
+        "summary": stats,
+        "agreement": {"agree": len(cases) - len(disagreements), "problems": len(cases)},
+        "disagreements": disagreements,
+        "target_cpsat_median_ms": TARGET_CPSAT_MEDIAN_MS,
+        "problems": problems,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3, help="solves per engine per problem")
+    parser.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
+    args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
+
+    cases = build_cases()
+    warm_up()
+    results = run(cases, args.repeats, progress=sys.stderr.isatty())
+    disagreements = [d for c in cases if (d := disagreement(c, results[c.name])) is not None]
+    ctx = context(cases, args.repeats)
+    stats = summary(cases, results)
+    if args.json:
+        json.dump(to_json(ctx, cases, results, stats, disagreements), sys.stdout, indent=2)
+        print()
+    else:
+        print_report(ctx, cases, results, stats, disagreements)
+    return 1 if disagreements else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

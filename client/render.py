@@ -1,0 +1,346 @@
+"""Plain-text rendering for `tilesolve-cli`: aligned tables and the per-command reports.
+
+Everything here turns solver objects into lines of text; nothing decides, validates or exits.
+Lines are kept within `MAX_WIDTH` characters where the content allows: the one free-text
+column of a table (a reason, a detail) is the one that gets cut short.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the solver (numpy, pydantic) is imported only by the commands that need it
+    from tilesolve.solver import HardwareSpec, Occupancy, SolveAnswer
+    from tilesolve.solver.answer import Candidate
+
+MAX_WIDTH = 160
+_GAP = "  "
+_ELLIPSIS = "..."
+
+
+def truncate(text: str, width: int) -> str:
+    """`text` cut to at most `width` characters, marked with an ellipsis when cut."""
+    if len(text) <= width:
+        return text
+    if width <= len(_ELLIPSIS):
+        return text[:width]
+    return text[: width - len(_ELLIPSIS)] + _ELLIPSIS
+
+
+def table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    right: frozenset[int] = frozenset(),
+    shrink: int | None = None,
+    max_width: int = MAX_WIDTH,
+) -> list[str]:
+    """An aligned table: a header row, a rule, then one line per row.
+
+    Columns in `right` are right-aligned (numbers). If the table is wider than `max_width`,
+    column `shrink` (a free-text column) is narrowed and its cells truncated.
+    """
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+    total = sum(widths) + len(_GAP) * (len(widths) - 1)
+    if shrink is not None and total > max_width:
+        widths[shrink] = max(len(headers[shrink]), widths[shrink] - (total - max_width))
+
+    def line(cells: Sequence[str]) -> str:
+        out = []
+        for i, cell in enumerate(cells):
+            text = truncate(cell, widths[i])
+            out.append(text.rjust(widths[i]) if i in right else text.ljust(widths[i]))
+        return _GAP.join(out).rstrip()
+
+    return [line(headers), line(["-" * w for w in widths]), *(line(row) for row in rows)]
+
+
+def join_parts(parts: Sequence[str], sep: str = " | ", max_width: int = MAX_WIDTH) -> list[str]:
+    """`parts` joined by `sep`, broken into lines no wider than `max_width` between parts."""
+    lines: list[str] = []
+    current = ""
+    for part in parts:
+        candidate = part if not current else current + sep + part
+        if current and len(candidate) > max_width:
+            lines.append(current)
+            current = part
+        else:
+            current = candidate
+    if current:
+        lines.append(current)
+    return lines
+
+
+def wrap(text: str, indent: str = "  ", max_width: int = MAX_WIDTH) -> list[str]:
+    """A paragraph wrapped to `max_width`, every line indented by `indent`."""
+    return textwrap.wrap(
+        text, width=max_width, initial_indent=indent, subsequent_indent=indent + "  "
+    ) or [indent]
+
+
+def kib(value: float) -> str:
+    """Bytes as KiB, without trailing zeros (49152 -> '48')."""
+    return f"{value / 1024:g}"
+
+
+# ---- solve ---------------------------------------------------------------------------------
+
+
+def problem_summary(answer: SolveAnswer) -> str:
+    """The attention problem in one phrase (kv / v values shown only where they differ)."""
+    p = answer.problem
+
+    def pair(name: str, value: int, other_name: str, other: int) -> str:
+        return f"{name} {value}" if other == value else f"{name} {value} ({other_name} {other})"
+
+    parts = [
+        f"batch {p.batch}",
+        pair("heads", p.heads, "kv", p.kv_heads_eff),
+        pair("seq_len", p.seq_len, "kv", p.seq_len_kv_eff),
+        pair("head_dim", p.head_dim, "v", p.head_dim_v_eff),
+        p.dtype.value,
+        p.phase.value,
+    ]
+    if p.causal:
+        parts.append("causal")
+    if p.dropout > 0:
+        parts.append(f"dropout {p.dropout:g}")
+    return ", ".join(parts)
+
+
+def solve_header(answer: SolveAnswer, spec: HardwareSpec) -> list[str]:
+    """Hardware, kernel, engine, status and time; then the problem on its own line."""
+    status = answer.status.value
+    if answer.status.value == "feasible":
+        status += " (time limit reached; ranking not proven)"
+    first = join_parts(
+        [
+            f"{spec.display_name} ({spec.name})",
+            f"kernel {answer.kernel}",
+            f"engine {answer.engine}",
+            status,
+            f"{answer.solve_ms:.1f} ms",
+        ]
+    )
+    return [*first, *join_parts([f"problem: {problem_summary(answer)}"])]
+
+
+# Short names for the table's limiter column (the JSON keeps the full names).
+_LIMITER_SHORT = {"registers": "regs", "shared_memory": "smem"}
+
+
+def _limiter(c: Candidate) -> str:
+    return "/".join(_LIMITER_SHORT.get(x, x) for x in c.occupancy_limiter.split("/"))
+
+
+def _regs(c: Candidate) -> str:
+    return f"{c.regs_per_thread} +{c.spill_regs} spill" if c.spill_regs else str(c.regs_per_thread)
+
+
+def candidate_rows(answer: SolveAnswer) -> list[list[str]]:
+    return [
+        [
+            str(c.rank),
+            f"{c.block_m}x{c.block_n}",
+            str(c.num_warps),
+            str(c.num_stages),
+            kib(c.smem_bytes),
+            _regs(c),
+            f"{c.blocks_per_sm} ({_limiter(c)})",
+            f"{c.predicted_tflops:.1f}",
+            f"{c.predicted_time_us:.1f}",
+            f"{c.overlap:.0%}",
+            c.reasons[0] if c.reasons else "",
+        ]
+        for c in answer.candidates
+    ]
+
+
+CANDIDATE_HEADERS = (
+    "rank",
+    "tile",
+    "warps",
+    "stages",
+    "smem KiB",
+    "regs",
+    "blocks/SM (limiter)",
+    "TFLOP/s",
+    "time us",
+    "overlap",
+    "top reason",
+)
+
+
+def funnel_lines(answer: SolveAnswer) -> list[str]:
+    lines = [
+        f"funnel ({answer.search_space_size} configurations, {answer.feasible_count} feasible):"
+    ]
+    rows = [[s.constraint, str(s.removed), str(s.remaining), s.rule] for s in answer.funnel]
+    body = table(
+        ("constraint", "removed", "remaining", "rule"),
+        rows,
+        right=frozenset({1, 2}),
+        shrink=3,
+        max_width=MAX_WIDTH - 2,
+    )
+    return lines + ["  " + line for line in body]
+
+
+def solve_report(answer: SolveAnswer, spec: HardwareSpec) -> list[str]:
+    """The readable answer: header, ranked table (or why not), binding constraints, funnel."""
+    lines = solve_header(answer, spec)
+    lines.append("")
+    if answer.infeasibility is not None:
+        why = answer.infeasibility
+        lines.append("no feasible configuration")
+        lines.append(f"  conflicting constraints: {', '.join(why.conflicting_constraints)}")
+        lines.extend(wrap(f"why: {why.explanation}"))
+        lines.extend(wrap(f"nearest relaxation: {why.nearest_relaxation}"))
+    else:
+        lines.extend(
+            table(
+                CANDIDATE_HEADERS,
+                candidate_rows(answer),
+                right=frozenset({0, 2, 3, 4, 7, 8, 9}),
+                shrink=len(CANDIDATE_HEADERS) - 1,
+            )
+        )
+        lines.append("")
+        if answer.binding_constraints:
+            lines.append("binding constraints (the winner would be faster without them):")
+            for b in answer.binding_constraints:
+                lines.append(truncate(f"  {b.constraint}: {b.detail}", MAX_WIDTH))
+        else:
+            lines.append("binding constraints: none (the winner is the unconstrained optimum)")
+    lines.append("")
+    lines.extend(funnel_lines(answer))
+    lines.append("")
+    lines.append(f"model {answer.model_version}, catalog {answer.catalog_version}")
+    return lines
+
+
+# ---- hardware ------------------------------------------------------------------------------
+
+
+def hardware_summary(spec: HardwareSpec) -> dict[str, object]:
+    """One catalog entry as the `hardware list --json` object."""
+    return {
+        "name": spec.name,
+        "display_name": spec.display_name,
+        "vendor": spec.vendor,
+        "arch": spec.arch,
+        "compute_capability": spec.sm.compute_capability if spec.sm else None,
+        "sm_count": spec.throughput.sm_count if spec.throughput else None,
+        "ai_core_count": spec.ascend.ai_core_count if spec.ascend else None,
+        "default_kernel": spec.default_kernel,
+        "aliases": list(spec.aliases),
+    }
+
+
+def hardware_list_report(specs: Sequence[HardwareSpec], catalog_version: str) -> list[str]:
+    rows = []
+    for spec in specs:
+        units = spec.throughput.sm_count if spec.throughput else None
+        if units is None and spec.ascend is not None:
+            units = spec.ascend.ai_core_count
+        rows.append(
+            [
+                spec.name,
+                spec.display_name,
+                spec.arch,
+                spec.sm.compute_capability if spec.sm else "-",
+                "-" if units is None else str(units),
+                spec.default_kernel,
+                ", ".join(spec.aliases),
+            ]
+        )
+    lines = table(
+        ("name", "display name", "arch", "cc", "SMs/cores", "default kernel", "aliases"),
+        rows,
+        right=frozenset({4}),
+        shrink=6,
+    )
+    lines.append("")
+    lines.append(f"{len(specs)} devices, catalog {catalog_version}; SMs/cores: AI cores on Ascend")
+    return lines
+
+
+def _value(value: object) -> str:
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return str(value)
+
+
+def hardware_show_report(spec: HardwareSpec) -> list[str]:
+    """Every field of a device, each number with its source."""
+    lines = [
+        f"{spec.name}: {spec.display_name}",
+        f"  vendor {spec.vendor}, arch {spec.arch}, default kernel {spec.default_kernel}",
+        f"  aliases: {', '.join(spec.aliases) or '-'}",
+    ]
+    if spec.notes:
+        lines.extend(wrap(f"notes: {spec.notes}"))
+    for section_name in ("memory", "sm", "throughput", "ascend"):
+        section = getattr(spec, section_name)
+        if section is None:
+            continue
+        lines.append("")
+        lines.append(f"[{section_name}]")
+        rows = []
+        for field_name, value in section.model_dump(mode="json").items():
+            source = spec.sources.get(f"{section_name}.{field_name}", "(no source given)")
+            rows.append([field_name, _value(value), source])
+        body = table(("field", "value", "source"), rows)
+        lines.extend("  " + line for line in body)
+    extra = sorted(
+        k for k in spec.sources if k.split(".")[0] not in ("memory", "sm", "throughput", "ascend")
+    )
+    if extra:
+        lines.append("")
+        lines.append("[other sources]")
+        lines.extend(f"  {k}: {spec.sources[k]}" for k in extra)
+    return lines
+
+
+# ---- occupancy -----------------------------------------------------------------------------
+
+
+def _limit(value: int) -> str:
+    return "unlimited" if value < 0 else str(value)
+
+
+def occupancy_report(
+    spec: HardwareSpec,
+    occ: Occupancy,
+    threads: int,
+    regs: int,
+    smem: int,
+    carveout: int,
+) -> list[str]:
+    sm, _ = spec.cuda
+    carve = "default (largest)" if carveout < 0 else f"{carveout}%"
+    limiters = ", ".join(x.value for x in occ.limiters)
+    lines = [
+        f"{spec.display_name} ({spec.name}), compute capability {sm.compute_capability}",
+        f"launch: {threads} threads ({occ.warps_per_block} warps), {regs} registers/thread, "
+        f"{smem} B dynamic shared memory, carveout {carve}",
+        "",
+        f"blocks per SM: {occ.blocks_per_sm} (limited by {limiters})",
+        f"occupancy: {occ.active_warps_per_sm} of {occ.max_warps_per_sm} warps "
+        f"({occ.occupancy_fraction:.1%})",
+        f"limits: warps {_limit(occ.limit_warps)}, registers {_limit(occ.limit_registers)}, "
+        f"shared_memory {_limit(occ.limit_shared_memory)}, blocks {_limit(occ.limit_blocks)}",
+        f"per block: {occ.regs_per_block} registers, {occ.smem_per_block_bytes} B shared memory "
+        f"(incl. {sm.reserved_smem_per_block_bytes} B reserved, rounded to "
+        f"{sm.smem_alloc_granularity_bytes} B)",
+        f"SM shared memory configured to {occ.smem_per_sm_config_bytes} B "
+        f"({kib(occ.smem_per_sm_config_bytes)} KiB)",
+    ]
+    if occ.blocks_per_sm == 0:
+        lines.append(f"this block cannot launch on {spec.name} (limited by {limiters})")
+    return lines

@@ -1,0 +1,515 @@
+"""`tilesolve-cli` against its contract (DESIGN.md, "CLI" and "Exit codes").
+
+Most tests call `main([...])` in-process and read stdout/stderr with capsys; a few run the
+installed console script in a subprocess to check what a shell sees (exit status, no traceback,
+no ortools import for commands that do not solve). No test hard-codes the model's answer: the
+table is checked against the JSON, and CP-SAT against the exhaustive oracle.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tilesolve.client.cli import main
+
+QUICK_START = ["solve", "--hardware", "a100", "--head-dim", "128", "--seq-len", "4096"]
+DESIGN_HARDWARE = (
+    "a100-40gb",
+    "a100-80gb",
+    "h100-sxm",
+    "h200",
+    "l4",
+    "rtx-4090",
+    "a10",
+    "t4",
+    "v100",
+    "ascend-910",
+    "ascend-910b",
+    "ascend-310p3",
+)
+CANDIDATE_FIELDS = (
+    "rank",
+    "block_m",
+    "block_n",
+    "num_warps",
+    "num_stages",
+    "smem_bytes",
+    "regs_per_thread",
+    "blocks_per_sm",
+    "occupancy_limiter",
+    "predicted_time_us",
+    "predicted_tflops",
+    "overlap",
+    "reasons",
+)
+ANSWER_FIELDS = (
+    "candidates",
+    "funnel",
+    "binding_constraints",
+    "engine",
+    "solve_ms",
+    "model_version",
+    "hardware",
+)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
+    code, out, _ = run(capsys, *argv, "--json")
+    return code, json.loads(out)  # json.loads rejects anything after the one document
+
+
+def table_rank1(out: str) -> tuple[int, int, int, int]:
+    """(block_m, block_n, warps, stages) of the table row ranked 1."""
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["rank", "tile"])
+    row = lines[header + 2].split()
+    assert row[0] == "1", lines[header + 2]
+    block_m, block_n = (int(x) for x in row[1].split("x"))
+    return block_m, block_n, int(row[2]), int(row[3])
+
+
+def tile_key(candidate: dict[str, Any]) -> tuple[int, int, int, int]:
+    return (
+        candidate["block_m"],
+        candidate["block_n"],
+        candidate["num_warps"],
+        candidate["num_stages"],
+    )
+
+
+def json_rank1(answer: dict[str, Any]) -> tuple[int, int, int, int]:
+    top = answer["candidates"][0]
+    assert top["rank"] == 1
+    return tile_key(top)
+
+
+def assert_error(err: str, field: str) -> None:
+    """stderr has an `error: <field>: ...` line and no traceback."""
+    assert any(line.startswith(f"error: {field}:") for line in err.splitlines()), err
+    assert "Traceback" not in err
+
+
+# ---- solve ---------------------------------------------------------------------------------
+
+
+def test_quick_start_table_agrees_with_json_and_the_oracle(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(capsys, *QUICK_START)
+    assert code == 0, err
+    assert out.splitlines()[0].startswith("NVIDIA A100 80GB SXM4")
+    code, cpsat = run_json(capsys, *QUICK_START)
+    assert code == 0
+    code, oracle = run_json(capsys, *QUICK_START, "--engine", "exhaustive")
+    assert code == 0
+    assert table_rank1(out) == json_rank1(cpsat) == json_rank1(oracle)
+    assert [tile_key(c) for c in cpsat["candidates"]] == [tile_key(c) for c in oracle["candidates"]]
+
+
+def test_table_shows_every_column_funnel_and_binding(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, *QUICK_START, "--engine", "exhaustive")
+    assert code == 0
+    for column in ("rank", "tile", "warps", "stages", "smem KiB", "regs", "blocks/SM", "TFLOP/s"):
+        assert column in out
+    assert "time us" in out and "overlap" in out and "top reason" in out
+    assert "binding constraints" in out
+    assert "funnel" in out
+    for constraint in ("alignment", "shared_memory", "registers", "occupancy"):
+        assert constraint in out
+    assert all(len(line) <= 160 for line in out.splitlines()), max(out.splitlines(), key=len)
+
+
+def test_table_lines_stay_narrow_for_a_long_problem(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys,
+        *("solve", "--hardware", "h100-sxm", "--head-dim", "128", "--seq-len", "8192"),
+        *("--causal", "--heads", "32", "--kv-heads", "8", "--batch", "4", "--dropout"),
+        *("--seq-len-kv", "16384", "--engine", "exhaustive", "--min-blocks-per-sm", "2"),
+    )
+    assert code == 0
+    assert all(len(line) <= 160 for line in out.splitlines()), max(out.splitlines(), key=len)
+
+
+def test_json_has_every_design_field(capsys: pytest.CaptureFixture[str]) -> None:
+    code, answer = run_json(capsys, *QUICK_START, "--engine", "exhaustive")
+    assert code == 0
+    for field in ANSWER_FIELDS:
+        assert field in answer, field
+    assert answer["hardware"] == "a100-80gb"
+    assert answer["engine"] == "exhaustive"
+    assert 1 <= len(answer["candidates"]) <= 5  # top-k defaults to 5
+    for rank, candidate in enumerate(answer["candidates"], start=1):
+        assert candidate["rank"] == rank
+        for field in CANDIDATE_FIELDS:
+            assert field in candidate, field
+        assert candidate["reasons"]
+    times = [c["predicted_time_us"] for c in answer["candidates"]]
+    assert times == sorted(times)
+    for step in answer["funnel"]:
+        assert {"constraint", "removed", "remaining"} <= set(step)
+
+
+def test_defaults_follow_design(capsys: pytest.CaptureFixture[str]) -> None:
+    code, answer = run_json(capsys, *QUICK_START, "--engine", "exhaustive")
+    assert code == 0
+    problem, options = answer["problem"], answer["options"]
+    assert (problem["batch"], problem["heads"], problem["dtype"], problem["phase"]) == (
+        1,
+        1,
+        "fp16",
+        "forward",
+    )
+    assert problem["kv_heads"] in (None, 1)
+    assert problem["seq_len_kv"] in (None, 4096)
+    assert problem["head_dim_v"] in (None, 128)
+    assert problem["dropout"] == 0 and problem["causal"] is False
+    assert options["top_k"] == 5
+
+
+def test_options_reach_the_solver(capsys: pytest.CaptureFixture[str]) -> None:
+    code, answer = run_json(
+        capsys,
+        *QUICK_START,
+        *("--engine", "exhaustive", "--dropout", "--causal", "--top-k", "3", "--dtype", "bf16"),
+        *("--heads", " 8 ", "--kv-heads", "2", "--max-smem", "100000", "--require-divisible"),
+    )
+    assert code == 0
+    problem, options = answer["problem"], answer["options"]
+    assert problem["dropout"] == pytest.approx(0.1)  # the flag alone means 0.1
+    assert problem["causal"] is True and problem["dtype"] == "bf16"
+    assert (problem["heads"], problem["kv_heads"]) == (8, 2)
+    assert options["top_k"] == 3 and options["max_smem"] == 100000
+    assert options["require_divisible"] is True
+    assert len(answer["candidates"]) <= 3
+    assert all(c["smem_bytes"] <= 100000 for c in answer["candidates"])
+
+
+def test_pins_are_honoured(capsys: pytest.CaptureFixture[str]) -> None:
+    code, answer = run_json(capsys, *QUICK_START, "--engine", "exhaustive", "--block-m", "64")
+    assert code == 0
+    assert {c["block_m"] for c in answer["candidates"]} == {64}
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        (["--head-dim", "0"], "head_dim"),
+        (["--head-dim", "-5"], "head_dim"),
+        (["--head-dim", "abc"], "head_dim"),
+        (["--seq-len", "99999999999"], "seq_len"),
+        (["--heads", "8", "--kv-heads", "3"], "kv_heads"),
+        (["--block-m", "0"], "block_m"),
+        (["--top-k", "0"], "top_k"),
+        (["--dropout", "1.5"], "dropout"),
+        (["--time-limit", "soon"], "time_limit_s"),
+        (["--max-smem", "-1"], "max_smem"),
+        (["--kernel", "fa3"], "kernel"),
+        (["--phase", "decode"], "phase"),
+        (["--hardware", "ascend-910b"], "kernel"),
+        (["--server", "localhost:50051"], "server"),
+    ],
+)
+def test_invalid_input_exits_2_naming_the_field(
+    capsys: pytest.CaptureFixture[str], extra: list[str], field: str
+) -> None:
+    code, out, err = run(capsys, *QUICK_START, *extra)
+    assert code == 2
+    assert out == ""
+    assert_error(err, field)
+
+
+def test_bad_numbers_say_what_is_allowed(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, *QUICK_START, "--head-dim", "abc")
+    assert code == 2
+    assert "integer" in err and "1 to 1024" in err and "'abc'" in err
+    code, _, err = run(capsys, *QUICK_START, "--heads", "8", "--kv-heads", "3")
+    assert "1, 2, 4, 8" in err  # the divisors of heads
+
+
+def test_every_violation_is_reported_at_once(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(
+        capsys, *QUICK_START, "--head-dim", "0", "--top-k", "x", "--hardware", "nope"
+    )
+    assert code == 2
+    for field in ("head_dim", "top_k", "hardware"):
+        assert_error(err, field)
+
+
+def test_remote_mode_is_explained(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, *QUICK_START, "--server", "localhost:50051")
+    assert code == 2
+    assert "omit --server" in err
+
+
+def test_unknown_hardware_lists_known_names(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, *QUICK_START, "--hardware", "nope")
+    assert code == 2
+    assert_error(err, "hardware")
+    for name in DESIGN_HARDWARE:
+        assert name in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [*QUICK_START, "--dtype", "fp4"],  # argparse choices
+        [*QUICK_START, "--no-such-option"],
+        ["solve", "--hardware", "a100", "--head-dim", "128"],  # --seq-len missing
+        ["hardware"],
+        ["frobnicate"],
+        [],
+    ],
+)
+def test_usage_errors_exit_2_without_traceback(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert "Traceback" not in err
+    if "--dtype" in argv:
+        assert "--dtype" in err and "fp16" in err
+
+
+def test_infeasible_cap_exits_1_with_nearest_relaxation(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, answer = run_json(capsys, *QUICK_START, "--max-smem", "4096")
+    assert code == 1
+    assert answer["status"] == "infeasible"
+    assert answer["candidates"] == []
+    assert "max_smem" in answer["infeasibility"]["conflicting_constraints"]
+    assert "max-smem" in answer["infeasibility"]["nearest_relaxation"]
+    code, out, _ = run(capsys, *QUICK_START, "--max-smem", "4096")
+    assert code == 1
+    assert "no feasible configuration" in out and "nearest relaxation" in out
+    assert all(len(line) <= 160 for line in out.splitlines())
+
+
+def test_pin_outside_the_domain_is_infeasible_not_invalid(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, answer = run_json(capsys, *QUICK_START, "--block-m", "7")
+    assert code == 1
+    assert "pins" in answer["infeasibility"]["conflicting_constraints"]
+    code, out, _ = run(capsys, *QUICK_START, "--block-m", "7")
+    assert code == 1
+    assert "pins" in out
+
+
+def test_time_limit_without_an_answer_is_not_reported_as_infeasible(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A CP-SAT run cut off before its first solution proves nothing: exit 3, not 1."""
+    code, out, err = run(capsys, *QUICK_START, "--time-limit", "0.00001", "--json")
+    assert code in (0, 3), err
+    if code == 3:
+        assert out == ""
+        assert_error(err, "time_limit_s")
+    else:
+        assert json.loads(out)["status"] in ("optimal", "feasible")
+
+
+def test_internal_errors_exit_4(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tilesolve.solver
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(tilesolve.solver, "solve", broken)
+    code, _, err = run(capsys, *QUICK_START)
+    assert code == 4
+    assert "internal error" in err and "boom" in err and "Traceback" not in err
+
+
+def test_help_lists_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["--help"], ["solve", "--help"], ["occupancy", "--help"]):
+        code, out, _ = run(capsys, *argv)
+        assert code == 0
+        for line in (
+            "0  an answer",
+            "1  no feasible",
+            "2  invalid input",
+            "3  server",
+            "4  internal",
+        ):
+            assert line in out
+    _, out, _ = run(capsys, "solve", "--help")
+    for flag in ("--seq-len-kv", "--head-dim-v", "--require-divisible", "--max-smem", "--server"):
+        assert flag in out
+
+
+# ---- hardware ------------------------------------------------------------------------------
+
+
+def test_hardware_list_has_every_design_name(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "hardware", "list")
+    assert code == 0
+    for name in DESIGN_HARDWARE:
+        assert name in out
+    code, listing = run_json(capsys, "hardware", "list")
+    assert code == 0
+    names = {entry["name"] for entry in listing}
+    assert set(DESIGN_HARDWARE) <= names
+    a100 = next(e for e in listing if e["name"] == "a100-80gb")
+    assert a100["compute_capability"] == "8.0" and "a100" in a100["aliases"]
+
+
+def test_hardware_show_resolves_aliases_and_has_sources(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, spec = run_json(capsys, "hardware", "show", "a100")
+    assert code == 0
+    assert spec["name"] == "a100-80gb"
+    assert spec["sm"]["compute_capability"] == "8.0"
+    assert spec["sources"]
+    code, out, _ = run(capsys, "hardware", "show", "a100")
+    assert code == 0
+    assert "smem_per_block_optin_bytes" in out and "PG13" in out
+
+
+def test_hardware_show_unknown_name(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "hardware", "show", "nope")
+    assert code == 2 and out == ""
+    assert_error(err, "hardware")
+    assert "a100-80gb" in err
+
+
+# ---- occupancy -----------------------------------------------------------------------------
+
+OCC = ["occupancy", "--hardware", "a100"]
+
+
+def test_occupancy_a100_shared_memory_bound(capsys: pytest.CaptureFixture[str]) -> None:
+    code, occ = run_json(capsys, *OCC, "--threads", "128", "--regs", "96", "--smem", "49152")
+    assert code == 0
+    assert occ["blocks_per_sm"] == 3
+    assert occ["limiter"] == "shared_memory" and occ["limiters"] == ["shared_memory"]
+    assert occ["limit_shared_memory"] == 3 and occ["limit_registers"] == 5
+    assert occ["limit_warps"] == 16 and occ["limit_blocks"] == 32
+    assert occ["smem_per_block_bytes"] == 49152 + 1024  # the reserved 1 KiB is added
+    assert occ["active_warps_per_sm"] == 12
+    assert occ["occupancy"] == pytest.approx(12 / 64)
+    assert occ["regs_per_block"] == 96 * 128
+    assert occ["smem_per_sm_config_bytes"] == 164 * 1024
+    code, out, _ = run(capsys, *OCC, "--threads", "128", "--regs", "96", "--smem", "49152")
+    assert code == 0 and "blocks per SM: 3 (limited by shared_memory)" in out
+
+
+def test_occupancy_carveout_changes_the_sm_configuration(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, occ = run_json(
+        capsys, *OCC, "--threads", "128", "--regs", "32", "--smem", "0", "--carveout", "0"
+    )
+    assert code == 0
+    assert occ["smem_per_sm_config_bytes"] == 8 * 1024  # smallest carveout holding 1 KiB
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--threads", "0", "--regs", "32", "--smem", "0"], "threads"),
+        (["--threads", "2048", "--regs", "32", "--smem", "0"], "threads"),
+        (["--threads", "many", "--regs", "32", "--smem", "0"], "threads"),
+        (["--threads", "128", "--regs", "256", "--smem", "0"], "regs"),
+        (["--threads", "128", "--regs", "-1", "--smem", "0"], "regs"),
+        (["--threads", "128", "--regs", "32", "--smem", "-1"], "smem"),
+        (["--threads", "128", "--regs", "32", "--smem", str(1 << 25)], "smem"),
+        (["--threads", "128", "--regs", "32", "--smem", "0", "--carveout", "101"], "carveout"),
+        (["--threads", "128", "--regs", "32", "--smem", "0", "--carveout", "-2"], "carveout"),
+    ],
+)
+def test_occupancy_bad_inputs_exit_2(
+    capsys: pytest.CaptureFixture[str], args: list[str], field: str
+) -> None:
+    code, out, err = run(capsys, *OCC, *args)
+    assert code == 2 and out == ""
+    assert_error(err, field)
+    assert " to " in err  # the allowed range
+
+
+def test_occupancy_needs_a_cuda_device(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["occupancy", "--hardware", "ascend-910b", "--threads", "128", "--regs", "32"]
+    code, _, err = run(capsys, *argv, "--smem", "0")
+    assert code == 2
+    assert_error(err, "hardware")
+    assert "CUDA" in err
+
+
+# ---- the installed console script ----------------------------------------------------------
+
+
+def _script() -> str | None:
+    beside = Path(sys.executable).parent / "tilesolve-cli"
+    return str(beside) if beside.exists() else shutil.which("tilesolve-cli")
+
+
+needs_script = pytest.mark.skipif(_script() is None, reason="tilesolve-cli is not installed")
+
+
+def _shell(*argv: str) -> subprocess.CompletedProcess[str]:
+    script = _script()
+    assert script is not None
+    return subprocess.run([script, *argv], capture_output=True, text=True, timeout=120, check=False)
+
+
+@needs_script
+def test_script_quick_start() -> None:
+    table = _shell(*QUICK_START)
+    assert table.returncode == 0, table.stderr
+    as_json = _shell(*QUICK_START, "--json")
+    assert as_json.returncode == 0
+    assert table_rank1(table.stdout) == json_rank1(json.loads(as_json.stdout))
+
+
+@needs_script
+def test_script_bad_input_has_no_traceback() -> None:
+    result = _shell(*QUICK_START, "--head-dim", "abc")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "head_dim" in result.stderr and "Traceback" not in result.stderr
+
+
+@needs_script
+def test_script_help_is_fast() -> None:
+    result = _shell("--help")
+    assert result.returncode == 0
+    assert "exit codes" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["hardware", "list"],
+        ["hardware", "show", "h100"],
+        ["occupancy", "--hardware", "a100", "--threads", "128", "--regs", "64", "--smem", "0"],
+    ],
+)
+def test_commands_that_do_not_solve_leave_ortools_unimported(argv: list[str]) -> None:
+    code = (
+        "import sys, contextlib, io\n"
+        "import tilesolve.client.cli as cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    rc = cli.main({argv!r})\n"
+        "print(rc, 'ortools' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.split() == ["0", "False"], result.stderr
