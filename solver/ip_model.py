@@ -14,8 +14,8 @@ literal so that an infeasible model can name the constraints that conflict.
 The objective is `time_ns`. The search tries tiles in index order, so among equal times the
 first in the tie-break order is found first: CP-SAT and the exhaustive engine rank alike.
 Top-k: solve, require a later tile index than the last winner, solve again. One worker, a
-fixed seed and the fixed search make every run identical. `ortools` is imported
-here only, so commands that do not solve never load it.
+fixed seed and the fixed search make every run identical. `ortools` is imported by this module
+only, and `solve` imports this module only for a CP-SAT solve, so other commands never load it.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from ortools.sat.python import cp_model, cp_model_helper
 
 from .candidates import CandidateTable
 from .constraints import MAX_SPILL_REGS, ConstraintName
@@ -47,8 +48,6 @@ class TileProgram:
     """The CP-SAT model of one candidate table."""
 
     def __init__(self, table: CandidateTable):
-        from ortools.sat.python import cp_model
-
         self._cp = cp_model
         self.table = table
         self.model = cp_model.CpModel()
@@ -147,8 +146,6 @@ class TileProgram:
         Presolve, probing, symmetry detection and LP linearisation cost more than they save
         on this model (benchmarks/solve_latency.py measures the solve).
         """
-        from ortools.sat.python import cp_model_helper
-
         solver = self._cp.CpSolver()
         params = solver.parameters
         params.num_workers = 1

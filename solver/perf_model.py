@@ -301,7 +301,9 @@ def evaluate(
     tensor_total = heads_total * total_iters * it.tensor / n_sm
     compute_total = heads_total * total_iters * it.compute / np.maximum(blocks, 1) / n_sm
     load_total = heads_total * total_iters * it.tile_load / n_sm / np.maximum(blocks, 1)
-    bottleneck = _bottlenecks(it, round_full, blocks.astype(np.float64), cycles, dram_bound_cycles)
+    bottleneck = _bottlenecks(
+        it, round_full, blocks.astype(np.float64), cycles, dram_bound_cycles, waves_exact
+    )
     return PerfArrays(
         time_us=time_us,
         tflops=problem.flops / (time_us * 1e-6) / 1e12,
@@ -324,6 +326,7 @@ def _bottlenecks(
     blocks: FloatArray,
     cycles: FloatArray,
     dram_bound: FloatArray,
+    waves: FloatArray,
 ) -> list[str]:
     """The dominant cost of each candidate, in words used by the reasons."""
     names = ("tensor cores", "shared-memory bandwidth", "softmax exp (SFU)", "FP32 softmax math")
@@ -333,6 +336,8 @@ def _bottlenecks(
     for i in range(len(round_cycles)):
         if dram_bound[i] >= cycles[i] * 0.999:
             out.append("HBM bandwidth")
+        elif waves[i] < 0.5:
+            out.append("too few blocks to fill the SMs")
         elif round_cycles[i] > blocks[i] * it.compute[i] * 1.0001:
             out.append("K/V load latency")
         else:
