@@ -1,5 +1,6 @@
 """The hardware catalog: every entry loads, every number is cited, aliases resolve, and the
-figures agree with the sourced reference (shared/reference/hardware.json) where it is present."""
+figures agree with the sourced reference (tests/data/hardware.json, a copy of
+shared/reference/hardware.json)."""
 
 from __future__ import annotations
 
@@ -32,9 +33,13 @@ CATALOG_NAMES = sorted(load_catalog())
 
 
 def _reference_path() -> Path | None:
-    """hardware.json: $TILESOLVE_REFERENCE_DIR, else shared/reference in or beside the repo."""
+    """hardware.json: $TILESOLVE_REFERENCE_DIR, else the copy in tests/data, else shared/."""
     repo = Path(__file__).resolve().parents[1]
-    candidates = [repo / "shared" / "reference", repo.parent / "shared" / "reference"]
+    candidates = [
+        repo / "tests" / "data",
+        repo / "shared" / "reference",
+        repo.parent / "shared" / "reference",
+    ]
     env = os.environ.get("TILESOLVE_REFERENCE_DIR")
     if env:
         candidates.insert(0, Path(env))
