@@ -11,23 +11,11 @@ from typing import Any
 
 import pydantic
 import pytest
+from contracts import DESIGN_HARDWARE_NAMES
 from tilesolve.solver.errors import UnknownHardwareError
 from tilesolve.solver.hardware import HardwareSpec, get_hardware, hardware_names, load_catalog
 
-REQUIRED_NAMES = [
-    "a100-40gb",
-    "a100-80gb",
-    "h100-sxm",
-    "h200",
-    "l4",
-    "rtx-4090",
-    "a10",
-    "t4",
-    "v100",
-    "ascend-910",
-    "ascend-910b",
-    "ascend-310p3",
-]
+REQUIRED_NAMES = DESIGN_HARDWARE_NAMES
 
 CATALOG_NAMES = sorted(load_catalog())
 

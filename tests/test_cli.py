@@ -16,23 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from contracts import DESIGN_HARDWARE_NAMES
 from tilesolve.client.cli import main
 
 QUICK_START = ["solve", "--hardware", "a100", "--head-dim", "128", "--seq-len", "4096"]
-DESIGN_HARDWARE = (
-    "a100-40gb",
-    "a100-80gb",
-    "h100-sxm",
-    "h200",
-    "l4",
-    "rtx-4090",
-    "a10",
-    "t4",
-    "v100",
-    "ascend-910",
-    "ascend-910b",
-    "ascend-310p3",
-)
+DESIGN_HARDWARE = DESIGN_HARDWARE_NAMES
 CANDIDATE_FIELDS = (
     "rank",
     "block_m",
