@@ -34,6 +34,7 @@ from importlib import metadata
 from typing import Any
 
 import numpy as np
+
 from tilesolve.solver import AttentionProblem, SolveAnswer, SolveOptions, get_hardware, solve
 
 ENGINES = ("cpsat", "exhaustive")

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
+
     from tilesolve.solver import HardwareSpec
 
 EXIT_OK = 0
@@ -216,6 +217,7 @@ def _given(args: argparse.Namespace, fields: Sequence[str]) -> dict[str, Any]:
 
 def cmd_solve(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
+
     from tilesolve.solver import AttentionProblem, SolveOptions, solve
 
     violations: list[Violation] = []

@@ -11,9 +11,11 @@ from typing import Any
 
 import pydantic
 import pytest
-from contracts import DESIGN_HARDWARE_NAMES
+
 from tilesolve.solver.errors import UnknownHardwareError
 from tilesolve.solver.hardware import HardwareSpec, get_hardware, hardware_names, load_catalog
+
+from contracts import DESIGN_HARDWARE_NAMES
 
 REQUIRED_NAMES = DESIGN_HARDWARE_NAMES
 

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from contracts import DESIGN_HARDWARE_NAMES
+
 from tilesolve.client.cli import main
+
+from contracts import DESIGN_HARDWARE_NAMES
 
 QUICK_START = ["solve", "--hardware", "a100", "--head-dim", "128", "--seq-len", "4096"]
 DESIGN_HARDWARE = DESIGN_HARDWARE_NAMES

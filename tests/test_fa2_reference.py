@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from tilesolve.solver import AttentionProblem, SolveOptions, solve
 
 ROOT = Path(__file__).resolve().parents[1]

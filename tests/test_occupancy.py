@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from tilesolve.solver.hardware import SmLimits
 from tilesolve.solver.occupancy import Limiter, OccupancyArrays, occupancy, occupancy_arrays
 

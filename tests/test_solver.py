@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
+
 from tilesolve.solver import AttentionProblem, SolveOptions, TileConfig, get_hardware, solve
 from tilesolve.solver.errors import InvalidRequestError, UnknownHardwareError
 from tilesolve.solver.families import get_family
