@@ -1,0 +1,534 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class DataType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DATA_TYPE_UNSPECIFIED: _ClassVar[DataType]
+    DATA_TYPE_FP16: _ClassVar[DataType]
+    DATA_TYPE_BF16: _ClassVar[DataType]
+    DATA_TYPE_FP8: _ClassVar[DataType]
+
+class Phase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PHASE_UNSPECIFIED: _ClassVar[Phase]
+    PHASE_FORWARD: _ClassVar[Phase]
+    PHASE_BACKWARD: _ClassVar[Phase]
+    PHASE_DECODE: _ClassVar[Phase]
+
+class KernelFamily(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    KERNEL_FAMILY_UNSPECIFIED: _ClassVar[KernelFamily]
+    KERNEL_FAMILY_FA2: _ClassVar[KernelFamily]
+    KERNEL_FAMILY_TRITON: _ClassVar[KernelFamily]
+    KERNEL_FAMILY_FA3: _ClassVar[KernelFamily]
+    KERNEL_FAMILY_ASCEND: _ClassVar[KernelFamily]
+
+class Engine(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ENGINE_UNSPECIFIED: _ClassVar[Engine]
+    ENGINE_CPSAT: _ClassVar[Engine]
+    ENGINE_EXHAUSTIVE: _ClassVar[Engine]
+
+class SolveStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SOLVE_STATUS_UNSPECIFIED: _ClassVar[SolveStatus]
+    SOLVE_STATUS_OPTIMAL: _ClassVar[SolveStatus]
+    SOLVE_STATUS_FEASIBLE: _ClassVar[SolveStatus]
+    SOLVE_STATUS_INFEASIBLE: _ClassVar[SolveStatus]
+DATA_TYPE_UNSPECIFIED: DataType
+DATA_TYPE_FP16: DataType
+DATA_TYPE_BF16: DataType
+DATA_TYPE_FP8: DataType
+PHASE_UNSPECIFIED: Phase
+PHASE_FORWARD: Phase
+PHASE_BACKWARD: Phase
+PHASE_DECODE: Phase
+KERNEL_FAMILY_UNSPECIFIED: KernelFamily
+KERNEL_FAMILY_FA2: KernelFamily
+KERNEL_FAMILY_TRITON: KernelFamily
+KERNEL_FAMILY_FA3: KernelFamily
+KERNEL_FAMILY_ASCEND: KernelFamily
+ENGINE_UNSPECIFIED: Engine
+ENGINE_CPSAT: Engine
+ENGINE_EXHAUSTIVE: Engine
+SOLVE_STATUS_UNSPECIFIED: SolveStatus
+SOLVE_STATUS_OPTIMAL: SolveStatus
+SOLVE_STATUS_FEASIBLE: SolveStatus
+SOLVE_STATUS_INFEASIBLE: SolveStatus
+
+class AttentionProblem(_message.Message):
+    __slots__ = ("batch", "heads", "kv_heads", "seq_len", "seq_len_kv", "head_dim", "head_dim_v", "dtype", "causal", "dropout", "phase")
+    BATCH_FIELD_NUMBER: _ClassVar[int]
+    HEADS_FIELD_NUMBER: _ClassVar[int]
+    KV_HEADS_FIELD_NUMBER: _ClassVar[int]
+    SEQ_LEN_FIELD_NUMBER: _ClassVar[int]
+    SEQ_LEN_KV_FIELD_NUMBER: _ClassVar[int]
+    HEAD_DIM_FIELD_NUMBER: _ClassVar[int]
+    HEAD_DIM_V_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    CAUSAL_FIELD_NUMBER: _ClassVar[int]
+    DROPOUT_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    batch: int
+    heads: int
+    kv_heads: int
+    seq_len: int
+    seq_len_kv: int
+    head_dim: int
+    head_dim_v: int
+    dtype: DataType
+    causal: bool
+    dropout: float
+    phase: Phase
+    def __init__(self, batch: _Optional[int] = ..., heads: _Optional[int] = ..., kv_heads: _Optional[int] = ..., seq_len: _Optional[int] = ..., seq_len_kv: _Optional[int] = ..., head_dim: _Optional[int] = ..., head_dim_v: _Optional[int] = ..., dtype: _Optional[_Union[DataType, str]] = ..., causal: _Optional[bool] = ..., dropout: _Optional[float] = ..., phase: _Optional[_Union[Phase, str]] = ...) -> None: ...
+
+class SolveOptions(_message.Message):
+    __slots__ = ("kernel", "top_k", "engine", "require_divisible", "block_m", "block_n", "num_warps", "num_stages", "max_smem", "min_blocks_per_sm", "time_limit_s")
+    KERNEL_FIELD_NUMBER: _ClassVar[int]
+    TOP_K_FIELD_NUMBER: _ClassVar[int]
+    ENGINE_FIELD_NUMBER: _ClassVar[int]
+    REQUIRE_DIVISIBLE_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_M_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_N_FIELD_NUMBER: _ClassVar[int]
+    NUM_WARPS_FIELD_NUMBER: _ClassVar[int]
+    NUM_STAGES_FIELD_NUMBER: _ClassVar[int]
+    MAX_SMEM_FIELD_NUMBER: _ClassVar[int]
+    MIN_BLOCKS_PER_SM_FIELD_NUMBER: _ClassVar[int]
+    TIME_LIMIT_S_FIELD_NUMBER: _ClassVar[int]
+    kernel: KernelFamily
+    top_k: int
+    engine: Engine
+    require_divisible: bool
+    block_m: int
+    block_n: int
+    num_warps: int
+    num_stages: int
+    max_smem: int
+    min_blocks_per_sm: int
+    time_limit_s: float
+    def __init__(self, kernel: _Optional[_Union[KernelFamily, str]] = ..., top_k: _Optional[int] = ..., engine: _Optional[_Union[Engine, str]] = ..., require_divisible: _Optional[bool] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., num_warps: _Optional[int] = ..., num_stages: _Optional[int] = ..., max_smem: _Optional[int] = ..., min_blocks_per_sm: _Optional[int] = ..., time_limit_s: _Optional[float] = ...) -> None: ...
+
+class SmLimits(_message.Message):
+    __slots__ = ("compute_capability", "warp_size_threads", "max_threads_per_block", "max_threads_per_sm", "max_blocks_per_sm", "regs_per_sm", "max_regs_per_block", "max_regs_per_thread", "reg_alloc_unit_regs", "reg_file_subpartitions", "smem_per_sm_bytes", "smem_per_block_default_bytes", "smem_per_block_optin_bytes", "smem_alloc_granularity_bytes", "reserved_smem_per_block_bytes", "smem_carveout_options_kib")
+    COMPUTE_CAPABILITY_FIELD_NUMBER: _ClassVar[int]
+    WARP_SIZE_THREADS_FIELD_NUMBER: _ClassVar[int]
+    MAX_THREADS_PER_BLOCK_FIELD_NUMBER: _ClassVar[int]
+    MAX_THREADS_PER_SM_FIELD_NUMBER: _ClassVar[int]
+    MAX_BLOCKS_PER_SM_FIELD_NUMBER: _ClassVar[int]
+    REGS_PER_SM_FIELD_NUMBER: _ClassVar[int]
+    MAX_REGS_PER_BLOCK_FIELD_NUMBER: _ClassVar[int]
+    MAX_REGS_PER_THREAD_FIELD_NUMBER: _ClassVar[int]
+    REG_ALLOC_UNIT_REGS_FIELD_NUMBER: _ClassVar[int]
+    REG_FILE_SUBPARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    SMEM_PER_SM_BYTES_FIELD_NUMBER: _ClassVar[int]
+    SMEM_PER_BLOCK_DEFAULT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    SMEM_PER_BLOCK_OPTIN_BYTES_FIELD_NUMBER: _ClassVar[int]
+    SMEM_ALLOC_GRANULARITY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_SMEM_PER_BLOCK_BYTES_FIELD_NUMBER: _ClassVar[int]
+    SMEM_CARVEOUT_OPTIONS_KIB_FIELD_NUMBER: _ClassVar[int]
+    compute_capability: str
+    warp_size_threads: int
+    max_threads_per_block: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    regs_per_sm: int
+    max_regs_per_block: int
+    max_regs_per_thread: int
+    reg_alloc_unit_regs: int
+    reg_file_subpartitions: int
+    smem_per_sm_bytes: int
+    smem_per_block_default_bytes: int
+    smem_per_block_optin_bytes: int
+    smem_alloc_granularity_bytes: int
+    reserved_smem_per_block_bytes: int
+    smem_carveout_options_kib: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, compute_capability: _Optional[str] = ..., warp_size_threads: _Optional[int] = ..., max_threads_per_block: _Optional[int] = ..., max_threads_per_sm: _Optional[int] = ..., max_blocks_per_sm: _Optional[int] = ..., regs_per_sm: _Optional[int] = ..., max_regs_per_block: _Optional[int] = ..., max_regs_per_thread: _Optional[int] = ..., reg_alloc_unit_regs: _Optional[int] = ..., reg_file_subpartitions: _Optional[int] = ..., smem_per_sm_bytes: _Optional[int] = ..., smem_per_block_default_bytes: _Optional[int] = ..., smem_per_block_optin_bytes: _Optional[int] = ..., smem_alloc_granularity_bytes: _Optional[int] = ..., reserved_smem_per_block_bytes: _Optional[int] = ..., smem_carveout_options_kib: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class CudaThroughput(_message.Message):
+    __slots__ = ("sm_count", "boost_clock_mhz", "tensor_fp16_dense_tflops", "tensor_fp8_dense_tflops", "fp32_tflops", "sfu_ops_per_clk_per_sm", "smem_bandwidth_bytes_per_clk_per_sm", "mma_sync_efficiency", "l2_hit_latency_cycles", "dram_latency_cycles", "barrier_cycles")
+    SM_COUNT_FIELD_NUMBER: _ClassVar[int]
+    BOOST_CLOCK_MHZ_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_FP16_DENSE_TFLOPS_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_FP8_DENSE_TFLOPS_FIELD_NUMBER: _ClassVar[int]
+    FP32_TFLOPS_FIELD_NUMBER: _ClassVar[int]
+    SFU_OPS_PER_CLK_PER_SM_FIELD_NUMBER: _ClassVar[int]
+    SMEM_BANDWIDTH_BYTES_PER_CLK_PER_SM_FIELD_NUMBER: _ClassVar[int]
+    MMA_SYNC_EFFICIENCY_FIELD_NUMBER: _ClassVar[int]
+    L2_HIT_LATENCY_CYCLES_FIELD_NUMBER: _ClassVar[int]
+    DRAM_LATENCY_CYCLES_FIELD_NUMBER: _ClassVar[int]
+    BARRIER_CYCLES_FIELD_NUMBER: _ClassVar[int]
+    sm_count: int
+    boost_clock_mhz: float
+    tensor_fp16_dense_tflops: float
+    tensor_fp8_dense_tflops: float
+    fp32_tflops: float
+    sfu_ops_per_clk_per_sm: int
+    smem_bandwidth_bytes_per_clk_per_sm: int
+    mma_sync_efficiency: float
+    l2_hit_latency_cycles: int
+    dram_latency_cycles: int
+    barrier_cycles: int
+    def __init__(self, sm_count: _Optional[int] = ..., boost_clock_mhz: _Optional[float] = ..., tensor_fp16_dense_tflops: _Optional[float] = ..., tensor_fp8_dense_tflops: _Optional[float] = ..., fp32_tflops: _Optional[float] = ..., sfu_ops_per_clk_per_sm: _Optional[int] = ..., smem_bandwidth_bytes_per_clk_per_sm: _Optional[int] = ..., mma_sync_efficiency: _Optional[float] = ..., l2_hit_latency_cycles: _Optional[int] = ..., dram_latency_cycles: _Optional[int] = ..., barrier_cycles: _Optional[int] = ...) -> None: ...
+
+class MemorySystem(_message.Message):
+    __slots__ = ("memory_bytes", "dram_bandwidth_gb_per_s", "l2_bytes", "l2_bandwidth_bytes_per_clk")
+    MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    DRAM_BANDWIDTH_GB_PER_S_FIELD_NUMBER: _ClassVar[int]
+    L2_BYTES_FIELD_NUMBER: _ClassVar[int]
+    L2_BANDWIDTH_BYTES_PER_CLK_FIELD_NUMBER: _ClassVar[int]
+    memory_bytes: int
+    dram_bandwidth_gb_per_s: float
+    l2_bytes: int
+    l2_bandwidth_bytes_per_clk: float
+    def __init__(self, memory_bytes: _Optional[int] = ..., dram_bandwidth_gb_per_s: _Optional[float] = ..., l2_bytes: _Optional[int] = ..., l2_bandwidth_bytes_per_clk: _Optional[float] = ...) -> None: ...
+
+class AscendCore(_message.Message):
+    __slots__ = ("ai_core_count", "cube_fp16_tflops", "l1_bytes", "l0a_bytes", "l0b_bytes", "l0c_bytes", "unified_buffer_bytes", "ub_alignment_bytes", "cube_fractal_elements")
+    AI_CORE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CUBE_FP16_TFLOPS_FIELD_NUMBER: _ClassVar[int]
+    L1_BYTES_FIELD_NUMBER: _ClassVar[int]
+    L0A_BYTES_FIELD_NUMBER: _ClassVar[int]
+    L0B_BYTES_FIELD_NUMBER: _ClassVar[int]
+    L0C_BYTES_FIELD_NUMBER: _ClassVar[int]
+    UNIFIED_BUFFER_BYTES_FIELD_NUMBER: _ClassVar[int]
+    UB_ALIGNMENT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CUBE_FRACTAL_ELEMENTS_FIELD_NUMBER: _ClassVar[int]
+    ai_core_count: int
+    cube_fp16_tflops: float
+    l1_bytes: int
+    l0a_bytes: int
+    l0b_bytes: int
+    l0c_bytes: int
+    unified_buffer_bytes: int
+    ub_alignment_bytes: int
+    cube_fractal_elements: int
+    def __init__(self, ai_core_count: _Optional[int] = ..., cube_fp16_tflops: _Optional[float] = ..., l1_bytes: _Optional[int] = ..., l0a_bytes: _Optional[int] = ..., l0b_bytes: _Optional[int] = ..., l0c_bytes: _Optional[int] = ..., unified_buffer_bytes: _Optional[int] = ..., ub_alignment_bytes: _Optional[int] = ..., cube_fractal_elements: _Optional[int] = ...) -> None: ...
+
+class HardwareSpec(_message.Message):
+    __slots__ = ("name", "display_name", "vendor", "arch", "aliases", "default_kernel", "memory", "sm", "throughput", "ascend", "sources", "notes")
+    class SourcesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
+    VENDOR_FIELD_NUMBER: _ClassVar[int]
+    ARCH_FIELD_NUMBER: _ClassVar[int]
+    ALIASES_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_KERNEL_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    SM_FIELD_NUMBER: _ClassVar[int]
+    THROUGHPUT_FIELD_NUMBER: _ClassVar[int]
+    ASCEND_FIELD_NUMBER: _ClassVar[int]
+    SOURCES_FIELD_NUMBER: _ClassVar[int]
+    NOTES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    display_name: str
+    vendor: str
+    arch: str
+    aliases: _containers.RepeatedScalarFieldContainer[str]
+    default_kernel: str
+    memory: MemorySystem
+    sm: SmLimits
+    throughput: CudaThroughput
+    ascend: AscendCore
+    sources: _containers.ScalarMap[str, str]
+    notes: str
+    def __init__(self, name: _Optional[str] = ..., display_name: _Optional[str] = ..., vendor: _Optional[str] = ..., arch: _Optional[str] = ..., aliases: _Optional[_Iterable[str]] = ..., default_kernel: _Optional[str] = ..., memory: _Optional[_Union[MemorySystem, _Mapping]] = ..., sm: _Optional[_Union[SmLimits, _Mapping]] = ..., throughput: _Optional[_Union[CudaThroughput, _Mapping]] = ..., ascend: _Optional[_Union[AscendCore, _Mapping]] = ..., sources: _Optional[_Mapping[str, str]] = ..., notes: _Optional[str] = ...) -> None: ...
+
+class HardwareRef(_message.Message):
+    __slots__ = ("name", "spec")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    spec: HardwareSpec
+    def __init__(self, name: _Optional[str] = ..., spec: _Optional[_Union[HardwareSpec, _Mapping]] = ...) -> None: ...
+
+class SolveRequest(_message.Message):
+    __slots__ = ("hardware", "problem", "options")
+    HARDWARE_FIELD_NUMBER: _ClassVar[int]
+    PROBLEM_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    hardware: HardwareRef
+    problem: AttentionProblem
+    options: SolveOptions
+    def __init__(self, hardware: _Optional[_Union[HardwareRef, _Mapping]] = ..., problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., options: _Optional[_Union[SolveOptions, _Mapping]] = ...) -> None: ...
+
+class Candidate(_message.Message):
+    __slots__ = ("rank", "block_m", "block_n", "num_warps", "num_stages", "threads_per_block", "smem_bytes", "regs_per_thread", "regs_demand", "spill_regs", "blocks_per_sm", "occupancy_limiter", "occupancy", "predicted_time_us", "predicted_tflops", "compute_us", "load_us", "overlap", "arithmetic_intensity", "hbm_bytes", "waves", "tail_efficiency", "padding_waste", "mma_utilization", "bottleneck", "reasons")
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_M_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_N_FIELD_NUMBER: _ClassVar[int]
+    NUM_WARPS_FIELD_NUMBER: _ClassVar[int]
+    NUM_STAGES_FIELD_NUMBER: _ClassVar[int]
+    THREADS_PER_BLOCK_FIELD_NUMBER: _ClassVar[int]
+    SMEM_BYTES_FIELD_NUMBER: _ClassVar[int]
+    REGS_PER_THREAD_FIELD_NUMBER: _ClassVar[int]
+    REGS_DEMAND_FIELD_NUMBER: _ClassVar[int]
+    SPILL_REGS_FIELD_NUMBER: _ClassVar[int]
+    BLOCKS_PER_SM_FIELD_NUMBER: _ClassVar[int]
+    OCCUPANCY_LIMITER_FIELD_NUMBER: _ClassVar[int]
+    OCCUPANCY_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_TIME_US_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_TFLOPS_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_US_FIELD_NUMBER: _ClassVar[int]
+    LOAD_US_FIELD_NUMBER: _ClassVar[int]
+    OVERLAP_FIELD_NUMBER: _ClassVar[int]
+    ARITHMETIC_INTENSITY_FIELD_NUMBER: _ClassVar[int]
+    HBM_BYTES_FIELD_NUMBER: _ClassVar[int]
+    WAVES_FIELD_NUMBER: _ClassVar[int]
+    TAIL_EFFICIENCY_FIELD_NUMBER: _ClassVar[int]
+    PADDING_WASTE_FIELD_NUMBER: _ClassVar[int]
+    MMA_UTILIZATION_FIELD_NUMBER: _ClassVar[int]
+    BOTTLENECK_FIELD_NUMBER: _ClassVar[int]
+    REASONS_FIELD_NUMBER: _ClassVar[int]
+    rank: int
+    block_m: int
+    block_n: int
+    num_warps: int
+    num_stages: int
+    threads_per_block: int
+    smem_bytes: int
+    regs_per_thread: int
+    regs_demand: int
+    spill_regs: int
+    blocks_per_sm: int
+    occupancy_limiter: str
+    occupancy: float
+    predicted_time_us: float
+    predicted_tflops: float
+    compute_us: float
+    load_us: float
+    overlap: float
+    arithmetic_intensity: float
+    hbm_bytes: float
+    waves: float
+    tail_efficiency: float
+    padding_waste: float
+    mma_utilization: float
+    bottleneck: str
+    reasons: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, rank: _Optional[int] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., num_warps: _Optional[int] = ..., num_stages: _Optional[int] = ..., threads_per_block: _Optional[int] = ..., smem_bytes: _Optional[int] = ..., regs_per_thread: _Optional[int] = ..., regs_demand: _Optional[int] = ..., spill_regs: _Optional[int] = ..., blocks_per_sm: _Optional[int] = ..., occupancy_limiter: _Optional[str] = ..., occupancy: _Optional[float] = ..., predicted_time_us: _Optional[float] = ..., predicted_tflops: _Optional[float] = ..., compute_us: _Optional[float] = ..., load_us: _Optional[float] = ..., overlap: _Optional[float] = ..., arithmetic_intensity: _Optional[float] = ..., hbm_bytes: _Optional[float] = ..., waves: _Optional[float] = ..., tail_efficiency: _Optional[float] = ..., padding_waste: _Optional[float] = ..., mma_utilization: _Optional[float] = ..., bottleneck: _Optional[str] = ..., reasons: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class FunnelStep(_message.Message):
+    __slots__ = ("constraint", "rule", "removed", "remaining")
+    CONSTRAINT_FIELD_NUMBER: _ClassVar[int]
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
+    REMAINING_FIELD_NUMBER: _ClassVar[int]
+    constraint: str
+    rule: str
+    removed: int
+    remaining: int
+    def __init__(self, constraint: _Optional[str] = ..., rule: _Optional[str] = ..., removed: _Optional[int] = ..., remaining: _Optional[int] = ...) -> None: ...
+
+class BindingConstraint(_message.Message):
+    __slots__ = ("constraint", "detail")
+    CONSTRAINT_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    constraint: str
+    detail: str
+    def __init__(self, constraint: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class Infeasibility(_message.Message):
+    __slots__ = ("conflicting_constraints", "explanation", "nearest_relaxation")
+    CONFLICTING_CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
+    EXPLANATION_FIELD_NUMBER: _ClassVar[int]
+    NEAREST_RELAXATION_FIELD_NUMBER: _ClassVar[int]
+    conflicting_constraints: _containers.RepeatedScalarFieldContainer[str]
+    explanation: str
+    nearest_relaxation: str
+    def __init__(self, conflicting_constraints: _Optional[_Iterable[str]] = ..., explanation: _Optional[str] = ..., nearest_relaxation: _Optional[str] = ...) -> None: ...
+
+class SolveResponse(_message.Message):
+    __slots__ = ("status", "proven_optimal", "hardware", "kernel", "engine", "candidates", "funnel", "binding_constraints", "infeasibility", "search_space_size", "feasible_count", "solve_ms", "model_version", "catalog_version", "problem", "options", "cache_hit")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    PROVEN_OPTIMAL_FIELD_NUMBER: _ClassVar[int]
+    HARDWARE_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_FIELD_NUMBER: _ClassVar[int]
+    ENGINE_FIELD_NUMBER: _ClassVar[int]
+    CANDIDATES_FIELD_NUMBER: _ClassVar[int]
+    FUNNEL_FIELD_NUMBER: _ClassVar[int]
+    BINDING_CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
+    INFEASIBILITY_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_SPACE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    FEASIBLE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    SOLVE_MS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    CATALOG_VERSION_FIELD_NUMBER: _ClassVar[int]
+    PROBLEM_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    CACHE_HIT_FIELD_NUMBER: _ClassVar[int]
+    status: SolveStatus
+    proven_optimal: bool
+    hardware: str
+    kernel: str
+    engine: str
+    candidates: _containers.RepeatedCompositeFieldContainer[Candidate]
+    funnel: _containers.RepeatedCompositeFieldContainer[FunnelStep]
+    binding_constraints: _containers.RepeatedCompositeFieldContainer[BindingConstraint]
+    infeasibility: Infeasibility
+    search_space_size: int
+    feasible_count: int
+    solve_ms: float
+    model_version: str
+    catalog_version: str
+    problem: AttentionProblem
+    options: SolveOptions
+    cache_hit: bool
+    def __init__(self, status: _Optional[_Union[SolveStatus, str]] = ..., proven_optimal: _Optional[bool] = ..., hardware: _Optional[str] = ..., kernel: _Optional[str] = ..., engine: _Optional[str] = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., funnel: _Optional[_Iterable[_Union[FunnelStep, _Mapping]]] = ..., binding_constraints: _Optional[_Iterable[_Union[BindingConstraint, _Mapping]]] = ..., infeasibility: _Optional[_Union[Infeasibility, _Mapping]] = ..., search_space_size: _Optional[int] = ..., feasible_count: _Optional[int] = ..., solve_ms: _Optional[float] = ..., model_version: _Optional[str] = ..., catalog_version: _Optional[str] = ..., problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., options: _Optional[_Union[SolveOptions, _Mapping]] = ..., cache_hit: _Optional[bool] = ...) -> None: ...
+
+class SolveBatchRequest(_message.Message):
+    __slots__ = ("requests",)
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    requests: _containers.RepeatedCompositeFieldContainer[SolveRequest]
+    def __init__(self, requests: _Optional[_Iterable[_Union[SolveRequest, _Mapping]]] = ...) -> None: ...
+
+class FieldViolation(_message.Message):
+    __slots__ = ("field", "description")
+    FIELD_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    field: str
+    description: str
+    def __init__(self, field: _Optional[str] = ..., description: _Optional[str] = ...) -> None: ...
+
+class SolveBatchItem(_message.Message):
+    __slots__ = ("code", "message", "field_violations", "response")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    FIELD_VIOLATIONS_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    code: int
+    message: str
+    field_violations: _containers.RepeatedCompositeFieldContainer[FieldViolation]
+    response: SolveResponse
+    def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., field_violations: _Optional[_Iterable[_Union[FieldViolation, _Mapping]]] = ..., response: _Optional[_Union[SolveResponse, _Mapping]] = ...) -> None: ...
+
+class SolveBatchResponse(_message.Message):
+    __slots__ = ("items",)
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[SolveBatchItem]
+    def __init__(self, items: _Optional[_Iterable[_Union[SolveBatchItem, _Mapping]]] = ...) -> None: ...
+
+class ListHardwareRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class HardwareSummary(_message.Message):
+    __slots__ = ("name", "display_name", "vendor", "arch", "compute_capability", "compute_units", "default_kernel", "aliases")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
+    VENDOR_FIELD_NUMBER: _ClassVar[int]
+    ARCH_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_CAPABILITY_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_UNITS_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_KERNEL_FIELD_NUMBER: _ClassVar[int]
+    ALIASES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    display_name: str
+    vendor: str
+    arch: str
+    compute_capability: str
+    compute_units: int
+    default_kernel: str
+    aliases: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., display_name: _Optional[str] = ..., vendor: _Optional[str] = ..., arch: _Optional[str] = ..., compute_capability: _Optional[str] = ..., compute_units: _Optional[int] = ..., default_kernel: _Optional[str] = ..., aliases: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ListHardwareResponse(_message.Message):
+    __slots__ = ("hardware", "catalog_version", "model_version", "max_batch_size")
+    HARDWARE_FIELD_NUMBER: _ClassVar[int]
+    CATALOG_VERSION_FIELD_NUMBER: _ClassVar[int]
+    MODEL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    MAX_BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
+    hardware: _containers.RepeatedCompositeFieldContainer[HardwareSummary]
+    catalog_version: str
+    model_version: str
+    max_batch_size: int
+    def __init__(self, hardware: _Optional[_Iterable[_Union[HardwareSummary, _Mapping]]] = ..., catalog_version: _Optional[str] = ..., model_version: _Optional[str] = ..., max_batch_size: _Optional[int] = ...) -> None: ...
+
+class GetHardwareRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class GetHardwareResponse(_message.Message):
+    __slots__ = ("hardware", "catalog_version")
+    HARDWARE_FIELD_NUMBER: _ClassVar[int]
+    CATALOG_VERSION_FIELD_NUMBER: _ClassVar[int]
+    hardware: HardwareSpec
+    catalog_version: str
+    def __init__(self, hardware: _Optional[_Union[HardwareSpec, _Mapping]] = ..., catalog_version: _Optional[str] = ...) -> None: ...
+
+class EstimateMemoryRequest(_message.Message):
+    __slots__ = ("problem", "block_m", "block_n", "hardware")
+    PROBLEM_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_M_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_N_FIELD_NUMBER: _ClassVar[int]
+    HARDWARE_FIELD_NUMBER: _ClassVar[int]
+    problem: AttentionProblem
+    block_m: int
+    block_n: int
+    hardware: HardwareRef
+    def __init__(self, problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., hardware: _Optional[_Union[HardwareRef, _Mapping]] = ...) -> None: ...
+
+class EstimateMemoryResponse(_message.Message):
+    __slots__ = ("score_matrix_bytes",)
+    SCORE_MATRIX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    score_matrix_bytes: float
+    def __init__(self, score_matrix_bytes: _Optional[float] = ...) -> None: ...
+
+class OccupancyRequest(_message.Message):
+    __slots__ = ("hardware", "threads", "regs", "smem_bytes", "carveout_percent")
+    HARDWARE_FIELD_NUMBER: _ClassVar[int]
+    THREADS_FIELD_NUMBER: _ClassVar[int]
+    REGS_FIELD_NUMBER: _ClassVar[int]
+    SMEM_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CARVEOUT_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    hardware: HardwareRef
+    threads: int
+    regs: int
+    smem_bytes: int
+    carveout_percent: int
+    def __init__(self, hardware: _Optional[_Union[HardwareRef, _Mapping]] = ..., threads: _Optional[int] = ..., regs: _Optional[int] = ..., smem_bytes: _Optional[int] = ..., carveout_percent: _Optional[int] = ...) -> None: ...
+
+class OccupancyResponse(_message.Message):
+    __slots__ = ("blocks_per_sm", "limiter", "limiters", "limit_warps", "limit_registers", "limit_shared_memory", "limit_blocks", "occupancy", "active_warps_per_sm", "warps_per_block", "max_warps_per_sm", "regs_per_block", "smem_per_block_bytes", "smem_per_sm_config_bytes")
+    BLOCKS_PER_SM_FIELD_NUMBER: _ClassVar[int]
+    LIMITER_FIELD_NUMBER: _ClassVar[int]
+    LIMITERS_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_WARPS_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_REGISTERS_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_SHARED_MEMORY_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_BLOCKS_FIELD_NUMBER: _ClassVar[int]
+    OCCUPANCY_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_WARPS_PER_SM_FIELD_NUMBER: _ClassVar[int]
+    WARPS_PER_BLOCK_FIELD_NUMBER: _ClassVar[int]
+    MAX_WARPS_PER_SM_FIELD_NUMBER: _ClassVar[int]
+    REGS_PER_BLOCK_FIELD_NUMBER: _ClassVar[int]
+    SMEM_PER_BLOCK_BYTES_FIELD_NUMBER: _ClassVar[int]
+    SMEM_PER_SM_CONFIG_BYTES_FIELD_NUMBER: _ClassVar[int]
+    blocks_per_sm: int
+    limiter: str
+    limiters: _containers.RepeatedScalarFieldContainer[str]
+    limit_warps: int
+    limit_registers: int
+    limit_shared_memory: int
+    limit_blocks: int
+    occupancy: float
+    active_warps_per_sm: int
+    warps_per_block: int
+    max_warps_per_sm: int
+    regs_per_block: int
+    smem_per_block_bytes: int
+    smem_per_sm_config_bytes: int
+    def __init__(self, blocks_per_sm: _Optional[int] = ..., limiter: _Optional[str] = ..., limiters: _Optional[_Iterable[str]] = ..., limit_warps: _Optional[int] = ..., limit_registers: _Optional[int] = ..., limit_shared_memory: _Optional[int] = ..., limit_blocks: _Optional[int] = ..., occupancy: _Optional[float] = ..., active_warps_per_sm: _Optional[int] = ..., warps_per_block: _Optional[int] = ..., max_warps_per_sm: _Optional[int] = ..., regs_per_block: _Optional[int] = ..., smem_per_block_bytes: _Optional[int] = ..., smem_per_sm_config_bytes: _Optional[int] = ...) -> None: ...

@@ -1,0 +1,244 @@
+"""Conversions between the solver's pydantic types and the `tilesolve.v1` protobuf messages.
+
+Both the server and the client use this module (they never import each other). Messages go
+through their canonical JSON mapping with proto field names, which are the pydantic field
+names; only enum spellings differ (`DATA_TYPE_FP16` on the wire, `"fp16"` in the solver).
+Decoding never trusts the wire: every value is validated by the solver's schemas, and a
+validation failure becomes field violations whose paths are the request's field paths
+(`problem.head_dim`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from pydantic import BaseModel, ValidationError
+
+from tilesolve.solver import (
+    AttentionProblem,
+    FieldViolation,
+    HardwareSpec,
+    InvalidRequestError,
+    SolveAnswer,
+    SolveOptions,
+)
+from tilesolve.solver.occupancy import Occupancy
+from tilesolve.v1 import tilesolve_pb2 as pb
+
+# (message field name) -> {wire enum name: solver value}; UNSPECIFIED means "absent".
+_ENUMS: dict[str, dict[str, str]] = {
+    "dtype": {"DATA_TYPE_FP16": "fp16", "DATA_TYPE_BF16": "bf16", "DATA_TYPE_FP8": "fp8"},
+    "phase": {
+        "PHASE_FORWARD": "forward",
+        "PHASE_BACKWARD": "backward",
+        "PHASE_DECODE": "decode",
+    },
+    "kernel": {
+        "KERNEL_FAMILY_FA2": "fa2",
+        "KERNEL_FAMILY_TRITON": "triton",
+        "KERNEL_FAMILY_FA3": "fa3",
+        "KERNEL_FAMILY_ASCEND": "ascend",
+    },
+    "engine": {"ENGINE_CPSAT": "cpsat", "ENGINE_EXHAUSTIVE": "exhaustive"},
+    "status": {
+        "SOLVE_STATUS_OPTIMAL": "optimal",
+        "SOLVE_STATUS_FEASIBLE": "feasible",
+        "SOLVE_STATUS_INFEASIBLE": "infeasible",
+    },
+}
+_UNSPECIFIED_SUFFIX = "_UNSPECIFIED"
+
+
+def _to_dict(message: Message, with_defaults: bool = False) -> dict[str, Any]:
+    return json_format.MessageToDict(
+        message,
+        preserving_proto_field_name=True,
+        always_print_fields_with_no_presence=with_defaults,
+    )
+
+
+def _enums_to_solver(data: dict[str, Any]) -> dict[str, Any]:
+    """Wire enum names -> solver strings; UNSPECIFIED -> absent. An unknown enum number is
+    passed through unchanged, so the schema rejects it and names the field."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        table = _ENUMS.get(key)
+        if table is not None and not isinstance(value, dict):
+            if isinstance(value, str) and value.endswith(_UNSPECIFIED_SUFFIX):
+                continue
+            out[key] = table.get(value, value) if isinstance(value, str) else value
+        else:
+            out[key] = value
+    return out
+
+
+def _enums_to_wire(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Solver strings -> wire enum names, recursively; None values dropped."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if value is None:
+            continue
+        table = _ENUMS.get(key)
+        if table is not None and isinstance(value, str):
+            out[key] = next(wire for wire, solver in table.items() if solver == value)
+        elif isinstance(value, Mapping):
+            out[key] = _enums_to_wire(value)
+        elif isinstance(value, list):
+            out[key] = [_enums_to_wire(v) if isinstance(v, Mapping) else v for v in value]
+        else:
+            out[key] = value
+    return out
+
+
+def violations_from_validation(exc: ValidationError, prefix: str) -> list[FieldViolation]:
+    """Pydantic errors as field violations with request paths (`problem.head_dim`)."""
+    out = []
+    for error in exc.errors():
+        loc = ".".join(str(part) for part in error["loc"])
+        field = f"{prefix}.{loc}" if loc else prefix
+        detail = error["msg"]
+        given = error.get("input")
+        if given is not None and not isinstance(given, dict | list):
+            # int64 fields arrive as JSON strings; show them as the number that was sent.
+            shown = given if isinstance(given, str) and given.lstrip("-").isdigit() else repr(given)
+            detail = f"{detail} (got {shown})"
+        out.append(FieldViolation(field, detail))
+    return out
+
+
+def _validate(model: type[BaseModel], data: dict[str, Any], prefix: str) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidRequestError(violations_from_validation(exc, prefix)) from None
+
+
+def _decode(model: type[BaseModel], message: Message, prefix: str) -> Any:
+    return _validate(model, _enums_to_solver(_to_dict(message)), prefix)
+
+
+# ---- requests ---------------------------------------------------------------------------
+
+
+def problem_from_proto(message: pb.AttentionProblem, prefix: str = "problem") -> AttentionProblem:
+    return _decode(AttentionProblem, message, prefix)  # type: ignore[no-any-return]
+
+
+def options_from_proto(message: pb.SolveOptions, prefix: str = "options") -> SolveOptions:
+    return _decode(SolveOptions, message, prefix)  # type: ignore[no-any-return]
+
+
+def hardware_from_proto(ref: pb.HardwareRef, prefix: str = "hardware") -> str | HardwareSpec:
+    """A catalog name, or a validated inline description."""
+    which = ref.WhichOneof("hardware")
+    if which == "name":
+        return ref.name
+    if which == "spec":
+        return _validate(HardwareSpec, _to_dict(ref.spec), f"{prefix}.spec")  # type: ignore[no-any-return]
+    raise InvalidRequestError(
+        [FieldViolation(prefix, "required: a catalog name (hardware.name) or hardware.spec")]
+    )
+
+
+def solve_request_from_proto(
+    request: pb.SolveRequest,
+) -> tuple[AttentionProblem, str | HardwareSpec, SolveOptions]:
+    """Decode a SolveRequest; every bad field of every part is reported together."""
+    violations: list[FieldViolation] = []
+    problem = options = hardware = None
+    if not request.HasField("problem"):
+        violations.append(FieldViolation("problem", "required"))
+    parts: list[tuple[str, Any]] = [
+        ("hardware", lambda: hardware_from_proto(request.hardware)),
+        ("options", lambda: options_from_proto(request.options)),
+    ]
+    if request.HasField("problem"):
+        parts.insert(0, ("problem", lambda: problem_from_proto(request.problem)))
+    decoded: dict[str, Any] = {}
+    for name, decode in parts:
+        try:
+            decoded[name] = decode()
+        except InvalidRequestError as exc:
+            violations.extend(exc.violations)
+    if violations:
+        raise InvalidRequestError(violations)
+    problem, hardware, options = decoded["problem"], decoded["hardware"], decoded["options"]
+    return problem, hardware, options
+
+
+def solve_request_to_proto(
+    problem: AttentionProblem, hardware: str | HardwareSpec, options: SolveOptions | None = None
+) -> pb.SolveRequest:
+    request = pb.SolveRequest(
+        problem=problem_to_proto(problem),
+        options=json_format.ParseDict(
+            _enums_to_wire((options or SolveOptions()).model_dump(mode="json")), pb.SolveOptions()
+        ),
+    )
+    if isinstance(hardware, HardwareSpec):
+        request.hardware.spec.CopyFrom(spec_to_proto(hardware))
+    else:
+        request.hardware.name = hardware
+    return request
+
+
+def problem_to_proto(problem: AttentionProblem) -> pb.AttentionProblem:
+    return json_format.ParseDict(
+        _enums_to_wire(problem.model_dump(mode="json")), pb.AttentionProblem()
+    )
+
+
+# ---- hardware -----------------------------------------------------------------------------
+
+
+def spec_to_proto(spec: HardwareSpec) -> pb.HardwareSpec:
+    return json_format.ParseDict(_enums_to_wire(spec.model_dump(mode="json")), pb.HardwareSpec())
+
+
+def spec_from_proto(message: pb.HardwareSpec) -> HardwareSpec:
+    return _validate(HardwareSpec, _to_dict(message), "hardware")  # type: ignore[no-any-return]
+
+
+# ---- answers ------------------------------------------------------------------------------
+
+
+def answer_to_proto(answer: SolveAnswer, cache_hit: bool = False) -> pb.SolveResponse:
+    response = json_format.ParseDict(
+        _enums_to_wire(answer.model_dump(mode="json")), pb.SolveResponse()
+    )
+    response.cache_hit = cache_hit
+    return response
+
+
+def answer_from_proto(response: pb.SolveResponse) -> tuple[SolveAnswer, bool]:
+    """The solver's answer type, and whether the server answered from its cache."""
+    data = _to_dict(response, with_defaults=True)
+    cache_hit = bool(data.pop("cache_hit", False))
+    data = _enums_to_solver(data)
+    data["problem"] = _enums_to_solver(_to_dict(response.problem))
+    data["options"] = _enums_to_solver(_to_dict(response.options))
+    if not response.HasField("infeasibility"):
+        data["infeasibility"] = None
+    return SolveAnswer.model_validate(data), cache_hit
+
+
+def occupancy_to_proto(occ: Occupancy) -> pb.OccupancyResponse:
+    return pb.OccupancyResponse(
+        blocks_per_sm=occ.blocks_per_sm,
+        limiter=occ.limiters[0].value if occ.limiters else "",
+        limiters=[x.value for x in occ.limiters],
+        limit_warps=occ.limit_warps,
+        limit_registers=occ.limit_registers,
+        limit_shared_memory=occ.limit_shared_memory,
+        limit_blocks=occ.limit_blocks,
+        occupancy=occ.occupancy_fraction,
+        active_warps_per_sm=occ.active_warps_per_sm,
+        warps_per_block=occ.warps_per_block,
+        max_warps_per_sm=occ.max_warps_per_sm,
+        regs_per_block=occ.regs_per_block,
+        smem_per_block_bytes=occ.smem_per_block_bytes,
+        smem_per_sm_config_bytes=occ.smem_per_sm_config_bytes,
+    )
