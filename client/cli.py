@@ -1,14 +1,21 @@
-"""`tilesolve-cli`: ask the solver from the shell, in-process.
+"""`tilesolve-cli`: ask the solver from the shell, in-process or from a tilesolve server.
 
     tilesolve-cli solve --hardware h100-sxm --head-dim 128 --seq-len 8192 --causal
     tilesolve-cli hardware list
     tilesolve-cli occupancy --hardware a100 --threads 128 --regs 96 --smem 49152
+    tilesolve-cli solve --hardware a100 --head-dim 128 --seq-len 4096 --server 127.0.0.1:50051
 
 Numbers are read as text and handed to the solver's pydantic schemas, so every bad value is
 reported by the schema that owns it, naming the field and what is allowed. Results go to
 stdout (a table, or exactly one JSON document with `--json`); errors go to stderr. The solver
 (numpy, pydantic, and lazily ortools) is imported only by the commands that use it, so
 `--help` starts fast. Exit codes are the contract in DESIGN.md ("Exit codes"), plus 4.
+
+With `--server HOST:PORT` every command asks the server through `tilesolve.client.remote`
+(imported, with grpc, only then) and prints exactly what the in-process command prints, except
+`solve_ms`, which is the server's. The request is still checked here first (same messages);
+what only the server can judge (its catalog, the kernel family's rules) comes back as field
+violations, printed the same way. An unreachable server or a passed deadline exits 3.
 """
 
 from __future__ import annotations
@@ -18,14 +25,24 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
 
-    from tilesolve.solver import HardwareSpec
+    from tilesolve.solver import (
+        AttentionProblem,
+        HardwareSpec,
+        Occupancy,
+        SolveAnswer,
+        SolveOptions,
+    )
+
+    from .remote import HardwareSummary, TileSolveClient, TilesolveRpcError
 
 EXIT_OK = 0
 EXIT_INFEASIBLE = 1
@@ -47,9 +64,10 @@ MAX_SMEM_BYTES = 1 << 24  # 16 MiB: beyond any shared memory a block can have
 MAX_ISA_REGS = 255
 
 # Flags whose dest is not simply the flag with '-' -> '_'.
-_FLAG_FOR_FIELD = {"time_limit_s": "--time-limit"}
+_FLAG_FOR_FIELD = {"time_limit_s": "--time-limit", "timeout_s": "--timeout"}
 
-_REMOTE_MESSAGE = "remote mode arrives with the gRPC service; omit --server to solve in-process"
+DEFAULT_TIMEOUT_S = 30.0  # --timeout; `solve` allows at least its --time-limit plus 10 s
+MAX_TIMEOUT_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -66,6 +84,15 @@ class CliInputError(Exception):
     def __init__(self, violations: Sequence[Violation]):
         self.violations = list(violations)
         super().__init__("; ".join(f"{v.field}: {v.description}" for v in self.violations))
+
+
+class CliExit(Exception):
+    """A failure reported as one line on stderr with its own exit code (server trouble)."""
+
+    def __init__(self, code: int, line: str):
+        self.code = code
+        self.line = line
+        super().__init__(line)
 
 
 # ---- error conversion ----------------------------------------------------------------------
@@ -177,6 +204,206 @@ def _resolve_hardware(name: str) -> HardwareSpec:
         raise CliInputError([Violation(v.field, v.description) for v in exc.violations]) from exc
 
 
+# ---- remote mode ---------------------------------------------------------------------------
+
+_REMOTE_ONLY_FLAGS = (
+    ("tls", "--tls"),
+    ("tls_ca", "--tls-ca"),
+    ("tls_cert", "--tls-cert"),
+    ("tls_key", "--tls-key"),
+    ("timeout_s", "--timeout"),
+)
+
+# Request paths of the service -> the CLI's field names (as the in-process errors print them).
+_WIRE_FIELD_PREFIXES = ("problem.", "options.")
+_WIRE_FIELDS = {
+    "hardware.name": "hardware",
+    "name": "hardware",  # GetHardwareRequest.name
+    "smem_bytes": "smem",
+    "carveout_percent": "carveout",
+}
+
+
+@dataclass(frozen=True)
+class Remote:
+    """Where and how to reach a tilesolve server (`--server` and its companions)."""
+
+    target: str
+    timeout_s: float | None
+    tls: bool
+    root_ca: bytes | None
+    client_cert: bytes | None
+    client_key: bytes | None
+
+
+def _read_file(field: str, path: str) -> bytes | Violation:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        return Violation(field, f"cannot read {path!r}: {exc.strerror or exc} ({_flag(field)})")
+
+
+def remote_settings(args: argparse.Namespace) -> Remote | None:
+    """The server to ask, or None for in-process; CliInputError for unusable flags."""
+    server = getattr(args, "server", None)
+    if server is None:
+        given = [flag for dest, flag in _REMOTE_ONLY_FLAGS if getattr(args, dest, None)]
+        if given:
+            raise CliInputError(
+                [
+                    Violation(
+                        "server",
+                        f"{', '.join(given)} only apply to a server; add --server HOST:PORT "
+                        "(without it the command runs in-process)",
+                    )
+                ]
+            )
+        return None
+    violations: list[Violation] = []
+    target = server.strip()
+    if not target:
+        violations.append(Violation("server", "must be HOST:PORT, e.g. 127.0.0.1:50051"))
+    timeout_s: float | None = None
+    if args.timeout_s is not None:
+        allowed = f"must be a number of seconds > 0 and <= {MAX_TIMEOUT_S:g} (--timeout)"
+        try:
+            timeout_s = float(args.timeout_s.strip())
+        except ValueError:
+            violations.append(Violation("timeout_s", f"{allowed}; got {args.timeout_s!r}"))
+        else:
+            if not 0 < timeout_s <= MAX_TIMEOUT_S:
+                violations.append(Violation("timeout_s", f"{allowed}; got {timeout_s:g}"))
+    files: dict[str, bytes | None] = {}
+    for field in ("tls_ca", "tls_cert", "tls_key"):
+        path = getattr(args, field)
+        read = None if path is None else _read_file(field, path)
+        if isinstance(read, Violation):
+            violations.append(read)
+        files[field] = read if isinstance(read, bytes) else None
+    if (args.tls_cert is None) != (args.tls_key is None):
+        missing = "tls_key" if args.tls_key is None else "tls_cert"
+        violations.append(
+            Violation(missing, "mutual TLS needs both --tls-cert and --tls-key (PEM files)")
+        )
+    if violations:
+        raise CliInputError(violations)
+    return Remote(
+        target=target,
+        timeout_s=timeout_s,
+        tls=bool(args.tls) or any(files.values()),
+        root_ca=files["tls_ca"],
+        client_cert=files["tls_cert"],
+        client_key=files["tls_key"],
+    )
+
+
+def _cli_field(path: str) -> str:
+    """'problem.head_dim' -> 'head_dim', 'hardware.name' -> 'hardware'."""
+    for prefix in _WIRE_FIELD_PREFIXES:
+        if path.startswith(prefix):
+            path = path[len(prefix) :]
+            break
+    return _WIRE_FIELDS.get(path, path)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def server_violations(error: TilesolveRpcError, default_field: str) -> list[Violation]:
+    """A server's INVALID_ARGUMENT / NOT_FOUND as the CLI's field violations."""
+    if error.violations:
+        return [Violation(_cli_field(v.field), v.description) for v in error.violations]
+    message = error.message
+    field = default_field
+    head, sep, rest = message.partition(": ")
+    if sep and _cli_field(head) in (default_field, "hardware"):  # "hardware: unknown ..."
+        field, message = _cli_field(head), rest
+    return [Violation(field, message)]
+
+
+def _from_rpc(error: TilesolveRpcError, remote: Remote, timeout_s: float) -> Exception:
+    """The CLI's error for a failed call: exit 2 (bad input), 3 (server trouble) or 4."""
+    import grpc
+
+    code = error.code
+    detail = f"{code.name}: {_one_line(error.message)}"
+    if code is grpc.StatusCode.INVALID_ARGUMENT:
+        return CliInputError(server_violations(error, "request"))
+    if code is grpc.StatusCode.NOT_FOUND:
+        return CliInputError(server_violations(error, "hardware"))
+    if code is grpc.StatusCode.DEADLINE_EXCEEDED:
+        if error.message.startswith("time_limit_s:"):  # the solver's own limit, as in-process
+            return CliExit(EXIT_UNAVAILABLE, f"error: {_one_line(error.message)}")
+        return CliExit(
+            EXIT_UNAVAILABLE,
+            f"error: server: no answer from {remote.target} within {timeout_s:g} s ({detail}); "
+            "raise --timeout",
+        )
+    if code is grpc.StatusCode.UNAVAILABLE:
+        return CliExit(EXIT_UNAVAILABLE, f"error: server: cannot reach {remote.target} ({detail})")
+    if code in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN, grpc.StatusCode.DATA_LOSS):
+        return CliExit(
+            EXIT_INTERNAL, f"internal error (please report): server {remote.target}: {detail}"
+        )
+    return CliExit(EXIT_UNAVAILABLE, f"error: server: {remote.target} refused the call ({detail})")
+
+
+@contextmanager
+def asking(remote: Remote, timeout_s: float | None = None) -> Iterator[TileSolveClient]:
+    """A client for `remote`; a failed call leaves as the CLI's CliInputError or CliExit."""
+    from .remote import TileSolveClient, TilesolveRpcError
+
+    budget = remote.timeout_s or timeout_s or DEFAULT_TIMEOUT_S
+    try:
+        with TileSolveClient(
+            remote.target,
+            timeout_s=budget,
+            tls=remote.tls,
+            root_ca=remote.root_ca,
+            client_cert=remote.client_cert,
+            client_key=remote.client_key,
+        ) as client:
+            yield client
+    except TilesolveRpcError as exc:
+        raise _from_rpc(exc, remote, budget) from exc
+
+
+def _remote_spec(
+    client: TileSolveClient, name: str, violations: list[Violation]
+) -> HardwareSpec | None:
+    """The server's entry for `name`; an unknown name heads `violations` (reported together
+    with the others, in the in-process order). If the server cannot be asked, input already
+    known to be bad wins."""
+    from .remote import DeadlineError, InvalidArgumentError, NotFoundError, UnavailableError
+
+    try:
+        return client.hardware_spec(name)
+    except (NotFoundError, InvalidArgumentError) as exc:
+        violations[:0] = server_violations(exc, "hardware")
+        return None
+    except (UnavailableError, DeadlineError):
+        if violations:
+            raise CliInputError(violations) from None
+        raise
+
+
+def _summary_dict(summary: HardwareSummary) -> dict[str, object]:
+    """A server's catalog entry as the `hardware list --json` object (`hardware_summary`)."""
+    units = summary.compute_units
+    return {
+        "name": summary.name,
+        "display_name": summary.display_name,
+        "vendor": summary.vendor,
+        "arch": summary.arch,
+        "compute_capability": summary.compute_capability,
+        "sm_count": units if summary.arch == "cuda" else None,
+        "ai_core_count": units if summary.arch == "ascend" else None,
+        "default_kernel": summary.default_kernel,
+        "aliases": list(summary.aliases),
+    }
+
+
 # ---- solve ---------------------------------------------------------------------------------
 
 _PROBLEM_FIELDS = (
@@ -220,12 +447,14 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
     from tilesolve.solver import AttentionProblem, SolveOptions, solve
 
+    remote = remote_settings(args)
     violations: list[Violation] = []
     spec = None
-    try:
-        spec = _resolve_hardware(args.hardware)
-    except CliInputError as exc:
-        violations.extend(exc.violations)
+    if remote is None:
+        try:
+            spec = _resolve_hardware(args.hardware)
+        except CliInputError as exc:
+            violations.extend(exc.violations)
     problem_input = _given(args, _PROBLEM_FIELDS) | {"causal": args.causal}
     options_input = _given(args, _OPTION_FIELDS) | {"require_divisible": args.require_divisible}
     problem = options = None
@@ -237,14 +466,36 @@ def cmd_solve(args: argparse.Namespace) -> int:
         options = SolveOptions.model_validate(options_input)
     except ValidationError as exc:
         violations.extend(violations_from_pydantic(exc, SolveOptions))
-    if args.server is not None:
-        violations.append(Violation("server", _REMOTE_MESSAGE))
+    if remote is not None:
+        return _solve_remote(args, remote, violations, problem, options)
     if violations:
         raise CliInputError(violations)
     assert spec is not None and problem is not None and options is not None
 
     # InvalidRequestError (family rules) and DeadlineExceededError are reported by _run.
-    answer = solve(problem, spec, options)
+    return _print_answer(args, solve(problem, spec, options), spec)
+
+
+def _solve_remote(
+    args: argparse.Namespace,
+    remote: Remote,
+    violations: list[Violation],
+    problem: AttentionProblem | None,
+    options: SolveOptions | None,
+) -> int:
+    """`solve` on a server: the hardware name is the server's to resolve (its catalog), and
+    the family's rules come back as field violations; everything is reported together."""
+    time_limit_s = options.time_limit_s if options is not None else 0.0
+    with asking(remote, max(DEFAULT_TIMEOUT_S, time_limit_s + 10.0)) as client:
+        spec = _remote_spec(client, args.hardware, violations)
+        if violations:
+            raise CliInputError(violations)
+        assert spec is not None and problem is not None and options is not None
+        answer = client.solve(problem, args.hardware, options)
+    return _print_answer(args, answer, spec)
+
+
+def _print_answer(args: argparse.Namespace, answer: SolveAnswer, spec: HardwareSpec) -> int:
     if answer.status.value == "feasible":
         print(
             "note: CP-SAT reached its time limit before proving the ranking "
@@ -264,24 +515,38 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 
 def cmd_hardware_list(args: argparse.Namespace) -> int:
-    from tilesolve.solver import CATALOG_VERSION, load_catalog
-
     from .render import hardware_list_report, hardware_summary
 
-    specs = [load_catalog()[name] for name in sorted(load_catalog())]
-    if args.json:
-        _print_json([hardware_summary(spec) for spec in specs])
+    remote = remote_settings(args)
+    summaries: list[dict[str, object]]
+    if remote is None:
+        from tilesolve.solver import CATALOG_VERSION, load_catalog
+
+        summaries = [hardware_summary(load_catalog()[name]) for name in sorted(load_catalog())]
+        catalog_version = CATALOG_VERSION
     else:
-        _print_lines(hardware_list_report(specs, CATALOG_VERSION))
+        with asking(remote) as client:
+            catalog = client.hardware_catalog()
+        summaries = [_summary_dict(h) for h in sorted(catalog.hardware, key=lambda h: h.name)]
+        catalog_version = catalog.catalog_version
+    if args.json:
+        _print_json(summaries)
+    else:
+        _print_lines(hardware_list_report(summaries, catalog_version))
     return EXIT_OK
 
 
 def cmd_hardware_show(args: argparse.Namespace) -> int:
-    from .render import hardware_show_report
+    from .render import hardware_show_report, ordered_sources
 
-    spec = _resolve_hardware(args.name)
+    remote = remote_settings(args)
+    if remote is None:
+        spec = _resolve_hardware(args.name)
+    else:
+        with asking(remote) as client:
+            spec = client.hardware_spec(args.name)
     if args.json:
-        _print_json(spec.model_dump(mode="json"))
+        _print_json(spec.model_dump(mode="json") | {"sources": ordered_sources(spec)})
     else:
         _print_lines(hardware_show_report(spec))
     return EXIT_OK
@@ -302,24 +567,46 @@ def _bounded_int(field: str, text: str, lo: int, hi: int, what: str = "") -> int
     return value
 
 
+def _not_cuda(spec: HardwareSpec, cuda_names: Sequence[str]) -> CliInputError:
+    return CliInputError(
+        [
+            Violation(
+                "hardware",
+                f"{spec.name} is an {spec.arch} device; occupancy (resident blocks per "
+                "SM) is a CUDA notion, allowed: a CUDA device such as " + ", ".join(cuda_names),
+            )
+        ]
+    )
+
+
 def cmd_occupancy(args: argparse.Namespace) -> int:
-    from tilesolve.solver import occupancy
 
-    from .render import occupancy_report
+    remote = remote_settings(args)
+    if remote is None:
+        from tilesolve.solver import occupancy
 
-    spec = _resolve_hardware(args.hardware)
-    if spec.sm is None:
-        raise CliInputError(
-            [
-                Violation(
-                    "hardware",
-                    f"{spec.name} is an {spec.arch} device; occupancy (resident blocks per "
-                    "SM) is a CUDA notion, allowed: a CUDA device such as "
-                    + ", ".join(n for n, s in _catalog_items() if s.arch == "cuda"),
-                )
-            ]
-        )
-    sm = spec.sm
+        spec = _resolve_hardware(args.hardware)
+        if spec.sm is None:
+            raise _not_cuda(spec, [n for n, s in _catalog_items() if s.arch == "cuda"])
+        threads, regs, smem, carveout = _occupancy_launch(args, spec)
+        occ = occupancy(spec.sm, threads, regs, smem, carveout)
+    else:
+        with asking(remote) as client:
+            spec = client.hardware_spec(args.hardware)
+            if spec.sm is None:
+                cuda = sorted(h.name for h in client.hardware() if h.arch == "cuda")
+                raise _not_cuda(spec, cuda)
+            threads, regs, smem, carveout = _occupancy_launch(args, spec)
+            occ = client.occupancy(
+                spec.name, threads, regs, smem, None if carveout < 0 else carveout
+            )
+    _print_occupancy(args, spec, occ, threads, regs, smem, carveout)
+    return EXIT_OK
+
+
+def _occupancy_launch(args: argparse.Namespace, spec: HardwareSpec) -> tuple[int, int, int, int]:
+    """(threads, regs, smem, carveout) checked against the device's limits."""
+    sm, _ = spec.cuda
     regs_max = min(sm.max_regs_per_thread, MAX_ISA_REGS)
     parsed = [
         _bounded_int(
@@ -339,8 +626,21 @@ def cmd_occupancy(args: argparse.Namespace) -> int:
     if bad:
         raise CliInputError(bad)
     threads, regs, smem, carveout = (int(p) for p in parsed if not isinstance(p, Violation))
+    return threads, regs, smem, carveout
 
-    occ = occupancy(sm, threads, regs, smem, carveout)
+
+def _print_occupancy(
+    args: argparse.Namespace,
+    spec: HardwareSpec,
+    occ: Occupancy,
+    threads: int,
+    regs: int,
+    smem: int,
+    carveout: int,
+) -> None:
+    from .render import occupancy_report
+
+    sm, _ = spec.cuda
     if args.json:
         _print_json(
             {
@@ -368,7 +668,6 @@ def cmd_occupancy(args: argparse.Namespace) -> int:
         )
     else:
         _print_lines(occupancy_report(spec, occ, threads, regs, smem, carveout))
-    return EXIT_OK
 
 
 def _catalog_items() -> list[tuple[str, HardwareSpec]]:
@@ -463,10 +762,32 @@ def _add_solve(subparsers: Any) -> None:
     )
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON document")
-    out.add_argument(
-        "--server",
-        metavar="HOST:PORT",
-        help="solve on a tilesolve server (not available yet: solves in-process without it)",
+    _add_remote(p)
+
+
+def _add_remote(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "server (optional; without --server the command runs in-process)"
+    )
+    group.add_argument(
+        "--server", metavar="HOST:PORT", help="ask this tilesolve server instead of solving here"
+    )
+    group.add_argument(
+        "--tls", action="store_true", help="connect with TLS (the system's root certificates)"
+    )
+    group.add_argument(
+        "--tls-ca", metavar="FILE", help="PEM root certificate(s) to trust (implies --tls)"
+    )
+    group.add_argument(
+        "--tls-cert", metavar="FILE", help="PEM client certificate, for mutual TLS (with --tls-key)"
+    )
+    group.add_argument("--tls-key", metavar="FILE", help="PEM private key of --tls-cert")
+    group.add_argument(
+        "--timeout",
+        dest="timeout_s",
+        metavar="SECONDS",
+        help=f"deadline of each call to the server, retries included (default "
+        f"{DEFAULT_TIMEOUT_S:g}; for solve at least --time-limit + 10)",
     )
 
 
@@ -482,9 +803,11 @@ def _add_hardware(subparsers: Any) -> None:
     inner = p.add_subparsers(dest="hardware_command", metavar="{list,show}", required=True)
     listing = _subparser(inner, "list", "list the catalog devices", cmd_hardware_list)
     listing.add_argument("--json", action="store_true", help="print a JSON list")
+    _add_remote(listing)
     show = _subparser(inner, "show", "every field of one device, with sources", cmd_hardware_show)
     show.add_argument("name", metavar="NAME", help="catalog name or alias")
     show.add_argument("--json", action="store_true", help="print the full description as JSON")
+    _add_remote(show)
 
 
 def _add_occupancy(subparsers: Any) -> None:
@@ -510,12 +833,14 @@ def _add_occupancy(subparsers: Any) -> None:
         help="preferred shared-memory carveout, percent (default -1: the largest)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON document")
+    _add_remote(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="tilesolve-cli",
-        description="Choose FlashAttention tile sizes for an accelerator (solved in-process).",
+        description="Choose FlashAttention tile sizes for an accelerator (solved in-process, "
+        "or by a tilesolve server with --server HOST:PORT).",
         epilog=EXIT_CODES_EPILOG,
         formatter_class=_Formatter,
         allow_abbrev=False,
@@ -549,6 +874,9 @@ def _run(argv: Sequence[str] | None) -> int:
         return result
     except CliInputError as exc:
         return _report_violations(exc.violations)
+    except CliExit as exc:
+        print(exc.line, file=sys.stderr)
+        return exc.code
     except InvalidRequestError as exc:
         return _report_violations([Violation(v.field, v.description) for v in exc.violations])
     except DeadlineExceededError as exc:

@@ -8,7 +8,7 @@ column of a table (a reason, a detail) is the one that gets cut short.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the solver (numpy, pydantic) is imported only by the commands that need it
@@ -242,21 +242,23 @@ def hardware_summary(spec: HardwareSpec) -> dict[str, object]:
     }
 
 
-def hardware_list_report(specs: Sequence[HardwareSpec], catalog_version: str) -> list[str]:
+def hardware_list_report(
+    summaries: Sequence[Mapping[str, object]], catalog_version: str
+) -> list[str]:
+    """The catalog table, from `hardware_summary` objects (in-process or from a server)."""
     rows = []
-    for spec in specs:
-        units = spec.throughput.sm_count if spec.throughput else None
-        if units is None and spec.ascend is not None:
-            units = spec.ascend.ai_core_count
+    for entry in summaries:
+        units = entry["sm_count"] if entry["sm_count"] is not None else entry["ai_core_count"]
+        aliases = entry["aliases"]
         rows.append(
             [
-                spec.name,
-                spec.display_name,
-                spec.arch,
-                spec.sm.compute_capability if spec.sm else "-",
+                str(entry["name"]),
+                str(entry["display_name"]),
+                str(entry["arch"]),
+                "-" if entry["compute_capability"] is None else str(entry["compute_capability"]),
                 "-" if units is None else str(units),
-                spec.default_kernel,
-                ", ".join(spec.aliases),
+                str(entry["default_kernel"]),
+                ", ".join(str(a) for a in aliases) if isinstance(aliases, list | tuple) else "",
             ]
         )
     lines = table(
@@ -266,8 +268,26 @@ def hardware_list_report(specs: Sequence[HardwareSpec], catalog_version: str) ->
         shrink=6,
     )
     lines.append("")
-    lines.append(f"{len(specs)} devices, catalog {catalog_version}; SMs/cores: AI cores on Ascend")
+    lines.append(
+        f"{len(summaries)} devices, catalog {catalog_version}; SMs/cores: AI cores on Ascend"
+    )
     return lines
+
+
+_SECTIONS = ("memory", "sm", "throughput", "ascend")
+
+
+def ordered_sources(spec: HardwareSpec) -> dict[str, str]:
+    """`spec.sources` in the spec's own field order (section by section), then any other keys
+    sorted: one order whatever the origin (a catalog file, or a protobuf map, which has none)."""
+    order: list[str] = []
+    for section_name in _SECTIONS:
+        section = getattr(spec, section_name)
+        if section is not None:
+            order.extend(f"{section_name}.{field}" for field in type(section).model_fields)
+    rank = {key: i for i, key in enumerate(order)}
+    keys = sorted(spec.sources, key=lambda k: (rank.get(k, len(order)), k))
+    return {key: spec.sources[key] for key in keys}
 
 
 def _value(value: object) -> str:
@@ -285,7 +305,7 @@ def hardware_show_report(spec: HardwareSpec) -> list[str]:
     ]
     if spec.notes:
         lines.extend(wrap(f"notes: {spec.notes}"))
-    for section_name in ("memory", "sm", "throughput", "ascend"):
+    for section_name in _SECTIONS:
         section = getattr(spec, section_name)
         if section is None:
             continue
@@ -297,9 +317,7 @@ def hardware_show_report(spec: HardwareSpec) -> list[str]:
             rows.append([field_name, _value(value), source])
         body = table(("field", "value", "source"), rows)
         lines.extend("  " + line for line in body)
-    extra = sorted(
-        k for k in spec.sources if k.split(".")[0] not in ("memory", "sm", "throughput", "ascend")
-    )
+    extra = sorted(k for k in spec.sources if k.split(".")[0] not in _SECTIONS)
     if extra:
         lines.append("")
         lines.append("[other sources]")

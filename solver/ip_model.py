@@ -156,6 +156,8 @@ class TileProgram:
         params.symmetry_level = 0
         params.linearization_level = 0
         params.search_branching = cp_model_helper.SatParameters.FIXED_SEARCH
+        # Leave SIGINT to the host process (the CLI's Ctrl-C, the server's graceful drain).
+        params.catch_sigint_signal = False
         return solver
 
     def _row_of(self, solver: Any) -> int:

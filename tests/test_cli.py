@@ -208,7 +208,7 @@ def test_pins_are_honoured(capsys: pytest.CaptureFixture[str]) -> None:
         (["--kernel", "fa3"], "kernel"),
         (["--phase", "decode"], "phase"),
         (["--hardware", "ascend-910b"], "kernel"),
-        (["--server", "localhost:50051"], "server"),
+        (["--tls"], "server"),  # a server option without --server
     ],
 )
 def test_invalid_input_exits_2_naming_the_field(
@@ -237,10 +237,12 @@ def test_every_violation_is_reported_at_once(capsys: pytest.CaptureFixture[str])
         assert_error(err, field)
 
 
-def test_remote_mode_is_explained(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, *QUICK_START, "--server", "localhost:50051")
-    assert code == 2
-    assert "omit --server" in err
+def test_unreachable_server_exits_3_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """Remote mode itself is tested against a real server in test_client.py."""
+    code, out, err = run(capsys, *QUICK_START, "--server", "127.0.0.1:1")
+    assert code == 3
+    assert out == ""
+    assert err.startswith("error: server: cannot reach 127.0.0.1:1") and "Traceback" not in err
 
 
 def test_unknown_hardware_lists_known_names(capsys: pytest.CaptureFixture[str]) -> None:

@@ -34,6 +34,8 @@ def test_mypy_strict_is_clean(tmp_path: Path) -> None:
     package.mkdir()
     (package / "__init__.py").symlink_to(ROOT / "proto/tilesolve/__init__.py")
     (package / "py.typed").write_text("")
+    (package / "wire.py").symlink_to(ROOT / "proto/tilesolve/wire.py")
+    (package / "v1").symlink_to(ROOT / "proto/tilesolve/v1")
     for name, folder in (("solver", "solver"), ("client", "client"), ("server", "server")):
         (package / name).symlink_to(ROOT / folder)
     env = {**os.environ, "MYPYPATH": str(tmp_path)}

@@ -93,11 +93,21 @@ def _enums_to_wire(data: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def violations_from_validation(exc: ValidationError, prefix: str) -> list[FieldViolation]:
+def _field_named_in(message: str, model: type[BaseModel] | None) -> str:
+    """For a rule over several fields: the first field of `model` the message names."""
+    if model is None:
+        return ""
+    hits = [(message.find(name), name) for name in model.model_fields if name in message]
+    return min(hits)[1] if hits else ""
+
+
+def violations_from_validation(
+    exc: ValidationError, prefix: str, model: type[BaseModel] | None = None
+) -> list[FieldViolation]:
     """Pydantic errors as field violations with request paths (`problem.head_dim`)."""
     out = []
     for error in exc.errors():
-        loc = ".".join(str(part) for part in error["loc"])
+        loc = ".".join(str(part) for part in error["loc"]) or _field_named_in(error["msg"], model)
         field = f"{prefix}.{loc}" if loc else prefix
         detail = error["msg"]
         given = error.get("input")
@@ -113,7 +123,7 @@ def _validate(model: type[BaseModel], data: dict[str, Any], prefix: str) -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise InvalidRequestError(violations_from_validation(exc, prefix)) from None
+        raise InvalidRequestError(violations_from_validation(exc, prefix, model)) from None
 
 
 def _decode(model: type[BaseModel], message: Message, prefix: str) -> Any:
@@ -137,7 +147,7 @@ def hardware_from_proto(ref: pb.HardwareRef, prefix: str = "hardware") -> str | 
     if which == "name":
         return ref.name
     if which == "spec":
-        return _validate(HardwareSpec, _to_dict(ref.spec), f"{prefix}.spec")  # type: ignore[no-any-return]
+        return _spec(ref.spec, f"{prefix}.spec")
     raise InvalidRequestError(
         [FieldViolation(prefix, "required: a catalog name (hardware.name) or hardware.spec")]
     )
@@ -198,8 +208,13 @@ def spec_to_proto(spec: HardwareSpec) -> pb.HardwareSpec:
     return json_format.ParseDict(_enums_to_wire(spec.model_dump(mode="json")), pb.HardwareSpec())
 
 
+def _spec(message: pb.HardwareSpec, prefix: str) -> HardwareSpec:
+    # With defaults: a real 0 (T4's reserved shared memory) must not read as "missing".
+    return _validate(HardwareSpec, _to_dict(message, with_defaults=True), prefix)  # type: ignore[no-any-return]
+
+
 def spec_from_proto(message: pb.HardwareSpec) -> HardwareSpec:
-    return _validate(HardwareSpec, _to_dict(message), "hardware")  # type: ignore[no-any-return]
+    return _spec(message, "hardware")
 
 
 # ---- answers ------------------------------------------------------------------------------

@@ -1,0 +1,657 @@
+"""Python clients of the tilesolve gRPC service (`tilesolve.v1.TileSolveService`).
+
+    from tilesolve.client.remote import TileSolveClient
+    from tilesolve.solver import AttentionProblem
+
+    with TileSolveClient("127.0.0.1:50051") as client:
+        answer = client.solve(AttentionProblem(seq_len=4096, head_dim=128), "a100")
+        print(answer.candidates[0].block_m, client.last_cache_hit)
+
+Answers are the solver's own types (`SolveAnswer`, `HardwareSpec`, `Occupancy`), decoded and
+validated by `tilesolve.wire`, so code written against the in-process solver works unchanged.
+Failures raise a `TilesolveRpcError` subclass chosen by the gRPC status code, carrying the
+server's field violations (`problem.head_dim`, ...) from the `google.rpc.BadRequest` detail.
+
+Timeouts: `timeout_s` bounds a whole method call, retries included; each attempt gets what is
+left of it as its gRPC deadline. Retries: only UNAVAILABLE is retried (every method is
+idempotent), at most `retries` times after the first attempt, waiting `backoff_s`, then twice
+that, and so on (capped at `max_backoff_s`), each wait scaled by a jitter factor in [0.5, 1)
+drawn from a `random.Random(jitter_seed)`; a wait that would pass the deadline is not started.
+`wait_for_ready` is off by default, so an unreachable server fails fast instead of waiting.
+
+`AsyncTileSolveClient` has the same methods as coroutines over `grpc.aio`; create it inside
+the running event loop. This module never imports `tilesolve.server`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self, cast
+
+import grpc
+import grpc.aio
+from google.protobuf.message import Message
+from google.rpc import error_details_pb2, status_pb2
+
+from tilesolve import wire
+from tilesolve.solver import (
+    AttentionProblem,
+    FieldViolation,
+    HardwareSpec,
+    SolveAnswer,
+    SolveOptions,
+)
+from tilesolve.solver.occupancy import Limiter, Occupancy
+from tilesolve.v1 import tilesolve_pb2 as pb
+from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
+
+from .render import ordered_sources
+
+__all__ = [
+    "AsyncTileSolveClient",
+    "DeadlineError",
+    "HardwareCatalog",
+    "HardwareSummary",
+    "InternalError",
+    "InvalidArgumentError",
+    "NotFoundError",
+    "ResourceExhaustedError",
+    "SolveRequestTuple",
+    "TileSolveClient",
+    "TilesolveRpcError",
+    "UnavailableError",
+    "error_from_rpc",
+]
+
+# (problem, hardware name or inline spec, options or None for the defaults)
+SolveRequestTuple = tuple[AttentionProblem, str | HardwareSpec, SolveOptions | None]
+
+_DETAILS_KEY = "grpc-status-details-bin"
+_MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a full batch of answers is far above gRPC's 4 MiB
+
+
+# ---- errors -------------------------------------------------------------------------------
+
+
+class TilesolveRpcError(Exception):
+    """A call the server (or the channel) ended with a non-OK status.
+
+    `code` is the `grpc.StatusCode`, `message` the status message, `violations` the field
+    violations of a `google.rpc.BadRequest` detail (empty when there is none), `target` the
+    server address the client was talking to.
+    """
+
+    def __init__(
+        self,
+        code: grpc.StatusCode,
+        message: str,
+        violations: Sequence[FieldViolation] = (),
+        target: str = "",
+    ):
+        self.code = code
+        self.message = message
+        self.violations = list(violations)
+        self.target = target
+        super().__init__(f"{code.name}: {message}")
+
+
+class InvalidArgumentError(TilesolveRpcError):
+    """INVALID_ARGUMENT: `violations` names every bad field of the request."""
+
+
+class NotFoundError(TilesolveRpcError):
+    """NOT_FOUND: unknown hardware; the message lists the known names."""
+
+
+class DeadlineError(TilesolveRpcError):
+    """DEADLINE_EXCEEDED: the call's deadline (or the solver's time limit) passed first."""
+
+
+class UnavailableError(TilesolveRpcError):
+    """UNAVAILABLE: the server could not be reached (after every retry)."""
+
+
+class ResourceExhaustedError(TilesolveRpcError):
+    """RESOURCE_EXHAUSTED: a server limit (batch size, concurrent calls) was hit."""
+
+
+class InternalError(TilesolveRpcError):
+    """INTERNAL: a bug on the server side."""
+
+
+_ERROR_FOR_CODE: dict[grpc.StatusCode, type[TilesolveRpcError]] = {
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgumentError,
+    grpc.StatusCode.NOT_FOUND: NotFoundError,
+    grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineError,
+    grpc.StatusCode.UNAVAILABLE: UnavailableError,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhaustedError,
+    grpc.StatusCode.INTERNAL: InternalError,
+}
+_CODE_FOR_NUMBER: dict[int, grpc.StatusCode] = {code.value[0]: code for code in grpc.StatusCode}
+
+
+def _make_error(
+    code: grpc.StatusCode, message: str, violations: Sequence[FieldViolation], target: str
+) -> TilesolveRpcError:
+    return _ERROR_FOR_CODE.get(code, TilesolveRpcError)(code, message, violations, target)
+
+
+def _violations_from_trailers(trailers: Iterable[tuple[str, Any]] | None) -> list[FieldViolation]:
+    """Field violations of the `google.rpc.BadRequest` in a call's rich status, if any."""
+    out: list[FieldViolation] = []
+    for key, value in trailers or ():
+        if key != _DETAILS_KEY or not isinstance(value, bytes):
+            continue
+        status = status_pb2.Status.FromString(value)
+        for detail in status.details:
+            if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+                bad = error_details_pb2.BadRequest()
+                detail.Unpack(bad)
+                out.extend(FieldViolation(v.field, v.description) for v in bad.field_violations)
+    return out
+
+
+def error_from_rpc(exc: grpc.RpcError, target: str = "") -> TilesolveRpcError:
+    """The typed error for a failed call (sync or `grpc.aio`), with its field violations."""
+    code_fn = getattr(exc, "code", None)
+    code = code_fn() if callable(code_fn) else None
+    if not isinstance(code, grpc.StatusCode):
+        code = grpc.StatusCode.UNKNOWN
+    details_fn = getattr(exc, "details", None)
+    message = (details_fn() if callable(details_fn) else None) or code.name
+    trailers_fn = getattr(exc, "trailing_metadata", None)
+    try:
+        violations = _violations_from_trailers(trailers_fn() if callable(trailers_fn) else None)
+    except Exception:  # a malformed detail must not hide the status itself
+        violations = []
+    return _make_error(code, str(message), violations, target)
+
+
+# ---- plain results ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HardwareSummary:
+    """One catalog entry in one line (the `HardwareSummary` message)."""
+
+    name: str
+    display_name: str
+    vendor: str
+    arch: str
+    compute_capability: str | None  # None for non-CUDA devices
+    compute_units: int  # SMs (CUDA) or AI cores (Ascend)
+    default_kernel: str
+    aliases: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class HardwareCatalog:
+    """The server's catalog listing (the `ListHardwareResponse` message)."""
+
+    hardware: tuple[HardwareSummary, ...]
+    catalog_version: str
+    model_version: str
+    max_batch_size: int
+
+
+def _summary_from_proto(message: pb.HardwareSummary) -> HardwareSummary:
+    return HardwareSummary(
+        name=message.name,
+        display_name=message.display_name,
+        vendor=message.vendor,
+        arch=message.arch,
+        compute_capability=message.compute_capability or None,
+        compute_units=message.compute_units,
+        default_kernel=message.default_kernel,
+        aliases=tuple(message.aliases),
+    )
+
+
+def _catalog_from_proto(message: pb.ListHardwareResponse) -> HardwareCatalog:
+    return HardwareCatalog(
+        hardware=tuple(_summary_from_proto(h) for h in message.hardware),
+        catalog_version=message.catalog_version,
+        model_version=message.model_version,
+        max_batch_size=message.max_batch_size,
+    )
+
+
+def _occupancy_from_proto(message: pb.OccupancyResponse) -> Occupancy:
+    return Occupancy(
+        blocks_per_sm=message.blocks_per_sm,
+        limiters=tuple(Limiter(x) for x in message.limiters),
+        limit_warps=message.limit_warps,
+        limit_registers=message.limit_registers,
+        limit_shared_memory=message.limit_shared_memory,
+        limit_blocks=message.limit_blocks,
+        warps_per_block=message.warps_per_block,
+        active_warps_per_sm=message.active_warps_per_sm,
+        max_warps_per_sm=message.max_warps_per_sm,
+        regs_per_block=message.regs_per_block,
+        smem_per_block_bytes=message.smem_per_block_bytes,
+        smem_per_sm_config_bytes=message.smem_per_sm_config_bytes,
+    )
+
+
+def _spec_from_proto(message: pb.HardwareSpec) -> HardwareSpec:
+    """A catalog entry from the wire, validated, its sources in the catalog's field order
+    (protobuf maps carry no order)."""
+    spec = wire.spec_from_proto(message)
+    return spec.model_copy(update={"sources": ordered_sources(spec)})
+
+
+def _hardware_ref(hardware: str | HardwareSpec) -> pb.HardwareRef:
+    if isinstance(hardware, HardwareSpec):
+        return pb.HardwareRef(spec=wire.spec_to_proto(hardware))
+    return pb.HardwareRef(name=hardware)
+
+
+def _occupancy_request(
+    hardware: str | HardwareSpec,
+    threads: int,
+    regs: int,
+    smem_bytes: int,
+    carveout_percent: int | None,
+) -> pb.OccupancyRequest:
+    request = pb.OccupancyRequest(
+        hardware=_hardware_ref(hardware), threads=threads, regs=regs, smem_bytes=smem_bytes
+    )
+    if carveout_percent is not None:
+        request.carveout_percent = carveout_percent
+    return request
+
+
+def _batch_request(requests: Sequence[SolveRequestTuple]) -> pb.SolveBatchRequest:
+    return pb.SolveBatchRequest(
+        requests=[
+            wire.solve_request_to_proto(problem, hardware, options)
+            for problem, hardware, options in requests
+        ]
+    )
+
+
+def _batch_results(
+    response: pb.SolveBatchResponse, expected: int, target: str
+) -> list[SolveAnswer | TilesolveRpcError]:
+    if len(response.items) != expected:
+        raise InternalError(
+            grpc.StatusCode.INTERNAL,
+            f"SolveBatch answered {len(response.items)} items for {expected} requests",
+            target=target,
+        )
+    out: list[SolveAnswer | TilesolveRpcError] = []
+    for item in response.items:
+        if item.code == 0:
+            out.append(wire.answer_from_proto(item.response)[0])
+            continue
+        code = _CODE_FOR_NUMBER.get(item.code, grpc.StatusCode.UNKNOWN)
+        violations = [FieldViolation(v.field, v.description) for v in item.field_violations]
+        out.append(_make_error(code, item.message or code.name, violations, target))
+    return out
+
+
+# ---- channels and retries -----------------------------------------------------------------
+
+
+def _channel_options(backoff_s: float, server_name_override: str | None) -> list[tuple[str, Any]]:
+    # Reconnect as soon as our own backoff allows: gRPC's default waits 1 s after a failed
+    # connection, during which every call fails at once without trying.
+    reconnect_ms = max(10, int(backoff_s * 1000))
+    options: list[tuple[str, Any]] = [
+        ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
+        ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
+        ("grpc.initial_reconnect_backoff_ms", reconnect_ms),
+        ("grpc.min_reconnect_backoff_ms", reconnect_ms),
+        ("grpc.max_reconnect_backoff_ms", max(reconnect_ms, 2000)),
+    ]
+    if server_name_override:
+        options.append(("grpc.ssl_target_name_override", server_name_override))
+    return options
+
+
+def _credentials(
+    tls: bool, root_ca: bytes | None, client_cert: bytes | None, client_key: bytes | None
+) -> Any:
+    """Channel credentials, or None for a plaintext channel."""
+    if (client_cert is None) != (client_key is None):
+        raise ValueError("client_cert and client_key go together (mutual TLS needs both)")
+    if not (tls or root_ca is not None or client_cert is not None):
+        return None
+    return grpc.ssl_channel_credentials(
+        root_certificates=root_ca, private_key=client_key, certificate_chain=client_cert
+    )
+
+
+def _stub(channel: Any) -> Any:
+    """The generated stub (untyped) over a sync or `grpc.aio` channel."""
+    stub_class: Any = pb_grpc.TileSolveServiceStub
+    return stub_class(channel)
+
+
+class _ClientBase:
+    """Settings, retry arithmetic and request/response conversion shared by both clients."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        timeout_s: float,
+        retries: int,
+        backoff_s: float,
+        max_backoff_s: float,
+        jitter_seed: int | None,
+        wait_for_ready: bool,
+    ):
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s must be > 0; got {timeout_s}")
+        if retries < 0:
+            raise ValueError(f"retries must be >= 0; got {retries}")
+        if backoff_s < 0 or max_backoff_s < 0:
+            raise ValueError("backoff_s and max_backoff_s must be >= 0")
+        self.target = target
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.wait_for_ready = wait_for_ready
+        self._rng = random.Random(jitter_seed)
+        # Whether the last `solve` was answered from the server's cache, and how many attempts
+        # the last call made (1 + the retries it needed).
+        self.last_cache_hit = False
+        self.last_attempts = 0
+
+    def _delay(self, retry: int) -> float:
+        """Seconds to wait before retry number `retry` (1-based)."""
+        base = min(self.backoff_s * 2.0 ** (retry - 1), self.max_backoff_s)
+        return base * self._rng.uniform(0.5, 1.0)
+
+    def _deadline(self, timeout_s: float | None) -> tuple[float, float]:
+        budget = self.timeout_s if timeout_s is None else timeout_s
+        if budget <= 0:
+            raise ValueError(f"timeout_s must be > 0; got {budget}")
+        return budget, time.monotonic() + budget
+
+    def _out_of_time(self, budget: float) -> DeadlineError:
+        return DeadlineError(
+            grpc.StatusCode.DEADLINE_EXCEEDED,
+            f"no answer from {self.target} within {budget:g} s",
+            target=self.target,
+        )
+
+    def _next_delay(self, error: TilesolveRpcError, attempt: int, deadline: float) -> float | None:
+        """The wait before another attempt, or None when `error` is final."""
+        if not isinstance(error, UnavailableError) or attempt > self.retries:
+            return None
+        delay = self._delay(attempt)
+        if time.monotonic() + delay >= deadline:
+            return None
+        return delay
+
+
+# ---- the synchronous client ---------------------------------------------------------------
+
+
+class TileSolveClient(_ClientBase):
+    """A blocking client; use it as a context manager (or call `close()`)."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        timeout_s: float = 30.0,
+        retries: int = 3,
+        backoff_s: float = 0.1,
+        max_backoff_s: float = 5.0,
+        jitter_seed: int | None = None,
+        wait_for_ready: bool = False,
+        tls: bool = False,
+        root_ca: bytes | None = None,
+        client_cert: bytes | None = None,
+        client_key: bytes | None = None,
+        server_name_override: str | None = None,
+    ):
+        super().__init__(
+            target,
+            timeout_s=timeout_s,
+            retries=retries,
+            backoff_s=backoff_s,
+            max_backoff_s=max_backoff_s,
+            jitter_seed=jitter_seed,
+            wait_for_ready=wait_for_ready,
+        )
+        credentials = _credentials(tls, root_ca, client_cert, client_key)
+        options = _channel_options(backoff_s, server_name_override)
+        if credentials is None:
+            self._channel = grpc.insecure_channel(target, options=options)
+        else:
+            self._channel = grpc.secure_channel(target, credentials, options=options)
+        self._stub = _stub(self._channel)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def _call(self, method: str, request: Message, timeout_s: float | None) -> Any:
+        budget, deadline = self._deadline(timeout_s)
+        rpc = getattr(self._stub, method)
+        attempt = 0
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._out_of_time(budget)
+            attempt += 1
+            self.last_attempts = attempt
+            try:
+                return rpc(request, timeout=remaining, wait_for_ready=self.wait_for_ready)
+            except grpc.RpcError as exc:
+                error = error_from_rpc(exc, self.target)
+            delay = self._next_delay(error, attempt, deadline)
+            if delay is None:
+                raise error
+            time.sleep(delay)
+
+    def solve_with_meta(
+        self,
+        problem: AttentionProblem,
+        hardware: str | HardwareSpec,
+        options: SolveOptions | None = None,
+        *,
+        timeout_s: float | None = None,
+    ) -> tuple[SolveAnswer, bool]:
+        """The answer, and whether the server answered it from its cache."""
+        request = wire.solve_request_to_proto(problem, hardware, options)
+        response = cast(pb.SolveResponse, self._call("Solve", request, timeout_s))
+        answer, cache_hit = wire.answer_from_proto(response)
+        self.last_cache_hit = cache_hit
+        return answer, cache_hit
+
+    def solve(
+        self,
+        problem: AttentionProblem,
+        hardware: str | HardwareSpec,
+        options: SolveOptions | None = None,
+        *,
+        timeout_s: float | None = None,
+    ) -> SolveAnswer:
+        """Rank the tile configurations of one problem (an infeasible one is an answer)."""
+        return self.solve_with_meta(problem, hardware, options, timeout_s=timeout_s)[0]
+
+    def solve_batch(
+        self, requests: Sequence[SolveRequestTuple], *, timeout_s: float | None = None
+    ) -> list[SolveAnswer | TilesolveRpcError]:
+        """One answer per request, in order; a request that failed is its error, in place."""
+        response = cast(
+            pb.SolveBatchResponse, self._call("SolveBatch", _batch_request(requests), timeout_s)
+        )
+        return _batch_results(response, len(requests), self.target)
+
+    def hardware_catalog(self, *, timeout_s: float | None = None) -> HardwareCatalog:
+        response = self._call("ListHardware", pb.ListHardwareRequest(), timeout_s)
+        return _catalog_from_proto(cast(pb.ListHardwareResponse, response))
+
+    def hardware(self, *, timeout_s: float | None = None) -> list[HardwareSummary]:
+        """The server's catalog, one summary per device."""
+        return list(self.hardware_catalog(timeout_s=timeout_s).hardware)
+
+    def hardware_spec(self, name: str, *, timeout_s: float | None = None) -> HardwareSpec:
+        """One catalog entry in full (a name or alias, case-insensitive)."""
+        response = self._call("GetHardware", pb.GetHardwareRequest(name=name), timeout_s)
+        return _spec_from_proto(cast(pb.GetHardwareResponse, response).hardware)
+
+    def occupancy(
+        self,
+        hardware: str | HardwareSpec,
+        threads: int,
+        regs: int,
+        smem_bytes: int,
+        carveout_percent: int | None = None,
+        *,
+        timeout_s: float | None = None,
+    ) -> Occupancy:
+        """NVIDIA's occupancy calculation for one launch, computed by the server."""
+        request = _occupancy_request(hardware, threads, regs, smem_bytes, carveout_percent)
+        response = self._call("Occupancy", request, timeout_s)
+        return _occupancy_from_proto(cast(pb.OccupancyResponse, response))
+
+
+# ---- the asyncio client -------------------------------------------------------------------
+
+
+class AsyncTileSolveClient(_ClientBase):
+    """The same client over `grpc.aio`; create it inside the running loop, `async with` it."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        timeout_s: float = 30.0,
+        retries: int = 3,
+        backoff_s: float = 0.1,
+        max_backoff_s: float = 5.0,
+        jitter_seed: int | None = None,
+        wait_for_ready: bool = False,
+        tls: bool = False,
+        root_ca: bytes | None = None,
+        client_cert: bytes | None = None,
+        client_key: bytes | None = None,
+        server_name_override: str | None = None,
+    ):
+        super().__init__(
+            target,
+            timeout_s=timeout_s,
+            retries=retries,
+            backoff_s=backoff_s,
+            max_backoff_s=max_backoff_s,
+            jitter_seed=jitter_seed,
+            wait_for_ready=wait_for_ready,
+        )
+        credentials = _credentials(tls, root_ca, client_cert, client_key)
+        options = _channel_options(backoff_s, server_name_override)
+        if credentials is None:
+            self._channel = grpc.aio.insecure_channel(target, options=options)
+        else:
+            self._channel = grpc.aio.secure_channel(target, credentials, options=options)
+        self._stub = _stub(self._channel)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def _call(self, method: str, request: Message, timeout_s: float | None) -> Any:
+        budget, deadline = self._deadline(timeout_s)
+        rpc: Callable[..., Awaitable[Any]] = getattr(self._stub, method)
+        attempt = 0
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._out_of_time(budget)
+            attempt += 1
+            self.last_attempts = attempt
+            try:
+                return await rpc(request, timeout=remaining, wait_for_ready=self.wait_for_ready)
+            except grpc.RpcError as exc:
+                error = error_from_rpc(exc, self.target)
+            delay = self._next_delay(error, attempt, deadline)
+            if delay is None:
+                raise error
+            await asyncio.sleep(delay)
+
+    async def solve_with_meta(
+        self,
+        problem: AttentionProblem,
+        hardware: str | HardwareSpec,
+        options: SolveOptions | None = None,
+        *,
+        timeout_s: float | None = None,
+    ) -> tuple[SolveAnswer, bool]:
+        request = wire.solve_request_to_proto(problem, hardware, options)
+        response = cast(pb.SolveResponse, await self._call("Solve", request, timeout_s))
+        answer, cache_hit = wire.answer_from_proto(response)
+        self.last_cache_hit = cache_hit
+        return answer, cache_hit
+
+    async def solve(
+        self,
+        problem: AttentionProblem,
+        hardware: str | HardwareSpec,
+        options: SolveOptions | None = None,
+        *,
+        timeout_s: float | None = None,
+    ) -> SolveAnswer:
+        return (await self.solve_with_meta(problem, hardware, options, timeout_s=timeout_s))[0]
+
+    async def solve_batch(
+        self, requests: Sequence[SolveRequestTuple], *, timeout_s: float | None = None
+    ) -> list[SolveAnswer | TilesolveRpcError]:
+        response = await self._call("SolveBatch", _batch_request(requests), timeout_s)
+        return _batch_results(cast(pb.SolveBatchResponse, response), len(requests), self.target)
+
+    async def hardware_catalog(self, *, timeout_s: float | None = None) -> HardwareCatalog:
+        response = await self._call("ListHardware", pb.ListHardwareRequest(), timeout_s)
+        return _catalog_from_proto(cast(pb.ListHardwareResponse, response))
+
+    async def hardware(self, *, timeout_s: float | None = None) -> list[HardwareSummary]:
+        return list((await self.hardware_catalog(timeout_s=timeout_s)).hardware)
+
+    async def hardware_spec(self, name: str, *, timeout_s: float | None = None) -> HardwareSpec:
+        response = await self._call("GetHardware", pb.GetHardwareRequest(name=name), timeout_s)
+        return _spec_from_proto(cast(pb.GetHardwareResponse, response).hardware)
+
+    async def occupancy(
+        self,
+        hardware: str | HardwareSpec,
+        threads: int,
+        regs: int,
+        smem_bytes: int,
+        carveout_percent: int | None = None,
+        *,
+        timeout_s: float | None = None,
+    ) -> Occupancy:
+        request = _occupancy_request(hardware, threads, regs, smem_bytes, carveout_percent)
+        response = await self._call("Occupancy", request, timeout_s)
+        return _occupancy_from_proto(cast(pb.OccupancyResponse, response))

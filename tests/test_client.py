@@ -1,0 +1,655 @@
+"""The Python client and the remote CLI against a real tilesolve server.
+
+Each server is started in the test process on a free loopback port (`create_server` with port
+0), plaintext, TLS and mutual TLS, with certificates made here. Nothing is mocked: answers are
+compared with the in-process solver and the in-process CLI, which they must equal except for
+`solve_ms` (the server's own time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import ipaddress
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from tilesolve.client.cli import Violation, main, server_violations
+from tilesolve.client.remote import (
+    AsyncTileSolveClient,
+    DeadlineError,
+    InvalidArgumentError,
+    NotFoundError,
+    ResourceExhaustedError,
+    TileSolveClient,
+    TilesolveRpcError,
+    UnavailableError,
+)
+from tilesolve.server.app import ServerConfig, create_server
+from tilesolve.solver import (
+    CATALOG_VERSION,
+    AttentionProblem,
+    SolveAnswer,
+    SolveOptions,
+    get_hardware,
+    occupancy,
+    solve,
+)
+
+from contracts import DESIGN_HARDWARE_NAMES
+
+MAX_BATCH = 8
+QUICK_START = ["solve", "--hardware", "a100", "--head-dim", "128", "--seq-len", "4096"]
+OCCUPANCY = ["occupancy", "--hardware", "a100", "--threads", "128", "--regs", "96"]
+
+
+@dataclass(frozen=True)
+class Running:
+    port: int
+    server: Any
+
+    @property
+    def target(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+def _start(**config: Any) -> Running:
+    settings = {"host": "127.0.0.1", "port": 0, "max_batch_size": MAX_BATCH} | config
+    server, port, _ = create_server(ServerConfig(**settings))
+    server.start()
+    return Running(port, server)
+
+
+@pytest.fixture(scope="module")
+def plain() -> Iterator[Running]:
+    running = _start()
+    yield running
+    running.server.stop(0)
+
+
+@pytest.fixture
+def client(plain: Running) -> Iterator[TileSolveClient]:
+    with TileSolveClient(plain.target, timeout_s=20) as c:
+        yield c
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _without_solve_ms(answer: SolveAnswer) -> dict[str, Any]:
+    return answer.model_dump(mode="json", exclude={"solve_ms"})
+
+
+# ---- the synchronous client ---------------------------------------------------------------
+
+
+def test_solve_equals_in_process(client: TileSolveClient) -> None:
+    problem = AttentionProblem(seq_len=4096, head_dim=128, causal=True, heads=16, kv_heads=4)
+    options = SolveOptions(top_k=4)
+    remote = client.solve(problem, "h100", options)
+    local = solve(problem, "h100", options)
+    assert remote.candidates == local.candidates
+    assert _without_solve_ms(remote) == _without_solve_ms(local)
+    assert remote.solve_ms > 0
+
+
+def test_infeasible_is_an_answer(client: TileSolveClient) -> None:
+    problem = AttentionProblem(seq_len=4096, head_dim=128)
+    options = SolveOptions(max_smem=4096)
+    remote = client.solve(problem, "a100", options)
+    assert remote.status.value == "infeasible"
+    assert _without_solve_ms(remote) == _without_solve_ms(solve(problem, "a100", options))
+
+
+def test_inline_hardware_description(client: TileSolveClient) -> None:
+    spec = get_hardware("a100").model_copy(update={"name": "my-chip", "aliases": ()})
+    problem = AttentionProblem(seq_len=2048, head_dim=64)
+    remote = client.solve(problem, spec)
+    assert remote.hardware == "my-chip"
+    assert remote.candidates == solve(problem, spec).candidates
+
+
+def test_inline_hardware_description_with_a_zero_field(client: TileSolveClient) -> None:
+    problem = AttentionProblem(seq_len=1024, head_dim=64)
+    assert client.solve(problem, get_hardware("t4")).candidates == solve(problem, "t4").candidates
+
+
+def test_repeat_is_a_cache_hit(client: TileSolveClient) -> None:
+    problem = AttentionProblem(seq_len=3072, head_dim=96, batch=3)  # asked nowhere else
+    first, hit = client.solve_with_meta(problem, "a100-40gb")
+    assert not hit and not client.last_cache_hit
+    again, hit = client.solve_with_meta(problem, "a100-40gb")
+    assert hit and client.last_cache_hit
+    assert again.candidates == first.candidates
+    client.solve(problem, "a100-40gb")
+    assert client.last_cache_hit
+
+
+def test_batch_with_a_bad_problem_in_the_middle(client: TileSolveClient) -> None:
+    good = AttentionProblem(seq_len=1024, head_dim=64)
+    bad = AttentionProblem.model_construct(seq_len=1024, head_dim=0)  # skips local validation
+    results = client.solve_batch(
+        [
+            (good, "a100", None),
+            (bad, "a100", None),
+            (good, "h100", SolveOptions(top_k=2)),
+            (good, "no-such-chip", None),
+        ]
+    )
+    assert len(results) == 4
+    first, middle, third, last = results
+    assert isinstance(first, SolveAnswer) and first.candidates == solve(good, "a100").candidates
+    assert isinstance(middle, InvalidArgumentError)
+    assert middle.code is grpc.StatusCode.INVALID_ARGUMENT
+    assert [v.field for v in middle.violations] == ["problem.head_dim"]
+    assert isinstance(third, SolveAnswer) and len(third.candidates) == 2
+    assert isinstance(last, NotFoundError) and "h100-sxm" in last.message
+
+
+def test_batch_over_the_limit_is_resource_exhausted(client: TileSolveClient) -> None:
+    problem = AttentionProblem(seq_len=1024, head_dim=64)
+    with pytest.raises(ResourceExhaustedError) as caught:
+        client.solve_batch([(problem, "a100", None)] * (MAX_BATCH + 1))
+    assert str(MAX_BATCH) in caught.value.message
+
+
+def test_hardware_catalog(client: TileSolveClient) -> None:
+    catalog = client.hardware_catalog()
+    names = {h.name for h in catalog.hardware}
+    assert set(DESIGN_HARDWARE_NAMES) <= names
+    assert catalog.catalog_version == CATALOG_VERSION
+    assert catalog.max_batch_size == MAX_BATCH
+    assert {h.name for h in client.hardware()} == names
+    a100 = next(h for h in catalog.hardware if h.name == "a100-80gb")
+    assert a100.compute_capability == "8.0" and a100.compute_units == 108 and "a100" in a100.aliases
+    ascend = next(h for h in catalog.hardware if h.name == "ascend-910b")
+    assert ascend.compute_capability is None and ascend.arch == "ascend"
+
+
+def test_hardware_spec_resolves_aliases(client: TileSolveClient) -> None:
+    spec = client.hardware_spec("h100")
+    assert spec.name == "h100-sxm"
+    assert spec == get_hardware("h100")
+    assert client.hardware_spec("t4") == get_hardware("t4")  # a zero field (reserved smem)
+
+
+def test_occupancy(client: TileSolveClient) -> None:
+    occ = client.occupancy("a100", 128, 96, 49152)
+    assert occ.blocks_per_sm == 3
+    sm = get_hardware("a100").sm
+    assert sm is not None
+    assert occ == occupancy(sm, 128, 96, 49152)
+    assert client.occupancy("a100", 128, 32, 0, carveout_percent=0) == occupancy(sm, 128, 32, 0, 0)
+
+
+def test_invalid_problem_is_invalid_argument_with_violations(client: TileSolveClient) -> None:
+    bad = AttentionProblem.model_construct(seq_len=0, head_dim=0)
+    with pytest.raises(InvalidArgumentError) as caught:
+        client.solve(bad, "a100")
+    error = caught.value
+    assert error.code is grpc.StatusCode.INVALID_ARGUMENT
+    assert {v.field for v in error.violations} == {"problem.head_dim", "problem.seq_len"}
+    assert isinstance(error, TilesolveRpcError)
+
+
+def test_family_rule_is_invalid_argument(client: TileSolveClient) -> None:
+    with pytest.raises(InvalidArgumentError) as caught:
+        client.solve(
+            AttentionProblem(seq_len=1024, head_dim=64), "a100", SolveOptions(kernel="fa3")
+        )
+    assert [v.field for v in caught.value.violations] == ["options.kernel"]
+
+
+def test_unknown_hardware_is_not_found(client: TileSolveClient) -> None:
+    with pytest.raises(NotFoundError) as caught:
+        client.solve(AttentionProblem(seq_len=1024, head_dim=64), "no-such-chip")
+    assert "a100-80gb" in caught.value.message
+    with pytest.raises(NotFoundError):
+        client.hardware_spec("no-such-chip")
+    with pytest.raises(NotFoundError):
+        client.occupancy("no-such-chip", 128, 32, 0)
+
+
+def test_short_deadline_is_a_deadline_error(client: TileSolveClient) -> None:
+    problem = AttentionProblem(seq_len=5000, head_dim=80, batch=7)  # not cached
+    with pytest.raises(DeadlineError) as caught:
+        client.solve(problem, "l4", timeout_s=0.001)
+    assert caught.value.code is grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+# ---- retries ------------------------------------------------------------------------------
+
+
+def test_unreachable_server_is_retried_then_unavailable() -> None:
+    port = _free_port()  # nothing listens there
+    with TileSolveClient(
+        f"127.0.0.1:{port}", retries=3, backoff_s=0.01, jitter_seed=0, timeout_s=10
+    ) as c:
+        started = time.monotonic()
+        with pytest.raises(UnavailableError) as caught:
+            c.hardware()
+        elapsed = time.monotonic() - started
+    assert c.last_attempts == 4  # the first attempt and 3 retries
+    assert elapsed >= 0.5 * (0.01 + 0.02 + 0.04)  # the jittered waits were taken
+    assert elapsed < 5
+    assert caught.value.code is grpc.StatusCode.UNAVAILABLE
+    assert caught.value.target == f"127.0.0.1:{port}"
+
+
+def test_no_retries_when_asked_for_none() -> None:
+    with TileSolveClient(f"127.0.0.1:{_free_port()}", retries=0) as c:
+        with pytest.raises(UnavailableError):
+            c.hardware_spec("a100")
+        assert c.last_attempts == 1
+
+
+def test_retries_stop_at_the_deadline() -> None:
+    with TileSolveClient(f"127.0.0.1:{_free_port()}", retries=50, backoff_s=1, timeout_s=0.3) as c:
+        started = time.monotonic()
+        with pytest.raises(TilesolveRpcError):
+            c.hardware()
+        assert time.monotonic() - started < 1.5
+        assert c.last_attempts == 1  # a 0.5-1 s wait would pass the 0.3 s deadline
+
+
+def test_errors_other_than_unavailable_are_not_retried(client: TileSolveClient) -> None:
+    with pytest.raises(NotFoundError):
+        client.hardware_spec("no-such-chip")
+    assert client.last_attempts == 1
+
+
+def test_retry_reaches_a_server_that_comes_up_late() -> None:
+    port = _free_port()
+    box: dict[str, Running] = {}
+
+    def start_later() -> None:
+        time.sleep(0.3)
+        box["server"] = _start(port=port)
+
+    thread = threading.Thread(target=start_later)
+    thread.start()
+    try:
+        with TileSolveClient(
+            f"127.0.0.1:{port}", retries=60, backoff_s=0.02, jitter_seed=1, timeout_s=15
+        ) as c:
+            c.max_backoff_s = 0.1
+            assert c.hardware_spec("a100").name == "a100-80gb"
+            assert c.last_attempts > 1
+    finally:
+        thread.join()
+        if "server" in box:
+            box["server"].server.stop(0)
+
+
+# ---- the asyncio client -------------------------------------------------------------------
+
+
+def test_async_client(plain: Running) -> None:
+    problem = AttentionProblem(seq_len=2048, head_dim=128, causal=True)
+
+    async def ask() -> tuple[SolveAnswer, list[Any], Any, Any, TilesolveRpcError]:
+        async with AsyncTileSolveClient(plain.target, timeout_s=20) as c:
+            answer = await c.solve(problem, "a100")
+            batch = await c.solve_batch(
+                [
+                    (problem, "a100", None),
+                    (AttentionProblem.model_construct(seq_len=64, head_dim=0), "a100", None),
+                ]
+            )
+            spec = await c.hardware_spec("4090")
+            occ = await c.occupancy("a100", 128, 96, 49152)
+            try:
+                await c.solve(problem, "no-such-chip")
+            except TilesolveRpcError as exc:
+                error = exc
+            names = {h.name for h in await c.hardware()}
+            assert set(DESIGN_HARDWARE_NAMES) <= names
+            return answer, batch, spec, occ, error
+
+    answer, batch, spec, occ, error = asyncio.run(ask())
+    assert answer.candidates == solve(problem, "a100").candidates
+    assert isinstance(batch[0], SolveAnswer) and isinstance(batch[1], InvalidArgumentError)
+    assert spec.name == "rtx-4090"
+    assert occ.blocks_per_sm == 3
+    assert isinstance(error, NotFoundError)
+
+
+def test_async_client_retries_then_unavailable() -> None:
+    async def ask() -> int:
+        async with AsyncTileSolveClient(
+            f"127.0.0.1:{_free_port()}", retries=2, backoff_s=0.01
+        ) as c:
+            with pytest.raises(UnavailableError):
+                await c.hardware()
+            return c.last_attempts
+
+    assert asyncio.run(ask()) == 3
+
+
+# ---- TLS and mutual TLS -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pki:
+    ca: bytes
+    ca_file: Path
+    server_cert: Path
+    server_key: Path
+    client_cert: bytes
+    client_key: bytes
+    client_cert_file: Path
+    client_key_file: Path
+
+
+def _key() -> Any:
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _pem_key(key: Any) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
+    data: bytes = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    return data
+
+
+def _certificate(
+    subject: str, key: Any, issuer: str, issuer_key: Any, *, ca: bool, sans: list[Any]
+) -> bytes:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+        .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
+    if ca:
+        builder = builder.add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+    else:
+        usage = ExtendedKeyUsageOID.SERVER_AUTH if sans else ExtendedKeyUsageOID.CLIENT_AUTH
+        builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    cert = builder.sign(issuer_key, hashes.SHA256())
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    pytest.importorskip("cryptography")
+    from cryptography import x509
+
+    folder = tmp_path_factory.mktemp("pki")
+    ca_key, server_key, client_key = _key(), _key(), _key()
+    ca = _certificate("tilesolve test CA", ca_key, "tilesolve test CA", ca_key, ca=True, sans=[])
+    sans = [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+    server = _certificate("localhost", server_key, "tilesolve test CA", ca_key, ca=False, sans=sans)
+    client = _certificate("a client", client_key, "tilesolve test CA", ca_key, ca=False, sans=[])
+    files = {
+        "ca.pem": ca,
+        "server.pem": server,
+        "server.key": _pem_key(server_key),
+        "client.pem": client,
+        "client.key": _pem_key(client_key),
+    }
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    return Pki(
+        ca=ca,
+        ca_file=folder / "ca.pem",
+        server_cert=folder / "server.pem",
+        server_key=folder / "server.key",
+        client_cert=client,
+        client_key=files["client.key"],
+        client_cert_file=folder / "client.pem",
+        client_key_file=folder / "client.key",
+    )
+
+
+@pytest.fixture(scope="module")
+def tls_server(pki: Pki) -> Iterator[Running]:
+    running = _start(tls_cert=pki.server_cert, tls_key=pki.server_key)
+    yield running
+    running.server.stop(0)
+
+
+@pytest.fixture(scope="module")
+def mtls_server(pki: Pki) -> Iterator[Running]:
+    running = _start(tls_cert=pki.server_cert, tls_key=pki.server_key, tls_client_ca=pki.ca_file)
+    yield running
+    running.server.stop(0)
+
+
+def test_tls_with_the_root_ca(pki: Pki, tls_server: Running) -> None:
+    with TileSolveClient(tls_server.target, root_ca=pki.ca) as c:
+        assert c.hardware_spec("a100").name == "a100-80gb"
+    localhost = f"localhost:{tls_server.port}"
+    with TileSolveClient(
+        localhost, tls=True, root_ca=pki.ca, server_name_override="localhost"
+    ) as c:
+        assert c.occupancy("a100", 128, 96, 49152).blocks_per_sm == 3
+
+
+def test_tls_without_the_root_ca_fails(tls_server: Running) -> None:
+    with (
+        TileSolveClient(tls_server.target, tls=True, retries=0) as c,
+        pytest.raises(UnavailableError),
+    ):
+        c.hardware()
+    with (
+        TileSolveClient(tls_server.target, retries=0) as c,  # plaintext to a TLS port
+        pytest.raises(UnavailableError),
+    ):
+        c.hardware()
+
+
+def test_mutual_tls(pki: Pki, mtls_server: Running) -> None:
+    with TileSolveClient(
+        mtls_server.target, root_ca=pki.ca, client_cert=pki.client_cert, client_key=pki.client_key
+    ) as c:
+        assert c.solve(AttentionProblem(seq_len=1024, head_dim=64), "a100").candidates
+    with (
+        TileSolveClient(mtls_server.target, root_ca=pki.ca, retries=0) as c,  # no client cert
+        pytest.raises(UnavailableError),
+    ):
+        c.hardware()
+
+
+def test_client_cert_needs_its_key() -> None:
+    with pytest.raises(ValueError, match="client_key"):
+        TileSolveClient("127.0.0.1:1", client_cert=b"x")
+
+
+# ---- the remote CLI -----------------------------------------------------------------------
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def both(
+    capsys: pytest.CaptureFixture[str], server: Running, *argv: str
+) -> tuple[tuple[int, str, str], tuple[int, str, str]]:
+    """(in-process, remote) results of one command line."""
+    return cli(capsys, *argv), cli(capsys, *argv, "--server", server.target)
+
+
+_SOLVE_MS = re.compile(r"\| \d+(\.\d+)? ms")
+
+
+def test_cli_solve_json_equals_in_process(
+    capsys: pytest.CaptureFixture[str], plain: Running
+) -> None:
+    argv = [*QUICK_START, "--causal", "--heads", "8", "--top-k", "3", "--json"]
+    (code, out, _), (rcode, rout, rerr) = both(capsys, plain, *argv)
+    assert code == rcode == 0, rerr
+    local, remote = json.loads(out), json.loads(rout)
+    assert remote.pop("solve_ms") > 0
+    local.pop("solve_ms")
+    assert remote == local
+    assert list(remote) == list(local)  # same document, same key order
+
+
+def test_cli_solve_table_equals_in_process(
+    capsys: pytest.CaptureFixture[str], plain: Running
+) -> None:
+    (code, out, _), (rcode, rout, rerr) = both(capsys, plain, *QUICK_START)
+    assert code == rcode == 0, rerr
+    assert _SOLVE_MS.search(rout.splitlines()[0])
+    assert _SOLVE_MS.sub("", rout) == _SOLVE_MS.sub("", out)
+
+
+def test_cli_infeasible_exits_1_remotely(
+    capsys: pytest.CaptureFixture[str], plain: Running
+) -> None:
+    (code, out, _), (rcode, rout, _) = both(capsys, plain, *QUICK_START, "--max-smem", "4096")
+    assert code == rcode == 1
+    assert _SOLVE_MS.sub("", rout) == _SOLVE_MS.sub("", out)
+    assert "nearest relaxation" in rout
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["hardware", "list"],
+        ["hardware", "list", "--json"],
+        ["hardware", "show", "a100", "--json"],
+        ["hardware", "show", "t4"],
+        [*OCCUPANCY, "--smem", "49152", "--json"],
+        [*OCCUPANCY, "--smem", "49152", "--carveout", "50"],
+    ],
+)
+def test_cli_other_commands_identical_remotely(
+    capsys: pytest.CaptureFixture[str], plain: Running, argv: list[str]
+) -> None:
+    local, remote = both(capsys, plain, *argv)
+    assert local[0] == 0, local[2]
+    assert remote == local
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [*QUICK_START, "--head-dim", "0"],  # caught before asking, as in-process
+        [*QUICK_START, "--kernel", "fa3"],  # the family's rule: judged by the server
+        [*QUICK_START, "--hardware", "ascend-910b"],
+        [*QUICK_START, "--hardware", "nope", "--top-k", "x"],  # the server's catalog + local
+        ["hardware", "show", "nope"],
+        ["occupancy", "--hardware", "ascend-910", "--threads", "128", "--regs", "8", "--smem", "0"],
+        [*OCCUPANCY, "--smem", "-1"],
+    ],
+)
+def test_cli_invalid_input_identical_remotely(
+    capsys: pytest.CaptureFixture[str], plain: Running, argv: list[str]
+) -> None:
+    local, remote = both(capsys, plain, *argv)
+    assert local[0] == 2
+    assert remote == local
+    assert remote[2].startswith("error: ")
+
+
+def test_cli_head_dim_0_exits_2_naming_the_field(
+    capsys: pytest.CaptureFixture[str], plain: Running
+) -> None:
+    code, out, err = cli(capsys, *QUICK_START, "--head-dim", "0", "--server", plain.target)
+    assert code == 2 and out == ""
+    assert err.startswith("error: head_dim:")
+
+
+def test_server_field_paths_become_cli_fields(client: TileSolveClient) -> None:
+    """What the server alone reports names the CLI's fields (`problem.head_dim` -> head_dim)."""
+    bad = AttentionProblem.model_construct(seq_len=1024, head_dim=0)
+    with pytest.raises(InvalidArgumentError) as caught:
+        client.solve(bad, "a100", SolveOptions(kernel="fa3"))
+    fields = [v.field for v in server_violations(caught.value, "request")]
+    assert "head_dim" in fields
+    with pytest.raises(NotFoundError) as missing:
+        client.hardware_spec("nope")
+    assert [v.field for v in server_violations(missing.value, "hardware")] == ["hardware"]
+    assert server_violations(
+        InvalidArgumentError(grpc.StatusCode.INVALID_ARGUMENT, "hardware.name: required"),
+        "request",
+    ) == [Violation("hardware", "required")]
+
+
+def test_cli_unreachable_server_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (QUICK_START, ["hardware", "list"], [*OCCUPANCY, "--smem", "0"]):
+        code, out, err = cli(capsys, *argv, "--server", "127.0.0.1:1")
+        assert code == 3 and out == ""
+        assert err.startswith("error: server: cannot reach 127.0.0.1:1 (UNAVAILABLE")
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_cli_deadline_exits_3(capsys: pytest.CaptureFixture[str], plain: Running) -> None:
+    argv = [*QUICK_START, "--seq-len", "6001", "--batch", "5"]  # not cached
+    code, out, err = cli(capsys, *argv, "--server", plain.target, "--timeout", "0.001")
+    assert code == 3 and out == ""
+    assert err.startswith(f"error: server: no answer from {plain.target} within 0.001 s")
+
+
+def test_cli_remote_flags_need_a_server(capsys: pytest.CaptureFixture[str]) -> None:
+    for extra in (["--tls"], ["--timeout", "5"], ["--tls-ca", "ca.pem"]):
+        code, out, err = cli(capsys, "hardware", "list", *extra)
+        assert code == 2 and out == ""
+        assert err.startswith("error: server:")
+    code, _, err = cli(capsys, "hardware", "list", "--server", "127.0.0.1:1", "--timeout", "0")
+    assert code == 2 and err.startswith("error: timeout_s:")
+    code, _, err = cli(capsys, "hardware", "list", "--server", "x:1", "--tls-ca", "/nonexistent")
+    assert code == 2 and err.startswith("error: tls_ca: cannot read")
+
+
+def test_cli_over_tls_and_mutual_tls(
+    capsys: pytest.CaptureFixture[str], pki: Pki, tls_server: Running, mtls_server: Running
+) -> None:
+    local = cli(capsys, "hardware", "show", "h100", "--json")
+    tls = ["--server", tls_server.target, "--tls-ca", str(pki.ca_file)]
+    assert cli(capsys, "hardware", "show", "h100", "--json", *tls) == local
+    mtls = [
+        *("--server", mtls_server.target, "--tls-ca", str(pki.ca_file)),
+        *("--tls-cert", str(pki.client_cert_file), "--tls-key", str(pki.client_key_file)),
+    ]
+    assert cli(capsys, "hardware", "show", "h100", "--json", *mtls) == local
+    code, _, err = cli(capsys, "hardware", "list", "--server", mtls_server.target, "--tls")
+    assert code == 3 and "cannot reach" in err

@@ -1,0 +1,680 @@
+"""The gRPC server, tested against real servers on free loopback ports (no mocks).
+
+Every RPC and error code through the generated stub; health checking and reflection through
+their own stubs; TLS and mutual TLS with certificates made here; and `tilesolve-server` as a
+process: SIGTERM with calls in flight loses none of them, and each call leaves one log line.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from google.protobuf import descriptor_pb2
+from google.rpc import error_details_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from grpc_status import rpc_status
+
+from tilesolve import wire
+from tilesolve.server.app import ServerConfig, create_server
+from tilesolve.server.cache import LruCache, answer_key
+from tilesolve.solver import AttentionProblem, SolveOptions, get_hardware, solve
+from tilesolve.v1 import tilesolve_pb2 as pb
+from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
+
+from contracts import DESIGN_HARDWARE_NAMES
+
+SERVICE = "tilesolve.v1.TileSolveService"
+
+
+# ---- fixtures ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def port() -> Iterator[int]:
+    server, bound, _ = create_server(ServerConfig(host="127.0.0.1", port=0))
+    server.start()
+    yield bound
+    server.stop(0)
+
+
+@pytest.fixture(scope="module")
+def channel(port: int) -> Iterator[grpc.Channel]:
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+        yield ch
+
+
+@pytest.fixture(scope="module")
+def stub(channel: grpc.Channel) -> pb_grpc.TileSolveServiceStub:
+    return pb_grpc.TileSolveServiceStub(channel)
+
+
+def request(
+    hardware: str = "a100", options: pb.SolveOptions | None = None, **problem: int
+) -> pb.SolveRequest:
+    fields = {"seq_len": 4096, "head_dim": 128, **problem}
+    return pb.SolveRequest(
+        hardware=pb.HardwareRef(name=hardware),
+        problem=pb.AttentionProblem(**fields),
+        options=options,
+    )
+
+
+def violations(error: grpc.RpcError) -> dict[str, str]:
+    """The google.rpc.BadRequest field violations of a failed call, field -> description."""
+    status = rpc_status.from_call(error)  # type: ignore[arg-type]
+    assert status is not None, "the error carries no google.rpc.Status"
+    found: dict[str, str] = {}
+    for detail in status.details:
+        bad = error_details_pb2.BadRequest()
+        if detail.Unpack(bad):
+            found.update({v.field: v.description for v in bad.field_violations})
+    return found
+
+
+def call_error(call: object, *args: object, **kwargs: object) -> grpc.RpcError:
+    with pytest.raises(grpc.RpcError) as caught:
+        call(*args, **kwargs)  # type: ignore[operator]
+    return caught.value
+
+
+# ---- Solve -------------------------------------------------------------------------------
+
+
+def test_solve_matches_the_in_process_solver(stub: pb_grpc.TileSolveServiceStub) -> None:
+    response = stub.Solve(request("h100-sxm", batch=2, heads=16, causal=True), timeout=30)
+    answer, _ = wire.answer_from_proto(response)
+    local = solve(
+        AttentionProblem(batch=2, heads=16, seq_len=4096, head_dim=128, causal=True), "h100-sxm"
+    )
+    assert response.status == pb.SOLVE_STATUS_OPTIMAL and response.proven_optimal
+    assert answer.candidates == local.candidates
+    assert answer.funnel == local.funnel
+    assert response.hardware == "h100-sxm"
+    assert response.model_version == local.model_version
+    assert response.catalog_version == local.catalog_version
+
+
+def test_a_repeated_solve_is_a_cache_hit_with_the_same_answer(
+    stub: pb_grpc.TileSolveServiceStub,
+) -> None:
+    first = stub.Solve(request(seq_len=3000, head_dim=64), timeout=30)
+    # An alias and another time limit share the answer: neither decides a proven ranking.
+    again = stub.Solve(
+        request("A100-SXM4-80GB", pb.SolveOptions(time_limit_s=20), seq_len=3000, head_dim=64),
+        timeout=30,
+    )
+    assert not first.cache_hit and again.cache_hit
+    assert list(again.candidates) == list(first.candidates)
+    assert again.solve_ms == first.solve_ms
+    assert again.options.time_limit_s == 20  # the echo is this request's
+
+
+def test_infeasible_is_an_answer_with_its_explanation(stub: pb_grpc.TileSolveServiceStub) -> None:
+    response = stub.Solve(request(options=pb.SolveOptions(max_smem=100)), timeout=30)
+    assert response.status == pb.SOLVE_STATUS_INFEASIBLE
+    assert not response.candidates
+    assert "max_smem" in response.infeasibility.conflicting_constraints
+    assert response.infeasibility.explanation and response.infeasibility.nearest_relaxation
+
+
+def test_inline_hardware_spec_is_solved(stub: pb_grpc.TileSolveServiceStub) -> None:
+    spec = wire.spec_to_proto(get_hardware("a100").model_copy(update={"name": "my-a100"}))
+    response = stub.Solve(
+        pb.SolveRequest(
+            hardware=pb.HardwareRef(spec=spec),
+            problem=pb.AttentionProblem(seq_len=4096, head_dim=128),
+        ),
+        timeout=30,
+    )
+    assert response.hardware == "my-a100"
+    assert response.candidates[0].block_m > 0
+
+
+@pytest.mark.parametrize(
+    ("problem", "field"),
+    [
+        (pb.AttentionProblem(seq_len=4096, head_dim=0), "problem.head_dim"),
+        (pb.AttentionProblem(seq_len=4096, head_dim=128, dtype=99), "problem.dtype"),  # type: ignore[arg-type]
+        (pb.AttentionProblem(seq_len=-1, head_dim=128), "problem.seq_len"),
+        (pb.AttentionProblem(seq_len=1 << 40, head_dim=128), "problem.seq_len"),
+        (pb.AttentionProblem(seq_len=4096, head_dim=100), "problem.head_dim"),  # fa2's rule
+        (pb.AttentionProblem(seq_len=4096, head_dim=128, phase=pb.PHASE_DECODE), "problem.phase"),
+        (pb.AttentionProblem(head_dim=128), "problem.seq_len"),  # required
+    ],
+)
+def test_invalid_problems_name_the_field(
+    stub: pb_grpc.TileSolveServiceStub, problem: pb.AttentionProblem, field: str
+) -> None:
+    error = call_error(
+        stub.Solve, pb.SolveRequest(hardware=pb.HardwareRef(name="a100"), problem=problem)
+    )
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert field in violations(error), violations(error)
+
+
+def test_kv_heads_must_divide_heads(stub: pb_grpc.TileSolveServiceStub) -> None:
+    error = call_error(stub.Solve, request(heads=8, kv_heads=3))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    found = violations(error)
+    assert any(f.startswith("problem") and "kv_heads" in d for f, d in found.items()), found
+
+
+def test_missing_parts_and_bad_options_are_reported_together(
+    stub: pb_grpc.TileSolveServiceStub,
+) -> None:
+    error = call_error(stub.Solve, pb.SolveRequest(options=pb.SolveOptions(top_k=0)))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert {"problem", "hardware", "options.top_k"} <= set(violations(error))
+
+
+def test_family_violations_get_request_paths(stub: pb_grpc.TileSolveServiceStub) -> None:
+    error = call_error(stub.Solve, request("t4", pb.SolveOptions(kernel=pb.KERNEL_FAMILY_FA2)))
+    assert "options.kernel" in violations(error)
+    error = call_error(stub.Solve, request("ascend-910"))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "options.kernel" in violations(error)
+
+
+def test_inline_spec_with_nonsense_numbers(stub: pb_grpc.TileSolveServiceStub) -> None:
+    spec = wire.spec_to_proto(get_hardware("a100"))
+    spec.sm.regs_per_sm = -5
+    spec.memory.dram_bandwidth_gb_per_s = float("nan")
+    error = call_error(
+        stub.Solve,
+        pb.SolveRequest(
+            hardware=pb.HardwareRef(spec=spec),
+            problem=pb.AttentionProblem(seq_len=4096, head_dim=128),
+        ),
+    )
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    found = violations(error)
+    assert "hardware.spec.sm.regs_per_sm" in found, found
+    assert all(f.startswith("hardware.spec.") for f in found), found
+
+
+def test_unknown_hardware_is_not_found_listing_the_names(
+    stub: pb_grpc.TileSolveServiceStub,
+) -> None:
+    error = call_error(stub.Solve, request("nope"))
+    assert error.code() == grpc.StatusCode.NOT_FOUND
+    assert "'nope'" in error.details() and "a100-80gb" in error.details()
+    assert "hardware" in violations(error)
+
+
+def test_short_deadlines_end_in_a_documented_outcome(
+    channel: grpc.Channel, stub: pb_grpc.TileSolveServiceStub
+) -> None:
+    """DEADLINE_EXCEEDED, or an answer that says whether it is proven; never a hang."""
+    slow = request(options=pb.SolveOptions(kernel=pb.KERNEL_FAMILY_TRITON, top_k=100), seq_len=5000)
+    error = call_error(stub.Solve, slow, timeout=0.001)
+    assert error.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+
+    started = time.monotonic()
+    try:
+        cut = stub.Solve(slow, timeout=0.4)
+    except grpc.RpcError as exc:
+        assert exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    else:
+        assert cut.status in (pb.SOLVE_STATUS_FEASIBLE, pb.SOLVE_STATUS_OPTIMAL)
+        assert cut.proven_optimal == (cut.status == pb.SOLVE_STATUS_OPTIMAL)
+        if cut.status == pb.SOLVE_STATUS_FEASIBLE:  # unproven answers are never cached
+            again = stub.Solve(slow, timeout=0.4)
+            assert not again.cache_hit
+    assert time.monotonic() - started < 5
+    # The server keeps serving.
+    assert stub.Solve(request(), timeout=30).candidates
+    health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
+    assert health.status == health_pb2.HealthCheckResponse.SERVING
+
+
+# ---- SolveBatch --------------------------------------------------------------------------
+
+
+def test_batch_answers_in_order_and_one_bad_problem_does_not_fail_it(
+    stub: pb_grpc.TileSolveServiceStub,
+) -> None:
+    requests = [
+        request(seq_len=1024),
+        request(head_dim=0),
+        request("nope"),
+        request(seq_len=2048, head_dim=64),
+    ]
+    response = stub.SolveBatch(pb.SolveBatchRequest(requests=requests), timeout=60)
+    codes = [item.code for item in response.items]
+    assert codes == [0, grpc.StatusCode.INVALID_ARGUMENT.value[0], 5, 0]
+    bad = response.items[1]
+    assert [v.field for v in bad.field_violations] == ["problem.head_dim"]
+    assert bad.message and not bad.HasField("response")
+    assert "a100-80gb" in response.items[2].message
+    assert response.items[0].response.problem.seq_len == 1024
+    assert response.items[3].response.problem.head_dim == 64
+
+
+def test_batch_over_the_limit_is_resource_exhausted_naming_it() -> None:
+    server, bound, _ = create_server(ServerConfig(port=0, max_batch_size=50, workers=2))
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{bound}") as ch:
+            small = pb_grpc.TileSolveServiceStub(ch)
+            assert small.ListHardware(pb.ListHardwareRequest()).max_batch_size == 50
+            error = call_error(
+                small.SolveBatch, pb.SolveBatchRequest(requests=[request()] * 51), timeout=30
+            )
+            assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "50" in error.details() and "51" in error.details()
+            # 50 identical problems are fine (and all but the first come from the cache).
+            full = small.SolveBatch(pb.SolveBatchRequest(requests=[request()] * 50), timeout=60)
+            assert [item.code for item in full.items] == [0] * 50
+            assert sum(item.response.cache_hit for item in full.items) >= 49
+    finally:
+        server.stop(0)
+
+
+# ---- hardware, memory, occupancy ---------------------------------------------------------
+
+
+def test_list_hardware(stub: pb_grpc.TileSolveServiceStub) -> None:
+    response = stub.ListHardware(pb.ListHardwareRequest(), timeout=10)
+    by_name = {h.name: h for h in response.hardware}
+    assert set(DESIGN_HARDWARE_NAMES) <= set(by_name)
+    assert by_name["a100-80gb"].compute_units == 108
+    assert by_name["a100-80gb"].compute_capability == "8.0"
+    assert (
+        by_name["ascend-910b"].compute_units > 0 and not by_name["ascend-910b"].compute_capability
+    )
+    assert response.max_batch_size == ServerConfig().max_batch_size == 1000
+    assert response.model_version and response.catalog_version
+
+
+def test_get_hardware(stub: pb_grpc.TileSolveServiceStub) -> None:
+    response = stub.GetHardware(pb.GetHardwareRequest(name="a100"), timeout=10)
+    assert response.hardware.name == "a100-80gb"
+    assert response.hardware.sm.regs_per_sm == 65536
+    assert response.hardware.sources
+    error = call_error(stub.GetHardware, pb.GetHardwareRequest(name="nope"))
+    assert error.code() == grpc.StatusCode.NOT_FOUND
+    assert "h100-sxm" in error.details() and "name" in violations(error)
+
+
+def test_estimate_memory_is_unimplemented(stub: pb_grpc.TileSolveServiceStub) -> None:
+    error = call_error(stub.EstimateMemory, pb.EstimateMemoryRequest())
+    assert error.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+def test_occupancy(stub: pb_grpc.TileSolveServiceStub) -> None:
+    response = stub.Occupancy(
+        pb.OccupancyRequest(
+            hardware=pb.HardwareRef(name="a100"), threads=128, regs=96, smem_bytes=49152
+        ),
+        timeout=10,
+    )
+    assert response.blocks_per_sm == 3
+    assert response.limiter == "shared_memory"
+
+
+def test_occupancy_rejects_bad_launches(stub: pb_grpc.TileSolveServiceStub) -> None:
+    error = call_error(
+        stub.Occupancy,
+        pb.OccupancyRequest(
+            hardware=pb.HardwareRef(name="a100"),
+            threads=0,
+            regs=300,
+            smem_bytes=-1,
+            carveout_percent=101,
+        ),
+    )
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert set(violations(error)) == {"threads", "regs", "smem_bytes", "carveout_percent"}
+    error = call_error(
+        stub.Occupancy,
+        pb.OccupancyRequest(hardware=pb.HardwareRef(name="ascend-910"), threads=128),
+    )
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "CUDA" in violations(error)["hardware"]
+    error = call_error(stub.Occupancy, pb.OccupancyRequest(threads=128))
+    assert "hardware" in violations(error)
+
+
+# ---- health and reflection ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("service", ["", SERVICE])
+def test_health_is_serving(channel: grpc.Channel, service: str) -> None:
+    response = health_pb2_grpc.HealthStub(channel).Check(
+        health_pb2.HealthCheckRequest(service=service), timeout=5
+    )
+    assert response.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def _reflect(channel: grpc.Channel, **query: str) -> reflection_pb2.ServerReflectionResponse:
+    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+    responses = stub.ServerReflectionInfo(
+        iter([reflection_pb2.ServerReflectionRequest(**query)]), timeout=10
+    )
+    return next(iter(responses))
+
+
+def test_reflection_lists_the_services_and_serves_the_descriptor(channel: grpc.Channel) -> None:
+    listed = _reflect(channel, list_services="")
+    names = {s.name for s in listed.list_services_response.service}
+    assert {SERVICE, "grpc.health.v1.Health"} <= names
+
+    found = _reflect(channel, file_containing_symbol=SERVICE)
+    files = [
+        descriptor_pb2.FileDescriptorProto.FromString(raw)
+        for raw in found.file_descriptor_response.file_descriptor_proto
+    ]
+    ours = next(f for f in files if f.package == "tilesolve.v1")
+    methods = {m.name for s in ours.service for m in s.method}
+    assert {"Solve", "SolveBatch", "ListHardware", "GetHardware", "EstimateMemory"} <= methods
+
+
+# ---- TLS and mutual TLS ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pki:
+    ca: Path
+    server_cert: Path
+    server_key: Path
+    client_cert: bytes
+    client_key: bytes
+
+    @property
+    def ca_pem(self) -> bytes:
+        return self.ca.read_bytes()
+
+
+def _name(common: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
+
+
+def _issue(
+    subject: str,
+    key: ec.EllipticCurvePrivateKey,
+    issuer: x509.Name,
+    issuer_key: ec.EllipticCurvePrivateKey,
+    *,
+    ca: bool = False,
+    san: list[x509.GeneralName] | None = None,
+) -> x509.Certificate:
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(_name(subject))
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
+    if san:
+        builder = builder.add_extension(x509.SubjectAlternativeName(san), critical=False)
+    return builder.sign(issuer_key, hashes.SHA256())
+
+
+def _pem(cert: x509.Certificate) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    """A CA, a server certificate for 127.0.0.1/localhost, and a client certificate."""
+    folder = tmp_path_factory.mktemp("pki")
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_cert = _issue("tilesolve test CA", ca_key, _name("tilesolve test CA"), ca_key, ca=True)
+    server_key = ec.generate_private_key(ec.SECP256R1())
+    server_cert = _issue(
+        "localhost",
+        server_key,
+        ca_cert.subject,
+        ca_key,
+        san=[
+            x509.DNSName("localhost"),
+            x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+        ],
+    )
+    client_key = ec.generate_private_key(ec.SECP256R1())
+    client_cert = _issue("tilesolve test client", client_key, ca_cert.subject, ca_key)
+    (folder / "ca.pem").write_bytes(_pem(ca_cert))
+    (folder / "server.pem").write_bytes(_pem(server_cert))
+    (folder / "server.key").write_bytes(_key_pem(server_key))
+    return Pki(
+        ca=folder / "ca.pem",
+        server_cert=folder / "server.pem",
+        server_key=folder / "server.key",
+        client_cert=_pem(client_cert),
+        client_key=_key_pem(client_key),
+    )
+
+
+def _list_hardware_over_tls(port: int, credentials: grpc.ChannelCredentials) -> int:
+    with grpc.secure_channel(f"127.0.0.1:{port}", credentials) as ch:
+        response = pb_grpc.TileSolveServiceStub(ch).ListHardware(
+            pb.ListHardwareRequest(), timeout=10
+        )
+        return len(response.hardware)
+
+
+def test_tls_server_accepts_a_tls_client(pki: Pki) -> None:
+    config = ServerConfig(port=0, workers=2, tls_cert=pki.server_cert, tls_key=pki.server_key)
+    server, bound, _ = create_server(config)
+    server.start()
+    try:
+        trusting = grpc.ssl_channel_credentials(root_certificates=pki.ca_pem)
+        assert _list_hardware_over_tls(bound, trusting) > 0
+        with grpc.insecure_channel(f"127.0.0.1:{bound}") as plain:
+            error = call_error(
+                pb_grpc.TileSolveServiceStub(plain).ListHardware,
+                pb.ListHardwareRequest(),
+                timeout=5,
+            )
+            assert error.code() == grpc.StatusCode.UNAVAILABLE
+    finally:
+        server.stop(0)
+
+
+def test_mutual_tls_requires_a_client_certificate(pki: Pki) -> None:
+    config = ServerConfig(
+        port=0,
+        workers=2,
+        tls_cert=pki.server_cert,
+        tls_key=pki.server_key,
+        tls_client_ca=pki.ca,
+    )
+    server, bound, _ = create_server(config)
+    server.start()
+    try:
+        anonymous = grpc.ssl_channel_credentials(root_certificates=pki.ca_pem)
+        with pytest.raises(grpc.RpcError) as caught:
+            _list_hardware_over_tls(bound, anonymous)
+        assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+        identified = grpc.ssl_channel_credentials(
+            root_certificates=pki.ca_pem,
+            private_key=pki.client_key,
+            certificate_chain=pki.client_cert,
+        )
+        assert _list_hardware_over_tls(bound, identified) > 0
+    finally:
+        server.stop(0)
+
+
+# ---- the process: graceful shutdown and structured logs ----------------------------------
+
+
+class ServerProcess:
+    """`python -m tilesolve.server.main --port 0`, its stderr collected line by line."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tilesolve.server.main", "--port", "0", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self._listening = threading.Event()
+        self.port = 0
+        threading.Thread(target=self._read, daemon=True).start()
+        if not self._listening.wait(timeout=60):
+            self.proc.kill()
+            raise AssertionError("server did not start:\n" + "".join(self.lines))
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line)
+            found = re.search(r"tilesolve-server listening on (\S+):(\d+)", line)
+            if found:
+                self.port = int(found.group(2))
+                self._listening.set()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=10)
+
+
+def test_sigterm_finishes_calls_in_flight_then_exits_0() -> None:
+    server = ServerProcess("--workers", "8", "--grace", "20")
+    try:
+        target = f"127.0.0.1:{server.port}"
+        with grpc.insecure_channel(target) as ch:
+            grpc.channel_ready_future(ch).result(timeout=10)
+            stub = pb_grpc.TileSolveServiceStub(ch)
+            outcomes: list[tuple[str, float]] = []
+
+            def one(seq_len: int) -> None:
+                triton = pb.SolveOptions(kernel=pb.KERNEL_FAMILY_TRITON, top_k=10)
+                try:
+                    response = stub.Solve(request(options=triton, seq_len=seq_len), timeout=60)
+                    outcomes.append(("OK" if response.candidates else "EMPTY", time.monotonic()))
+                except grpc.RpcError as exc:
+                    outcomes.append((exc.code().name, time.monotonic()))
+
+            threads = [threading.Thread(target=one, args=(4096 + 64 * i,)) for i in range(4)]
+            for thread in threads:
+                thread.start()
+            time.sleep(0.1)
+            signalled = time.monotonic()
+            server.proc.send_signal(signal.SIGTERM)
+            for thread in threads:
+                thread.join(timeout=60)
+        assert server.proc.wait(timeout=30) == 0
+        assert [code for code, _ in outcomes] == ["OK"] * 4
+        assert max(done for _, done in outcomes) > signalled, "no call was in flight"
+
+        with grpc.insecure_channel(target) as ch:
+            error = call_error(
+                pb_grpc.TileSolveServiceStub(ch).ListHardware, pb.ListHardwareRequest(), timeout=5
+            )
+            assert error.code() == grpc.StatusCode.UNAVAILABLE
+
+        time.sleep(0.1)  # the reader thread drains the last lines
+        calls = [line for line in server.lines if "rpc method=" in line]
+        assert len(calls) == 4, server.lines
+        for line in calls:
+            assert re.search(
+                r"method=Solve code=OK latency_ms=\d+\.\d+ cache_hit=false peer=", line
+            )
+    finally:
+        server.stop()
+
+
+def test_one_log_line_per_call_also_for_errors() -> None:
+    server = ServerProcess("--workers", "2")
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{server.port}") as ch:
+            stub = pb_grpc.TileSolveServiceStub(ch)
+            stub.Solve(request(seq_len=512), timeout=30)
+            stub.Solve(request(seq_len=512), timeout=30)
+            call_error(stub.Solve, request(head_dim=0), timeout=30)
+            call_error(stub.EstimateMemory, pb.EstimateMemoryRequest(), timeout=30)
+        server.proc.send_signal(signal.SIGINT)
+        assert server.proc.wait(timeout=30) == 0, server.lines
+        time.sleep(0.1)
+        calls = [line for line in server.lines if "rpc method=" in line]
+        expected = [
+            ("Solve", "OK", "false"),
+            ("Solve", "OK", "true"),
+            ("Solve", "INVALID_ARGUMENT", "-"),
+            ("EstimateMemory", "UNIMPLEMENTED", "-"),
+        ]
+        assert len(calls) == len(expected), server.lines
+        for line, (method, code, hit) in zip(calls, expected, strict=True):
+            pattern = rf"method={method} code={code} latency_ms=\d+\.\d+ cache_hit={hit} peer=\S+"
+            assert re.search(pattern, line), line
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--port", "70000"],
+        ["--workers", "0"],
+        ["--tls-cert", __file__],
+        ["--tls-client-ca", __file__],
+        ["--tls-cert", "/no/such/file", "--tls-key", "/no/such/file"],
+    ],
+)
+def test_bad_options_exit_2(args: list[str]) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "tilesolve.server.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "error:" in result.stderr
+
+
+def test_lru_cache_evicts_the_least_recently_used() -> None:
+    cache: LruCache[bytes] = LruCache(2)
+    cache.put(b"a", b"1")
+    cache.put(b"b", b"2")
+    assert cache.get(b"a") == b"1"  # now b is the least recently used
+    cache.put(b"c", b"3")
+    assert cache.get(b"b") is None and cache.get(b"c") == b"3" and len(cache) == 2
+    assert (cache.hits, cache.misses) == (2, 1)
+    disabled: LruCache[bytes] = LruCache(0)
+    disabled.put(b"a", b"1")
+    assert disabled.get(b"a") is None and len(disabled) == 0
+
+
+def test_cache_key_covers_what_decides_the_answer() -> None:
+    problem = AttentionProblem(seq_len=4096, head_dim=128)
+    key = answer_key(problem, "a100", SolveOptions())
+    assert key == answer_key(problem, "A100-SXM4-80GB", SolveOptions(time_limit_s=1))
+    assert key != answer_key(problem, "a100-40gb", SolveOptions())
+    assert key != answer_key(problem, "a100", SolveOptions(top_k=4))
+    assert key != answer_key(problem.model_copy(update={"causal": True}), "a100", SolveOptions())
+    assert key != answer_key(problem, get_hardware("a100"), SolveOptions())  # inline vs catalog
