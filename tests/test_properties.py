@@ -39,7 +39,12 @@ def requests(draw: st.DrawFn) -> tuple[AttentionProblem, str, SolveOptions]:
     return problem, draw(st.sampled_from(CUDA_NAMES)), options
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,  # the same examples on every run: CI stays reproducible
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(requests())
 def test_every_valid_request_is_answered_or_refused_by_name(
     request: tuple[AttentionProblem, str, SolveOptions],
@@ -59,8 +64,9 @@ def test_every_valid_request_is_answered_or_refused_by_name(
     peak = get_hardware(hardware).throughput.tensor_fp16_dense_tflops  # type: ignore[union-attr]
     if problem.dtype == "fp8":
         peak *= 2
-    times = [c.predicted_time_us for c in answer.candidates]
-    assert times == sorted(times)
+    # The objective is the time in whole nanoseconds; equal ones are ordered by the tie-break.
+    times_ns = [round(c.predicted_time_us * 1000) for c in answer.candidates]
+    assert times_ns == sorted(times_ns)
     for c in answer.candidates:
         assert math.isfinite(c.predicted_time_us) and c.predicted_time_us > 0
         assert 0 < c.predicted_tflops <= peak

@@ -371,8 +371,8 @@ class SolveResponse(_message.Message):
     status: SolveStatus
     proven_optimal: bool
     hardware: str
-    kernel: str
-    engine: str
+    kernel: KernelFamily
+    engine: Engine
     candidates: _containers.RepeatedCompositeFieldContainer[Candidate]
     funnel: _containers.RepeatedCompositeFieldContainer[FunnelStep]
     binding_constraints: _containers.RepeatedCompositeFieldContainer[BindingConstraint]
@@ -385,7 +385,7 @@ class SolveResponse(_message.Message):
     problem: AttentionProblem
     options: SolveOptions
     cache_hit: bool
-    def __init__(self, status: _Optional[_Union[SolveStatus, str]] = ..., proven_optimal: _Optional[bool] = ..., hardware: _Optional[str] = ..., kernel: _Optional[str] = ..., engine: _Optional[str] = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., funnel: _Optional[_Iterable[_Union[FunnelStep, _Mapping]]] = ..., binding_constraints: _Optional[_Iterable[_Union[BindingConstraint, _Mapping]]] = ..., infeasibility: _Optional[_Union[Infeasibility, _Mapping]] = ..., search_space_size: _Optional[int] = ..., feasible_count: _Optional[int] = ..., solve_ms: _Optional[float] = ..., model_version: _Optional[str] = ..., catalog_version: _Optional[str] = ..., problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., options: _Optional[_Union[SolveOptions, _Mapping]] = ..., cache_hit: _Optional[bool] = ...) -> None: ...
+    def __init__(self, status: _Optional[_Union[SolveStatus, str]] = ..., proven_optimal: _Optional[bool] = ..., hardware: _Optional[str] = ..., kernel: _Optional[_Union[KernelFamily, str]] = ..., engine: _Optional[_Union[Engine, str]] = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., funnel: _Optional[_Iterable[_Union[FunnelStep, _Mapping]]] = ..., binding_constraints: _Optional[_Iterable[_Union[BindingConstraint, _Mapping]]] = ..., infeasibility: _Optional[_Union[Infeasibility, _Mapping]] = ..., search_space_size: _Optional[int] = ..., feasible_count: _Optional[int] = ..., solve_ms: _Optional[float] = ..., model_version: _Optional[str] = ..., catalog_version: _Optional[str] = ..., problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., options: _Optional[_Union[SolveOptions, _Mapping]] = ..., cache_hit: _Optional[bool] = ...) -> None: ...
 
 class SolveBatchRequest(_message.Message):
     __slots__ = ("requests",)
