@@ -678,3 +678,29 @@ def test_cache_key_covers_what_decides_the_answer() -> None:
     assert key != answer_key(problem, "a100", SolveOptions(top_k=4))
     assert key != answer_key(problem.model_copy(update={"causal": True}), "a100", SolveOptions())
     assert key != answer_key(problem, get_hardware("a100"), SolveOptions())  # inline vs catalog
+
+
+def test_ten_thousand_problems_are_refused_and_the_server_keeps_serving(
+    stub: pb_grpc.TileSolveServiceStub,
+) -> None:
+    huge = pb.SolveBatchRequest(requests=[request()] * 10_000)
+    error = call_error(stub.SolveBatch, huge, timeout=30)
+    assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "1000" in error.details() and "10000" in error.details()
+    assert stub.Solve(request(), timeout=30).status == pb.SOLVE_STATUS_OPTIMAL
+
+
+def test_garbage_bytes_are_invalid_argument_and_nothing_crashes(
+    channel: grpc.Channel, stub: pb_grpc.TileSolveServiceStub
+) -> None:
+    import random
+
+    raw_solve = channel.unary_unary("/tilesolve.v1.TileSolveService/Solve")
+    rng = random.Random(3)
+    for size in (1, 7, 64, 1000):
+        garbage = bytes(rng.randrange(256) for _ in range(size))
+        try:
+            raw_solve(garbage, timeout=30)
+        except grpc.RpcError as error:
+            assert error.code() in (grpc.StatusCode.INVALID_ARGUMENT,), error
+    assert stub.Solve(request(), timeout=30).status == pb.SOLVE_STATUS_OPTIMAL
