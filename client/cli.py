@@ -54,7 +54,8 @@ _EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for SIGPIPE
 EXIT_CODES_EPILOG = """\
 exit codes:
   0  an answer was printed
-  1  no feasible configuration (the output still explains why and what is nearest)
+  1  no feasible configuration (the output explains why and what is nearest);
+     for simulate: the error exceeds the dtype's tolerance
   2  invalid input or unknown name (stderr names the field and the allowed values)
   3  server unreachable, or the time limit passed before any configuration was found
   4  internal error (a bug: please report it with the command line)
@@ -466,14 +467,91 @@ def cmd_solve(args: argparse.Namespace) -> int:
         options = SolveOptions.model_validate(options_input)
     except ValidationError as exc:
         violations.extend(violations_from_pydantic(exc, SolveOptions))
+    pictures = args.plot is not None or args.explain
+    not_local: list[Violation] = []
+    if pictures:
+        violations.extend(_plot_violations(args.plot))
+        if remote is not None:  # the heatmap is computed here, from the local catalog
+            try:
+                spec = _resolve_hardware(args.hardware)
+            except CliInputError as exc:
+                not_local = [
+                    Violation(
+                        v.field,
+                        f"{v.description} (--plot and --explain compute the heatmap "
+                        "in-process, from the local catalog)",
+                    )
+                    for v in exc.violations
+                ]
     if remote is not None:
-        return _solve_remote(args, remote, violations, problem, options)
-    if violations:
-        raise CliInputError(violations)
-    assert spec is not None and problem is not None and options is not None
+        code = _solve_remote(args, remote, violations, problem, options)
+        if not_local:  # the server knows the name (it answered), this catalog does not
+            raise CliInputError(not_local)
+    else:
+        if violations:
+            raise CliInputError(violations)
+        assert spec is not None and problem is not None and options is not None
+        # InvalidRequestError (family rules) and DeadlineExceededError are reported by _run.
+        code = _print_answer(args, solve(problem, spec, options), spec)
+    if pictures:
+        assert spec is not None and problem is not None and options is not None
+        _draw_pictures(args, problem, spec, options)
+    return code
 
-    # InvalidRequestError (family rules) and DeadlineExceededError are reported by _run.
-    return _print_answer(args, solve(problem, spec, options), spec)
+
+def _plot_violations(plot: str | None) -> list[Violation]:
+    """What stops `--plot FILE` from being written, checked before solving: the suffix,
+    matplotlib (the optional `plot` extra), the file's folder."""
+    if plot is None:
+        return []
+    from .plots import PlotUnavailableError, plot_format, require_matplotlib
+
+    path = Path(plot)
+    try:
+        plot_format(path)
+    except ValueError as exc:
+        return [Violation("plot", f"{exc} (--plot)")]
+    try:
+        require_matplotlib()
+    except PlotUnavailableError as exc:
+        return [Violation("plot", str(exc))]
+    folder = path.parent
+    if not folder.is_dir():
+        return [Violation("plot", f"folder {str(folder)!r} does not exist (--plot)")]
+    return []
+
+
+def _draw_pictures(
+    args: argparse.Namespace,
+    problem: AttentionProblem,
+    spec: HardwareSpec,
+    options: SolveOptions,
+) -> None:
+    """`--explain` and `--plot`, after the answer: the heatmap of the same request, always
+    computed in-process. With --json the text heatmap goes to stderr (stdout stays one JSON
+    document)."""
+    from tilesolve.solver.heatmap import heatmap_grid
+
+    from .plots import plot_solve_heatmap, solve_plot_title, text_heatmap
+
+    grid = heatmap_grid(problem, spec, options)
+    if args.explain:
+        text = text_heatmap(grid)
+        if args.json:
+            print(text, file=sys.stderr)
+        else:
+            _print_lines(["", text])
+    if args.plot is not None:
+        path = Path(args.plot)
+        try:
+            plot_solve_heatmap(grid, path, solve_plot_title(problem, grid))
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise CliInputError(
+                [Violation("plot", f"cannot write {args.plot!r}: {reason}")]
+            ) from exc
+        sys.stdout.flush()
+        print(f"plot: heatmap written to {args.plot}", file=sys.stderr)
 
 
 def _solve_remote(
@@ -705,6 +783,27 @@ def _subparser(
     return parser
 
 
+def add_shape_arguments(group: Any, seq_len_help: str | None = None) -> None:
+    """The problem options solve, memory and simulate share (all read as text: the schema
+    validates them). `seq_len_help` set means --seq-len is optional with that help."""
+    group.add_argument("--batch", metavar="N", help="sequences in the batch (default 1)")
+    group.add_argument("--heads", metavar="N", help="query heads (default 1)")
+    group.add_argument("--kv-heads", metavar="N", help="key/value heads (default: --heads)")
+    if seq_len_help is None:
+        group.add_argument(
+            "--seq-len", required=True, metavar="N", help="query tokens per sequence"
+        )
+    else:
+        group.add_argument("--seq-len", metavar="N", help=seq_len_help)
+    group.add_argument("--seq-len-kv", metavar="N", help="key/value tokens (default: --seq-len)")
+    group.add_argument("--head-dim", required=True, metavar="D", help="Q/K head dimension")
+    group.add_argument("--head-dim-v", metavar="D", help="V/O head dimension (default: --head-dim)")
+    group.add_argument(
+        "--dtype", choices=("fp16", "bf16", "fp8"), help="element type (default fp16)"
+    )
+    group.add_argument("--causal", action="store_true", help="causal (bottom-right) mask")
+
+
 def _add_solve(subparsers: Any) -> None:
     p = _subparser(
         subparsers, "solve", "rank the tile configurations of an attention problem", cmd_solve
@@ -717,17 +816,7 @@ def _add_solve(subparsers: Any) -> None:
         help="kernel family (default: the hardware's default kernel)",
     )
     prob = p.add_argument_group("problem")
-    prob.add_argument("--batch", metavar="N", help="sequences in the batch (default 1)")
-    prob.add_argument("--heads", metavar="N", help="query heads (default 1)")
-    prob.add_argument("--kv-heads", metavar="N", help="key/value heads (default: --heads)")
-    prob.add_argument("--seq-len", required=True, metavar="N", help="query tokens per sequence")
-    prob.add_argument("--seq-len-kv", metavar="N", help="key/value tokens (default: --seq-len)")
-    prob.add_argument("--head-dim", required=True, metavar="D", help="Q/K head dimension")
-    prob.add_argument("--head-dim-v", metavar="D", help="V/O head dimension (default: --head-dim)")
-    prob.add_argument(
-        "--dtype", choices=("fp16", "bf16", "fp8"), help="element type (default fp16)"
-    )
-    prob.add_argument("--causal", action="store_true", help="causal (bottom-right) mask")
+    add_shape_arguments(prob)
     prob.add_argument(
         "--phase", choices=("forward", "backward", "decode"), help="phase (default forward)"
     )
@@ -762,6 +851,20 @@ def _add_solve(subparsers: Any) -> None:
     )
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON document")
+    out.add_argument(
+        "--explain",
+        action="store_true",
+        help="after the answer, print a text heatmap of predicted TFLOP/s over (BLOCK_M, "
+        "BLOCK_N), infeasible tiles named by the constraint that removes them (with --json: "
+        "on stderr)",
+    )
+    out.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="after the answer, draw that heatmap to FILE (.png or .svg; needs matplotlib: "
+        "pip install 'tilesolve[plot]'); with --server the heatmap is computed in-process "
+        "from the same request",
+    )
     _add_remote(p)
 
 
@@ -849,6 +952,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_solve(subparsers)
     _add_hardware(subparsers)
     _add_occupancy(subparsers)
+    from .cmd_memory import add_memory_parser  # here: cmd_memory imports this module
+
+    add_memory_parser(subparsers)
+    from .cmd_simulate import add_simulate_parser  # here: cmd_simulate imports this module
+
+    add_simulate_parser(subparsers)
     return parser
 
 

@@ -7,8 +7,9 @@
         answer = client.solve(AttentionProblem(seq_len=4096, head_dim=128), "a100")
         print(answer.candidates[0].block_m, client.last_cache_hit)
 
-Answers are the solver's own types (`SolveAnswer`, `HardwareSpec`, `Occupancy`), decoded and
-validated by `tilesolve.wire`, so code written against the in-process solver works unchanged.
+Answers are the solver's own types (`SolveAnswer`, `HardwareSpec`, `Occupancy`,
+`MemoryEstimate`), decoded and validated by `tilesolve.wire`, so code written against the
+in-process solver works unchanged.
 Failures raise a `TilesolveRpcError` subclass chosen by the gRPC status code, carrying the
 server's field violations (`problem.head_dim`, ...) from the `google.rpc.BadRequest` detail.
 
@@ -43,6 +44,7 @@ from tilesolve.solver import (
     AttentionProblem,
     FieldViolation,
     HardwareSpec,
+    MemoryEstimate,
     SolveAnswer,
     SolveOptions,
 )
@@ -336,16 +338,24 @@ def _stub(channel: Any) -> Any:
 class _ClientBase:
     """Settings, retry arithmetic and request/response conversion shared by both clients."""
 
+    # The channel module: grpc (blocking) or grpc.aio; set by each client class.
+    _channels: Any = grpc
+
     def __init__(
         self,
         target: str,
         *,
-        timeout_s: float,
-        retries: int,
-        backoff_s: float,
-        max_backoff_s: float,
-        jitter_seed: int | None,
-        wait_for_ready: bool,
+        timeout_s: float = 30.0,
+        retries: int = 3,
+        backoff_s: float = 0.1,
+        max_backoff_s: float = 5.0,
+        jitter_seed: int | None = None,
+        wait_for_ready: bool = False,
+        tls: bool = False,
+        root_ca: bytes | None = None,
+        client_cert: bytes | None = None,
+        client_key: bytes | None = None,
+        server_name_override: str | None = None,
     ):
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be > 0; got {timeout_s}")
@@ -364,6 +374,13 @@ class _ClientBase:
         # the last call made (1 + the retries it needed).
         self.last_cache_hit = False
         self.last_attempts = 0
+        credentials = _credentials(tls, root_ca, client_cert, client_key)
+        options = _channel_options(backoff_s, server_name_override)
+        if credentials is None:
+            self._channel = self._channels.insecure_channel(target, options=options)
+        else:
+            self._channel = self._channels.secure_channel(target, credentials, options=options)
+        self._stub = _stub(self._channel)
 
     def _delay(self, retry: int) -> float:
         """Seconds to wait before retry number `retry` (1-based)."""
@@ -399,38 +416,7 @@ class _ClientBase:
 class TileSolveClient(_ClientBase):
     """A blocking client; use it as a context manager (or call `close()`)."""
 
-    def __init__(
-        self,
-        target: str,
-        *,
-        timeout_s: float = 30.0,
-        retries: int = 3,
-        backoff_s: float = 0.1,
-        max_backoff_s: float = 5.0,
-        jitter_seed: int | None = None,
-        wait_for_ready: bool = False,
-        tls: bool = False,
-        root_ca: bytes | None = None,
-        client_cert: bytes | None = None,
-        client_key: bytes | None = None,
-        server_name_override: str | None = None,
-    ):
-        super().__init__(
-            target,
-            timeout_s=timeout_s,
-            retries=retries,
-            backoff_s=backoff_s,
-            max_backoff_s=max_backoff_s,
-            jitter_seed=jitter_seed,
-            wait_for_ready=wait_for_ready,
-        )
-        credentials = _credentials(tls, root_ca, client_cert, client_key)
-        options = _channel_options(backoff_s, server_name_override)
-        if credentials is None:
-            self._channel = grpc.insecure_channel(target, options=options)
-        else:
-            self._channel = grpc.secure_channel(target, credentials, options=options)
-        self._stub = _stub(self._channel)
+    _channels = grpc
 
     def __enter__(self) -> Self:
         return self
@@ -528,6 +514,22 @@ class TileSolveClient(_ClientBase):
         response = self._call("Occupancy", request, timeout_s)
         return _occupancy_from_proto(cast(pb.OccupancyResponse, response))
 
+    def estimate_memory(
+        self,
+        problem: AttentionProblem,
+        block_m: int,
+        block_n: int,
+        hardware: str | HardwareSpec | None = None,
+        kernel: str = "fa2",
+        *,
+        timeout_s: float | None = None,
+    ) -> MemoryEstimate:
+        """The memory model of one problem and tile, computed by the server (the roofline too
+        when `hardware` is given); equal to `tilesolve.solver.estimate_memory`."""
+        request = wire.memory_request_to_proto(problem, block_m, block_n, hardware, kernel)
+        response = self._call("EstimateMemory", request, timeout_s)
+        return wire.estimate_from_proto(cast(pb.EstimateMemoryResponse, response))
+
 
 # ---- the asyncio client -------------------------------------------------------------------
 
@@ -535,38 +537,7 @@ class TileSolveClient(_ClientBase):
 class AsyncTileSolveClient(_ClientBase):
     """The same client over `grpc.aio`; create it inside the running loop, `async with` it."""
 
-    def __init__(
-        self,
-        target: str,
-        *,
-        timeout_s: float = 30.0,
-        retries: int = 3,
-        backoff_s: float = 0.1,
-        max_backoff_s: float = 5.0,
-        jitter_seed: int | None = None,
-        wait_for_ready: bool = False,
-        tls: bool = False,
-        root_ca: bytes | None = None,
-        client_cert: bytes | None = None,
-        client_key: bytes | None = None,
-        server_name_override: str | None = None,
-    ):
-        super().__init__(
-            target,
-            timeout_s=timeout_s,
-            retries=retries,
-            backoff_s=backoff_s,
-            max_backoff_s=max_backoff_s,
-            jitter_seed=jitter_seed,
-            wait_for_ready=wait_for_ready,
-        )
-        credentials = _credentials(tls, root_ca, client_cert, client_key)
-        options = _channel_options(backoff_s, server_name_override)
-        if credentials is None:
-            self._channel = grpc.aio.insecure_channel(target, options=options)
-        else:
-            self._channel = grpc.aio.secure_channel(target, credentials, options=options)
-        self._stub = _stub(self._channel)
+    _channels = grpc.aio
 
     async def __aenter__(self) -> Self:
         return self
@@ -655,3 +626,17 @@ class AsyncTileSolveClient(_ClientBase):
         request = _occupancy_request(hardware, threads, regs, smem_bytes, carveout_percent)
         response = await self._call("Occupancy", request, timeout_s)
         return _occupancy_from_proto(cast(pb.OccupancyResponse, response))
+
+    async def estimate_memory(
+        self,
+        problem: AttentionProblem,
+        block_m: int,
+        block_n: int,
+        hardware: str | HardwareSpec | None = None,
+        kernel: str = "fa2",
+        *,
+        timeout_s: float | None = None,
+    ) -> MemoryEstimate:
+        request = wire.memory_request_to_proto(problem, block_m, block_n, hardware, kernel)
+        response = await self._call("EstimateMemory", request, timeout_s)
+        return wire.estimate_from_proto(cast(pb.EstimateMemoryResponse, response))

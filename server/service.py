@@ -21,12 +21,14 @@ from tilesolve import wire
 from tilesolve.solver import (
     CATALOG_VERSION,
     MODEL_VERSION,
+    AttentionProblem,
     FieldViolation,
     HardwareSpec,
     InvalidRequestError,
     SolveOptions,
     Status,
     UnknownHardwareError,
+    estimate_memory,
     get_hardware,
     load_catalog,
     occupancy,
@@ -145,6 +147,20 @@ def _summary(spec: HardwareSpec) -> pb.HardwareSummary:
         compute_units=units,
         default_kernel=spec.default_kernel,
         aliases=list(spec.aliases),
+    )
+
+
+def _memory_request_paths(exc: InvalidRequestError) -> InvalidRequestError:
+    """The memory model names bare fields: problem fields live under `problem.`, the tile and
+    the kernel at the top of an EstimateMemoryRequest (not under `options.` as in Solve)."""
+    return InvalidRequestError(
+        [
+            FieldViolation(
+                f"problem.{v.field}" if v.field in AttentionProblem.model_fields else v.field,
+                v.description,
+            )
+            for v in exc.violations
+        ]
     )
 
 
@@ -299,13 +315,17 @@ class TileSolveServicer(pb_grpc.TileSolveServiceServicer):
     def EstimateMemory(
         self, request: pb.EstimateMemoryRequest, context: grpc.ServicerContext
     ) -> pb.EstimateMemoryResponse:
-        abort(
-            context,
-            Failure(
-                grpc.StatusCode.UNIMPLEMENTED,
-                "EstimateMemory is not implemented yet: the memory model arrives with issue 4",
-            ),
-        )
+        return _answer(context, "EstimateMemory", lambda: self._estimate_memory(request))
+
+    @staticmethod
+    def _estimate_memory(request: pb.EstimateMemoryRequest) -> pb.EstimateMemoryResponse:
+        problem, block_m, block_n, hardware, kernel = wire.memory_request_from_proto(request)
+        spec = get_hardware(hardware) if isinstance(hardware, str) else hardware
+        try:
+            estimate = estimate_memory(problem, block_m, block_n, spec, kernel)
+        except InvalidRequestError as exc:
+            raise _memory_request_paths(exc) from None
+        return wire.estimate_to_proto(estimate)
 
     @logged
     def Occupancy(

@@ -10,8 +10,10 @@ No gRPC, no protobuf, no environment, no sockets. The one entry point most calle
 from .answer import Candidate, SolveAnswer, Status
 from .errors import FieldViolation, InvalidRequestError, TilesolveError, UnknownHardwareError
 from .hardware import CATALOG_VERSION, HardwareSpec, get_hardware, hardware_names, load_catalog
+from .memory import MemoryEstimate, Roofline, estimate_memory, memory_sweep
 from .occupancy import Occupancy, occupancy
 from .problem import AttentionProblem, DType, Engine, Phase, SolveOptions, TileConfig
+from .simulate import SimulationResult, simulate
 from .solve import MODEL_VERSION, solve
 
 __all__ = [
@@ -24,17 +26,23 @@ __all__ = [
     "FieldViolation",
     "HardwareSpec",
     "InvalidRequestError",
+    "MemoryEstimate",
     "Occupancy",
     "Phase",
+    "Roofline",
+    "SimulationResult",
     "SolveAnswer",
     "SolveOptions",
     "Status",
     "TileConfig",
     "TilesolveError",
     "UnknownHardwareError",
+    "estimate_memory",
     "get_hardware",
     "hardware_names",
     "load_catalog",
+    "memory_sweep",
     "occupancy",
+    "simulate",
     "solve",
 ]

@@ -313,9 +313,20 @@ def test_get_hardware(stub: pb_grpc.TileSolveServiceStub) -> None:
     assert "h100-sxm" in error.details() and "name" in violations(error)
 
 
-def test_estimate_memory_is_unimplemented(stub: pb_grpc.TileSolveServiceStub) -> None:
+def test_estimate_memory(stub: pb_grpc.TileSolveServiceStub) -> None:
+    response = stub.EstimateMemory(
+        pb.EstimateMemoryRequest(
+            problem=pb.AttentionProblem(seq_len=4096, head_dim=128), block_m=128, block_n=128
+        ),
+        timeout=10,
+    )
+    assert response.score_matrix_bytes == 32 * 1024 * 1024
+    assert (response.tiles_1d, response.score_tiles) == (32, 1024)
+    assert response.working_set_bytes == 160 * 1024
+    assert not response.HasField("roofline")
     error = call_error(stub.EstimateMemory, pb.EstimateMemoryRequest())
-    assert error.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert {"problem", "block_m", "block_n"} <= set(violations(error))
 
 
 def test_occupancy(stub: pb_grpc.TileSolveServiceStub) -> None:
@@ -625,7 +636,7 @@ def test_one_log_line_per_call_also_for_errors() -> None:
             ("Solve", "OK", "false"),
             ("Solve", "OK", "true"),
             ("Solve", "INVALID_ARGUMENT", "-"),
-            ("EstimateMemory", "UNIMPLEMENTED", "-"),
+            ("EstimateMemory", "INVALID_ARGUMENT", "-"),
         ]
         assert len(calls) == len(expected), server.lines
         for line, (method, code, hit) in zip(calls, expected, strict=True):

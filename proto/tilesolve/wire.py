@@ -22,6 +22,7 @@ from tilesolve.solver import (
     FieldViolation,
     HardwareSpec,
     InvalidRequestError,
+    MemoryEstimate,
     SolveAnswer,
     SolveOptions,
 )
@@ -257,3 +258,92 @@ def occupancy_to_proto(occ: Occupancy) -> pb.OccupancyResponse:
         smem_per_block_bytes=occ.smem_per_block_bytes,
         smem_per_sm_config_bytes=occ.smem_per_sm_config_bytes,
     )
+
+
+# ---- the memory model ---------------------------------------------------------------------
+
+DEFAULT_MEMORY_KERNEL = "fa2"  # EstimateMemoryRequest.kernel absent
+
+
+def memory_request_to_proto(
+    problem: AttentionProblem,
+    block_m: int,
+    block_n: int,
+    hardware: str | HardwareSpec | None = None,
+    kernel: str = DEFAULT_MEMORY_KERNEL,
+) -> pb.EstimateMemoryRequest:
+    request = pb.EstimateMemoryRequest(
+        problem=problem_to_proto(problem),
+        block_m=block_m,
+        block_n=block_n,
+        kernel=_enums_to_wire({"kernel": kernel})["kernel"],
+    )
+    if isinstance(hardware, HardwareSpec):
+        request.hardware.spec.CopyFrom(spec_to_proto(hardware))
+    elif hardware is not None:
+        request.hardware.name = hardware
+    return request
+
+
+def memory_request_from_proto(
+    request: pb.EstimateMemoryRequest,
+) -> tuple[AttentionProblem, int, int, str | HardwareSpec | None, str]:
+    """(problem, block_m, block_n, hardware or None, kernel); every bad field reported together.
+    The tile's range is the solver's to check (`estimate_memory` names block_m / block_n)."""
+    violations: list[FieldViolation] = []
+    problem: AttentionProblem | None = None
+    hardware: str | HardwareSpec | None = None
+    if request.HasField("problem"):
+        try:
+            problem = problem_from_proto(request.problem)
+        except InvalidRequestError as exc:
+            violations.extend(exc.violations)
+    else:
+        violations.append(FieldViolation("problem", "required"))
+    for field in ("block_m", "block_n"):
+        if not request.HasField(field):
+            violations.append(
+                FieldViolation(field, "required: an integer from 1 to 4096 (rows per tile)")
+            )
+    if request.HasField("hardware") and request.hardware.WhichOneof("hardware") is not None:
+        try:
+            hardware = hardware_from_proto(request.hardware)
+        except InvalidRequestError as exc:
+            violations.extend(exc.violations)
+    kernel = DEFAULT_MEMORY_KERNEL
+    if request.kernel:
+        wire_name = pb.KernelFamily.Name(request.kernel) if _known_kernel(request.kernel) else ""
+        kernel = _ENUMS["kernel"].get(wire_name, "")
+        if not kernel:
+            allowed = ", ".join(_ENUMS["kernel"])
+            violations.append(
+                FieldViolation(
+                    "kernel", f"unknown KernelFamily {request.kernel}; allowed: {allowed}"
+                )
+            )
+    if violations:
+        raise InvalidRequestError(violations)
+    assert problem is not None
+    return problem, request.block_m, request.block_n, hardware, kernel
+
+
+def _known_kernel(number: int) -> bool:
+    return number in pb.KernelFamily.values()
+
+
+def estimate_to_proto(estimate: MemoryEstimate) -> pb.EstimateMemoryResponse:
+    return json_format.ParseDict(
+        _enums_to_wire(estimate.model_dump(mode="json")), pb.EstimateMemoryResponse()
+    )
+
+
+def estimate_from_proto(response: pb.EstimateMemoryResponse) -> MemoryEstimate:
+    """The solver's MemoryEstimate, validated (absent optional figures become None)."""
+    data = _enums_to_solver(_to_dict(response, with_defaults=True))
+    data["problem"] = _enums_to_solver(_to_dict(response.problem))
+    data.setdefault("family_smem_bytes", None)
+    data["family_smem_note"] = response.family_smem_note or None
+    data["roofline"] = (
+        _to_dict(response.roofline, with_defaults=True) if response.HasField("roofline") else None
+    )
+    return MemoryEstimate.model_validate(data)

@@ -470,22 +470,88 @@ class GetHardwareResponse(_message.Message):
     def __init__(self, hardware: _Optional[_Union[HardwareSpec, _Mapping]] = ..., catalog_version: _Optional[str] = ...) -> None: ...
 
 class EstimateMemoryRequest(_message.Message):
-    __slots__ = ("problem", "block_m", "block_n", "hardware")
+    __slots__ = ("problem", "block_m", "block_n", "hardware", "kernel")
     PROBLEM_FIELD_NUMBER: _ClassVar[int]
     BLOCK_M_FIELD_NUMBER: _ClassVar[int]
     BLOCK_N_FIELD_NUMBER: _ClassVar[int]
     HARDWARE_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_FIELD_NUMBER: _ClassVar[int]
     problem: AttentionProblem
     block_m: int
     block_n: int
     hardware: HardwareRef
-    def __init__(self, problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., hardware: _Optional[_Union[HardwareRef, _Mapping]] = ...) -> None: ...
+    kernel: KernelFamily
+    def __init__(self, problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., hardware: _Optional[_Union[HardwareRef, _Mapping]] = ..., kernel: _Optional[_Union[KernelFamily, str]] = ...) -> None: ...
+
+class Roofline(_message.Message):
+    __slots__ = ("hardware", "peak_tflops", "peak_kind", "dram_bandwidth_gb_per_s", "ridge_point_flops_per_byte", "attainable_tflops", "attainable_tflops_tiled_no_l2", "attainable_tflops_naive", "bound")
+    HARDWARE_FIELD_NUMBER: _ClassVar[int]
+    PEAK_TFLOPS_FIELD_NUMBER: _ClassVar[int]
+    PEAK_KIND_FIELD_NUMBER: _ClassVar[int]
+    DRAM_BANDWIDTH_GB_PER_S_FIELD_NUMBER: _ClassVar[int]
+    RIDGE_POINT_FLOPS_PER_BYTE_FIELD_NUMBER: _ClassVar[int]
+    ATTAINABLE_TFLOPS_FIELD_NUMBER: _ClassVar[int]
+    ATTAINABLE_TFLOPS_TILED_NO_L2_FIELD_NUMBER: _ClassVar[int]
+    ATTAINABLE_TFLOPS_NAIVE_FIELD_NUMBER: _ClassVar[int]
+    BOUND_FIELD_NUMBER: _ClassVar[int]
+    hardware: str
+    peak_tflops: float
+    peak_kind: str
+    dram_bandwidth_gb_per_s: float
+    ridge_point_flops_per_byte: float
+    attainable_tflops: float
+    attainable_tflops_tiled_no_l2: float
+    attainable_tflops_naive: float
+    bound: str
+    def __init__(self, hardware: _Optional[str] = ..., peak_tflops: _Optional[float] = ..., peak_kind: _Optional[str] = ..., dram_bandwidth_gb_per_s: _Optional[float] = ..., ridge_point_flops_per_byte: _Optional[float] = ..., attainable_tflops: _Optional[float] = ..., attainable_tflops_tiled_no_l2: _Optional[float] = ..., attainable_tflops_naive: _Optional[float] = ..., bound: _Optional[str] = ...) -> None: ...
 
 class EstimateMemoryResponse(_message.Message):
-    __slots__ = ("score_matrix_bytes",)
+    __slots__ = ("score_matrix_bytes", "tiles_1d", "tiles_1d_kv", "score_tiles", "score_tile_bytes", "working_set_bytes", "family_smem_bytes", "family_smem_note", "materialization_ratio", "hbm_bytes_naive", "hbm_bytes_tiled", "hbm_bytes_tiled_l2", "flops", "arithmetic_intensity", "arithmetic_intensity_naive", "arithmetic_intensity_tiled_no_l2", "roofline", "problem", "block_m", "block_n", "kernel", "dtype_bytes")
     SCORE_MATRIX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    TILES_1D_FIELD_NUMBER: _ClassVar[int]
+    TILES_1D_KV_FIELD_NUMBER: _ClassVar[int]
+    SCORE_TILES_FIELD_NUMBER: _ClassVar[int]
+    SCORE_TILE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    WORKING_SET_BYTES_FIELD_NUMBER: _ClassVar[int]
+    FAMILY_SMEM_BYTES_FIELD_NUMBER: _ClassVar[int]
+    FAMILY_SMEM_NOTE_FIELD_NUMBER: _ClassVar[int]
+    MATERIALIZATION_RATIO_FIELD_NUMBER: _ClassVar[int]
+    HBM_BYTES_NAIVE_FIELD_NUMBER: _ClassVar[int]
+    HBM_BYTES_TILED_FIELD_NUMBER: _ClassVar[int]
+    HBM_BYTES_TILED_L2_FIELD_NUMBER: _ClassVar[int]
+    FLOPS_FIELD_NUMBER: _ClassVar[int]
+    ARITHMETIC_INTENSITY_FIELD_NUMBER: _ClassVar[int]
+    ARITHMETIC_INTENSITY_NAIVE_FIELD_NUMBER: _ClassVar[int]
+    ARITHMETIC_INTENSITY_TILED_NO_L2_FIELD_NUMBER: _ClassVar[int]
+    ROOFLINE_FIELD_NUMBER: _ClassVar[int]
+    PROBLEM_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_M_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_N_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_BYTES_FIELD_NUMBER: _ClassVar[int]
     score_matrix_bytes: float
-    def __init__(self, score_matrix_bytes: _Optional[float] = ...) -> None: ...
+    tiles_1d: int
+    tiles_1d_kv: int
+    score_tiles: int
+    score_tile_bytes: int
+    working_set_bytes: int
+    family_smem_bytes: int
+    family_smem_note: str
+    materialization_ratio: float
+    hbm_bytes_naive: int
+    hbm_bytes_tiled: int
+    hbm_bytes_tiled_l2: int
+    flops: float
+    arithmetic_intensity: float
+    arithmetic_intensity_naive: float
+    arithmetic_intensity_tiled_no_l2: float
+    roofline: Roofline
+    problem: AttentionProblem
+    block_m: int
+    block_n: int
+    kernel: KernelFamily
+    dtype_bytes: int
+    def __init__(self, score_matrix_bytes: _Optional[float] = ..., tiles_1d: _Optional[int] = ..., tiles_1d_kv: _Optional[int] = ..., score_tiles: _Optional[int] = ..., score_tile_bytes: _Optional[int] = ..., working_set_bytes: _Optional[int] = ..., family_smem_bytes: _Optional[int] = ..., family_smem_note: _Optional[str] = ..., materialization_ratio: _Optional[float] = ..., hbm_bytes_naive: _Optional[int] = ..., hbm_bytes_tiled: _Optional[int] = ..., hbm_bytes_tiled_l2: _Optional[int] = ..., flops: _Optional[float] = ..., arithmetic_intensity: _Optional[float] = ..., arithmetic_intensity_naive: _Optional[float] = ..., arithmetic_intensity_tiled_no_l2: _Optional[float] = ..., roofline: _Optional[_Union[Roofline, _Mapping]] = ..., problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., kernel: _Optional[_Union[KernelFamily, str]] = ..., dtype_bytes: _Optional[int] = ...) -> None: ...
 
 class OccupancyRequest(_message.Message):
     __slots__ = ("hardware", "threads", "regs", "smem_bytes", "carveout_percent")

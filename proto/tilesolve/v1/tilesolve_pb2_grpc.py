@@ -107,8 +107,11 @@ class TileSolveServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def EstimateMemory(self, request, context):
-        """The memory model (score-matrix bytes, tile counts, working set). Returns UNIMPLEMENTED
-        until the memory model is built.
+        """The memory model of one problem and one tile (docs/model.md, "Memory model"): the score
+        matrix naive attention materialises, tile counts, one score tile, the tile working set and
+        the kernel family's shared memory, HBM traffic of naive and tiled attention, arithmetic
+        intensity, and, when `hardware` is given, the roofline. Pure arithmetic: no solve, no
+        cache. Bad sizes are INVALID_ARGUMENT naming the field; unknown hardware is NOT_FOUND.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -1,0 +1,486 @@
+"""`tilesolve-cli memory`: the memory model of seed 003 for one problem and tile, or its
+comparison table over several sequence lengths and tile sizes (`--sweep`).
+
+    tilesolve-cli memory --seq-len 4096 --tile 128 --head-dim 128
+    tilesolve-cli memory --seq-len 4096 --block-m 128 --block-n 64 --head-dim 128 --hardware a100
+    tilesolve-cli memory --sweep --seq-lens 1024,2048,4096 --tiles 64,128,256 --head-dim 128
+
+The problem options, error lines and exit codes are `solve`'s (tilesolve.client.cli): the
+problem is validated by the solver's schema, every bad field is one `error: <field>: ...` line,
+exit 2. With `--server HOST:PORT` the figures come from the server's `EstimateMemory` RPC and
+the output is the same. `--plot FILE` draws the working set and the roofline (matplotlib, the
+optional `plot` extra), always in-process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from .cli import (
+    EXIT_OK,
+    CliInputError,
+    Remote,
+    Violation,
+    _add_remote,
+    _bounded_int,
+    _flag,
+    _given,
+    _print_json,
+    _print_lines,
+    _remote_spec,
+    _resolve_hardware,
+    _subparser,
+    add_shape_arguments,
+    asking,
+    remote_settings,
+    violations_from_pydantic,
+)
+
+if TYPE_CHECKING:
+    from tilesolve.solver import AttentionProblem, HardwareSpec, MemoryEstimate
+
+MAX_TILE = 4096  # the memory model's bound on block_m and block_n
+MAX_LIST_VALUES = 64  # values per --seq-lens / --tiles list
+DEFAULT_SEQ_LENS = "1024,2048,4096"  # seed 003's comparison
+DEFAULT_TILES = "64,128,256"
+
+_PROBLEM_FIELDS = (
+    "batch",
+    "heads",
+    "kv_heads",
+    "seq_len",
+    "seq_len_kv",
+    "head_dim",
+    "head_dim_v",
+    "dtype",
+)
+_KIB = 1024
+_MIB = 1024 * 1024
+
+
+# ---- parsing -------------------------------------------------------------------------------
+
+
+def add_memory_parser(subparsers: Any) -> None:
+    """Register `memory` on the CLI's subparsers."""
+    p = _subparser(
+        subparsers,
+        "memory",
+        "the memory model: score matrix, tile counts, working set, HBM traffic, roofline",
+        cmd_memory,
+    )
+    prob = p.add_argument_group("problem")
+    add_shape_arguments(prob, seq_len_help="query tokens per sequence (required unless --sweep)")
+    tile = p.add_argument_group("tile (--tile N, or --block-m and --block-n)")
+    tile.add_argument("--tile", metavar="N", help="a square tile: block_m = block_n = N")
+    tile.add_argument("--block-m", metavar="N", help="query rows per tile")
+    tile.add_argument("--block-n", metavar="N", help="key/value rows per tile")
+    model = p.add_argument_group("kernel and hardware")
+    model.add_argument(
+        "--kernel",
+        choices=("fa2", "triton", "fa3", "ascend"),
+        help="family whose shared memory is reported beside the working set (default fa2)",
+    )
+    model.add_argument(
+        "--hardware", metavar="NAME", help="catalog name or alias: adds the roofline"
+    )
+    sweep = p.add_argument_group("sweep (seed 003's comparison table)")
+    sweep.add_argument(
+        "--sweep",
+        action="store_true",
+        help="one row per (seq_len, square tile) instead of one problem",
+    )
+    sweep.add_argument(
+        "--seq-lens",
+        metavar="LIST",
+        help=f"comma-separated seq_lens (default: --seq-len, else {DEFAULT_SEQ_LENS})",
+    )
+    sweep.add_argument(
+        "--tiles",
+        metavar="LIST",
+        help=f"comma-separated square tile sizes (default: --tile, else {DEFAULT_TILES})",
+    )
+    out = p.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print one JSON document")
+    out.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="also draw the working set and the roofline to FILE (.png or .svg; needs "
+        "matplotlib: pip install 'tilesolve[plot]'); not with --sweep",
+    )
+    _add_remote(p)
+
+
+def _int_list(field: str, text: str, hi: int) -> list[int] | Violation:
+    """'1024,2048' as integers from 1 to `hi`, or a violation naming the field."""
+    allowed = f"must be a comma-separated list of 1 to {MAX_LIST_VALUES} integers from 1 to {hi}"
+    items = [item.strip() for item in text.split(",")]
+    try:
+        values = [int(item) for item in items]
+    except ValueError:
+        return Violation(field, f"{allowed}; got {text!r} ({_flag(field)})")
+    bad = [v for v in values if not 1 <= v <= hi]
+    if bad or not 1 <= len(values) <= MAX_LIST_VALUES:
+        shown = ", ".join(str(v) for v in bad) if bad else f"{len(values)} values"
+        return Violation(field, f"{allowed}; got {shown} ({_flag(field)})")
+    return values
+
+
+def _tile(args: argparse.Namespace) -> tuple[int, int] | list[Violation]:
+    """(block_m, block_n) from --tile or --block-m/--block-n, or what is wrong."""
+    if args.tile is not None:
+        if args.block_m is not None or args.block_n is not None:
+            return [Violation("tile", "give either --tile N or --block-m and --block-n, not both")]
+        side = _bounded_int("tile", args.tile, 1, MAX_TILE, " (rows of a square tile)")
+        return [side] if isinstance(side, Violation) else (side, side)
+    if args.block_m is None and args.block_n is None:
+        return [Violation("tile", "required: --tile N (a square tile) or --block-m and --block-n")]
+    parsed: list[int | Violation] = []
+    for field in ("block_m", "block_n"):
+        text = getattr(args, field)
+        if text is None:
+            other = "--block-n" if field == "block_m" else "--block-m"
+            parsed.append(Violation(field, f"is required with {other} ({_flag(field)})"))
+        else:
+            parsed.append(_bounded_int(field, text, 1, MAX_TILE))
+    bad = [p for p in parsed if isinstance(p, Violation)]
+    if bad:
+        return bad
+    block_m, block_n = (p for p in parsed if not isinstance(p, Violation))
+    return block_m, block_n
+
+
+def _problem(
+    args: argparse.Namespace, violations: list[Violation], **override: Any
+) -> AttentionProblem | None:
+    """The problem from the options (with `override`), its violations appended."""
+    from pydantic import ValidationError
+
+    from tilesolve.solver import AttentionProblem
+
+    data = _given(args, _PROBLEM_FIELDS) | {"causal": args.causal} | override
+    try:
+        return AttentionProblem.model_validate(data)
+    except ValidationError as exc:
+        for v in violations_from_pydantic(exc, AttentionProblem):
+            if v not in violations:  # a sweep validates the same options once per seq_len
+                violations.append(v)
+        return None
+
+
+def _plot_check(plot: str | None) -> list[Violation]:
+    """What stops `--plot FILE`: no plot module or matplotlib, a bad suffix or folder."""
+    if plot is None:
+        return []
+    try:
+        from .cli import _plot_violations
+        from .plots import plot_memory  # noqa: F401  (the function --plot calls)
+    except ImportError as exc:
+        return [
+            Violation("plot", f"plotting is unavailable ({exc}); pip install 'tilesolve[plot]'")
+        ]
+    return _plot_violations(plot)
+
+
+# ---- the command ---------------------------------------------------------------------------
+
+
+def cmd_memory(args: argparse.Namespace) -> int:
+    remote = remote_settings(args)
+    if args.sweep:
+        return _cmd_sweep(args, remote)
+    violations: list[Violation] = []
+    problem = _problem(args, violations)
+    tile = _tile(args)
+    if isinstance(tile, list):
+        violations.extend(tile)
+    for given, flag in ((args.seq_lens, "--seq-lens"), (args.tiles, "--tiles")):
+        if given is not None:
+            violations.append(Violation("sweep", f"{flag} needs --sweep"))
+    violations.extend(_plot_check(args.plot))
+    kernel = args.kernel or "fa2"
+    if remote is None:
+        spec = _local_spec(args.hardware, violations)
+        if violations:
+            raise CliInputError(violations)
+        assert problem is not None and not isinstance(tile, list)
+        from tilesolve.solver import estimate_memory
+
+        estimate = estimate_memory(problem, tile[0], tile[1], spec, kernel)
+    else:
+        with asking(remote) as client:
+            spec = None
+            if args.hardware is not None:
+                spec = _remote_spec(client, args.hardware, violations)
+            if violations:
+                raise CliInputError(violations)
+            assert problem is not None and not isinstance(tile, list)
+            estimate = client.estimate_memory(problem, tile[0], tile[1], args.hardware, kernel)
+    if args.json:
+        _print_json(estimate.model_dump(mode="json"))
+    else:
+        _print_lines(memory_report(estimate))
+    if args.plot is not None:
+        _draw(args.plot, problem, tile[0], tile[1], spec)
+    return EXIT_OK
+
+
+def _local_spec(name: str | None, violations: list[Violation]) -> HardwareSpec | None:
+    if name is None:
+        return None
+    try:
+        return _resolve_hardware(name)
+    except CliInputError as exc:
+        violations[:0] = exc.violations  # hardware first, as `solve` reports it
+        return None
+
+
+def _draw(
+    plot: str, problem: AttentionProblem, block_m: int, block_n: int, spec: HardwareSpec | None
+) -> None:
+    from .plots import plot_memory
+
+    try:
+        plot_memory(problem, block_m, block_n, spec, Path(plot))
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise CliInputError([Violation("plot", f"cannot write {plot!r}: {reason}")]) from exc
+    sys.stdout.flush()
+    print(f"plot: memory model written to {plot}", file=sys.stderr)
+
+
+def _cmd_sweep(args: argparse.Namespace, remote: Remote | None) -> int:
+    from tilesolve.solver.problem import MAX_SEQ_LEN
+
+    violations: list[Violation] = []
+    seq_text = args.seq_lens or args.seq_len or DEFAULT_SEQ_LENS
+    tile_text = args.tiles or args.tile or DEFAULT_TILES
+    seq_lens = _int_list("seq_lens", seq_text, MAX_SEQ_LEN)
+    tiles = _int_list("tiles", tile_text, MAX_TILE)
+    for parsed in (seq_lens, tiles):
+        if isinstance(parsed, Violation):
+            violations.append(parsed)
+    for field in ("seq_len_kv", "block_m", "block_n"):
+        if getattr(args, field) is not None:
+            violations.append(
+                Violation(
+                    field,
+                    f"--sweep uses square tiles over seq_len = seq_len_kv; leave out "
+                    f"{_flag(field)} (use --seq-lens and --tiles)",
+                )
+            )
+    if args.plot is not None:
+        violations.append(Violation("plot", "--plot draws one problem and tile, not a --sweep"))
+    problems: list[AttentionProblem] = []
+    for seq_len in seq_lens if isinstance(seq_lens, list) else [1]:
+        problem = _problem(args, violations, seq_len=str(seq_len))
+        if problem is not None:
+            problems.append(problem)
+    kernel = args.kernel or "fa2"
+    if remote is None:
+        spec = _local_spec(args.hardware, violations)
+        if violations:
+            raise CliInputError(violations)
+        assert isinstance(seq_lens, list) and isinstance(tiles, list)
+        from tilesolve.solver import memory_sweep
+
+        base = problems[0]
+        estimates = memory_sweep(
+            seq_lens,
+            tiles,
+            base.head_dim,
+            base.dtype,
+            base.batch,
+            base.heads,
+            kv_heads=base.kv_heads,
+            head_dim_v=base.head_dim_v,
+            causal=base.causal,
+            hardware=spec,
+            kernel=kernel,
+        )
+    else:
+        with asking(remote) as client:
+            if args.hardware is not None:
+                _remote_spec(client, args.hardware, violations)
+            if violations:
+                raise CliInputError(violations)
+            assert isinstance(tiles, list)
+            estimates = [
+                client.estimate_memory(problem, t, t, args.hardware, kernel)
+                for problem in problems
+                for t in tiles
+            ]
+    if args.json:
+        _print_json([e.model_dump(mode="json") for e in estimates])
+    else:
+        _print_lines(sweep_report(estimates))
+    return EXIT_OK
+
+
+# ---- rendering -----------------------------------------------------------------------------
+
+
+def _num(value: float) -> str:
+    """An integer as is, anything else with at most two decimals (2 -> '2', 0.5 -> '0.5')."""
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def size(value: float) -> str:
+    """Bytes in the largest binary unit that keeps the number >= 1: '160 KiB', '4.02 MiB'."""
+    units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+    amount = float(value)
+    unit = 0
+    while amount >= 1024 and unit < len(units) - 1:
+        amount /= 1024
+        unit += 1
+    if amount >= 100 or unit == 0:
+        text = f"{amount:.0f}"
+    elif amount >= 10:
+        text = f"{amount:.1f}"
+    else:
+        text = f"{amount:.2f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return f"{text} {units[unit]}"
+
+
+def _exact(value: int) -> str:
+    """'32 MiB (33,554,432 B)', or just '512 B'."""
+    return size(value) if value < 1024 else f"{size(value)} ({value:,} B)"
+
+
+def _flops(value: float) -> str:
+    for scale, unit in (
+        (1e15, "PFLOP"),
+        (1e12, "TFLOP"),
+        (1e9, "GFLOP"),
+        (1e6, "MFLOP"),
+        (1e3, "kFLOP"),
+    ):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:.3g} FLOP"
+
+
+def _problem_line(estimate: MemoryEstimate) -> str:
+    from .render import problem_summary
+
+    return problem_summary(cast(Any, estimate))  # it reads only `.problem`
+
+
+def memory_report(estimate: MemoryEstimate) -> list[str]:
+    """The single-estimate table: materialised matrix, tiling, traffic, roofline."""
+    from .render import table
+
+    e = estimate
+    kernel_line = f"{e.kernel} shared memory"
+    family = (
+        f"{_exact(e.family_smem_bytes)}  (the kernel's dynamic shared memory, one K/V stage)"
+        if e.family_smem_bytes is not None
+        else f"n/a ({e.family_smem_note})"
+    )
+    lines = [
+        f"memory model | tile {e.block_m}x{e.block_n} | kernel {e.kernel}",
+        f"problem: {_problem_line(e)}",
+        "",
+        "naive attention materialises the score matrix (batch x heads x seq_len x seq_len_kv "
+        f"x {e.dtype_bytes} B):",
+        f"  score matrix           {_exact(e.score_matrix_bytes)}",
+        "",
+        "tiling, per (batch, head):",
+        f"  tiles per axis         {e.tiles_1d} query x {e.tiles_1d_kv} key/value",
+        f"  score tiles            {e.score_tiles}",
+        f"  one score tile         {_exact(e.score_tile_bytes)}",
+        f"  working set            {_exact(e.working_set_bytes)}  "
+        "(Q, K, V, score and output tiles)",
+        f"  {kernel_line:<22} {family}",
+        f"  materialisation ratio  {_num(e.materialization_ratio)}x  "
+        "(full score matrix / one score tile)",
+        "",
+        f"HBM traffic and arithmetic intensity ({_flops(e.flops)} of useful forward work):",
+    ]
+    roof = e.roofline
+    headers = ["traffic", "HBM", "FLOP/B"]
+    if roof is not None:
+        headers.append("attainable TFLOP/s")
+    rows = []
+    for label, traffic, intensity, attainable in (
+        ("naive", e.hbm_bytes_naive, e.arithmetic_intensity_naive, "naive"),
+        (
+            "tiled, no L2 reuse",
+            e.hbm_bytes_tiled,
+            e.arithmetic_intensity_tiled_no_l2,
+            "tiled_no_l2",
+        ),
+        ("tiled, L2 reuse", e.hbm_bytes_tiled_l2, e.arithmetic_intensity, ""),
+    ):
+        row = [label, size(traffic), f"{intensity:.1f}"]
+        if roof is not None:
+            name = "attainable_tflops" + (f"_{attainable}" if attainable else "")
+            row.append(f"{getattr(roof, name):.1f}")
+        rows.append(row)
+    lines.extend("  " + line for line in table(headers, rows, right=frozenset({1, 2, 3})))
+    if roof is not None:
+        lines += [
+            "",
+            f"roofline ({roof.hardware}): peak {_num(roof.peak_tflops)} TFLOP/s "
+            f"({roof.peak_kind}), DRAM {_num(roof.dram_bandwidth_gb_per_s)} GB/s, ridge point "
+            f"{roof.ridge_point_flops_per_byte:.1f} FLOP/B: the tiled kernel is "
+            f"{roof.bound}-bound",
+        ]
+    return lines
+
+
+SWEEP_HEADERS = (
+    "seq_len",
+    "tile",
+    "1-D tiles",
+    "score tiles",
+    "score tile KiB",
+    "working set KiB",
+    "score matrix MiB",
+    "ratio",
+)
+
+
+def sweep_rows(estimates: Sequence[MemoryEstimate]) -> list[list[str]]:
+    return [
+        [
+            str(e.problem.seq_len),
+            str(e.block_m) if e.block_m == e.block_n else f"{e.block_m}x{e.block_n}",
+            str(e.tiles_1d),
+            str(e.score_tiles),
+            _num(e.score_tile_bytes / _KIB),
+            _num(e.working_set_bytes / _KIB),
+            _num(e.score_matrix_bytes / _MIB),
+            _num(e.materialization_ratio),
+        ]
+        for e in estimates
+    ]
+
+
+def sweep_report(estimates: Sequence[MemoryEstimate]) -> list[str]:
+    """Seed 003's comparison: one row per (seq_len, tile)."""
+    from .render import table
+
+    first = estimates[0]
+    parts = [
+        "seq_len = seq_len_kv swept" if part.startswith("seq_len ") else part
+        for part in _problem_line(first).split(", ")
+    ]
+    return [
+        f"memory model sweep | kernel {first.kernel} | {', '.join(parts)}",
+        "",
+        *table(SWEEP_HEADERS, sweep_rows(estimates), right=frozenset(range(len(SWEEP_HEADERS)))),
+        "",
+        "score matrix: what naive attention materialises (batch x heads x seq_len^2 x "
+        f"{first.dtype_bytes} B); working set: the Q, K, V, score and output tiles; ratio: "
+        "score matrix / one score tile, per (batch, head).",
+        "Smaller tiles: a smaller working set, but more tiles to schedule.",
+    ]
