@@ -103,7 +103,8 @@ def _iteration_cycles(
 
     kv_tile_bytes = bn * (d + dv) * elem
     q_reread = 0.0 if family.q_in_registers() else 1.0
-    smem_bytes = warps * kv_tile_bytes + q_reread * bm * d * elem + kv_tile_bytes
+    readers = family.tile_readers(cfg, hardware)
+    smem_bytes = readers * kv_tile_bytes + q_reread * bm * d * elem + kv_tile_bytes
     spill_bytes = spill_regs * 4.0 * 2.0 * warps * sm.warp_size_threads
     smem = (smem_bytes + spill_bytes) / tp.smem_bandwidth_bytes_per_clk_per_sm
 

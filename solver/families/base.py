@@ -99,6 +99,11 @@ class KernelFamily(ABC):
     def prefetch_iterations(self, cfg: ConfigArrays) -> IntArray:
         """Iterations of compute available to hide one K/V tile load (0 = none)."""
 
+    def tile_readers(self, cfg: ConfigArrays, hardware: HardwareSpec) -> FloatArray:
+        """How many times each K/V tile is read from shared memory per iteration: once per
+        warp for warp-level mma.sync (each warp loads its own B fragments)."""
+        return cfg.num_warps.astype(np.float64)
+
     def tensor_efficiency(self, cfg: ConfigArrays, hardware: HardwareSpec) -> FloatArray:
         """Fraction of the dense tensor peak this family's MMA instruction can reach."""
         _, tp = hardware.cuda

@@ -103,13 +103,18 @@ class TritonFlashAttention(KernelFamily):
     def prefetch_iterations(self, cfg: ConfigArrays) -> IntArray:
         return np.asarray(cfg.num_stages - 1, dtype=np.int64)
 
+    def _uses_wgmma(self, cfg: ConfigArrays, hardware: HardwareSpec) -> BoolArray:
+        """tl.dot lowers to wgmma on cc >= 9 when whole warpgroups own >= 64 rows each."""
+        sm, _ = hardware.cuda
+        warpgroups = np.maximum(cfg.num_warps // 4, 1)
+        ok = (cfg.num_warps % 4 == 0) & (cfg.block_m >= WGMMA_ROWS_PER_WARPGROUP * warpgroups)
+        return np.asarray(ok & (sm.cc_major >= 9), dtype=np.bool_)
+
     def tensor_efficiency(self, cfg: ConfigArrays, hardware: HardwareSpec) -> FloatArray:
-        sm, tp = hardware.cuda
-        base = np.full(len(cfg), tp.mma_sync_efficiency, dtype=np.float64)
-        if sm.cc_major < 9:
-            return base
-        warpgroups = cfg.num_warps // 4
-        uses_wgmma = (cfg.num_warps % 4 == 0) & (
-            cfg.block_m >= WGMMA_ROWS_PER_WARPGROUP * np.maximum(warpgroups, 1)
-        )
-        return np.where(uses_wgmma, 1.0, base)
+        _, tp = hardware.cuda
+        return np.where(self._uses_wgmma(cfg, hardware), 1.0, tp.mma_sync_efficiency)
+
+    def tile_readers(self, cfg: ConfigArrays, hardware: HardwareSpec) -> FloatArray:
+        """wgmma reads its B operand from shared memory once per warpgroup (4 warps)."""
+        warps = cfg.num_warps.astype(np.float64)
+        return np.where(self._uses_wgmma(cfg, hardware), warps / 4.0, warps)
