@@ -5,7 +5,7 @@ comparison table over several sequence lengths and tile sizes (`--sweep`).
     tilesolve-cli memory --seq-len 4096 --block-m 128 --block-n 64 --head-dim 128 --hardware a100
     tilesolve-cli memory --sweep --seq-lens 1024,2048,4096 --tiles 64,128,256 --head-dim 128
 
-The problem options, error lines and exit codes are `solve`'s (tilesolve.client.cli): the
+The problem options, error lines and exit codes are `solve`'s (tilesolve.client.cli_common): the
 problem is validated by the solver's schema, every bad field is one `error: <field>: ...` line,
 exit 2. With `--server HOST:PORT` the figures come from the server's `EstimateMemory` RPC and
 the output is the same. `--plot FILE` draws the working set and the roofline (matplotlib, the
@@ -20,25 +20,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from .cli import (
+from .cli_common import (
     EXIT_OK,
     CliInputError,
-    Remote,
     Violation,
-    _add_remote,
     _bounded_int,
     _flag,
     _given,
+    _plot_violations,
     _print_json,
     _print_lines,
-    _remote_spec,
     _resolve_hardware,
     _subparser,
     add_shape_arguments,
-    asking,
-    remote_settings,
     violations_from_pydantic,
 )
+from .cli_remote import Remote, _add_remote, _remote_spec, asking, remote_settings
 
 if TYPE_CHECKING:
     from tilesolve.solver import AttentionProblem, HardwareSpec, MemoryEstimate
@@ -177,7 +174,6 @@ def _plot_check(plot: str | None) -> list[Violation]:
     if plot is None:
         return []
     try:
-        from .cli import _plot_violations
         from .plots import plot_memory  # noqa: F401  (the function --plot calls)
     except ImportError as exc:
         return [

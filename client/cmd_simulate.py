@@ -14,7 +14,7 @@ import math
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .cli import (
+from .cli_common import (
     _PROBLEM_FIELDS,
     EXIT_INFEASIBLE,
     EXIT_OK,

@@ -1,0 +1,275 @@
+"""What every `tilesolve-cli` command shares: exit codes, bad input as `error: <field>: ...`
+violations, printing, and the pieces of the parser.
+
+Numbers are read as text and handed to the solver's pydantic schemas, so every bad value is
+reported by the schema that owns it, naming the field and what is allowed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
+
+    from tilesolve.solver import HardwareSpec
+
+EXIT_OK = 0
+EXIT_INFEASIBLE = 1
+EXIT_INVALID = 2
+EXIT_UNAVAILABLE = 3  # server unreachable, or the deadline passed before any answer
+EXIT_INTERNAL = 4
+
+EXIT_CODES_EPILOG = """\
+exit codes:
+  0  an answer was printed
+  1  no feasible configuration (the output explains why and what is nearest);
+     for simulate: the error exceeds the dtype's tolerance
+  2  invalid input or unknown name (stderr names the field and the allowed values)
+  3  server unreachable, or the time limit passed before any configuration was found
+  4  internal error (a bug: please report it with the command line)
+"""
+
+# Flags whose dest is not simply the flag with '-' -> '_'.
+_FLAG_FOR_FIELD = {"time_limit_s": "--time-limit", "timeout_s": "--timeout"}
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One bad input, as printed: `error: <field>: <description>`."""
+
+    field: str
+    description: str
+
+
+class CliInputError(Exception):
+    """Input the command cannot use; every violation is reported, then exit 2."""
+
+    def __init__(self, violations: Sequence[Violation]):
+        self.violations = list(violations)
+        super().__init__("; ".join(f"{v.field}: {v.description}" for v in self.violations))
+
+
+class CliExit(Exception):
+    """A failure reported as one line on stderr with its own exit code (server trouble)."""
+
+    def __init__(self, code: int, line: str):
+        self.code = code
+        self.line = line
+        super().__init__(line)
+
+
+# ---- error conversion ----------------------------------------------------------------------
+
+
+def _flag(field: str) -> str:
+    return _FLAG_FOR_FIELD.get(field, "--" + field.replace("_", "-"))
+
+
+def _allowed_range(model: type[BaseModel], field: str) -> str | None:
+    """'an integer from 1 to 1024' from the field's type and bounds, or None if unknown."""
+    info = model.model_fields.get(field)
+    if info is None:
+        return None
+    annotation = str(info.annotation)
+    kind = "an integer" if "int" in annotation else "a number"
+    lo = hi = ""
+    for meta in info.metadata:
+        for attr, text in (("ge", ">="), ("gt", ">")):
+            if getattr(meta, attr, None) is not None:
+                lo = f"{text} {_number(getattr(meta, attr))}"
+        for attr, text in (("le", "<="), ("lt", "<")):
+            if getattr(meta, attr, None) is not None:
+                hi = f"{text} {_number(getattr(meta, attr))}"
+    if lo.startswith(">=") and hi.startswith("<="):
+        return f"{kind} from {lo[3:]} to {hi[3:]}"
+    bounds = " and ".join(b for b in (lo, hi) if b)
+    return f"{kind} {bounds}" if bounds else kind
+
+
+def _number(value: float) -> str:
+    """A bound as written: 16777216 stays 16777216, 0.0 becomes 0."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _guess_field(model: type[BaseModel], message: str) -> str | None:
+    """The field a model-level rule is about: the first field name its message mentions."""
+    best: tuple[int, str] | None = None
+    for name in model.model_fields:
+        match = re.search(rf"\b{re.escape(name)}\b", message)
+        if match and (best is None or match.start() < best[0]):
+            best = (match.start(), name)
+    return best[1] if best else None
+
+
+_NUMBER_ERRORS = {
+    "int_parsing",
+    "int_type",
+    "int_from_float",
+    "float_parsing",
+    "float_type",
+    "finite_number",
+    "greater_than",
+    "greater_than_equal",
+    "less_than",
+    "less_than_equal",
+}
+
+
+def violations_from_pydantic(error: ValidationError, model: type[BaseModel]) -> list[Violation]:
+    """pydantic's errors as field violations saying what is allowed."""
+    out = []
+    for item in error.errors():
+        loc = ".".join(str(part) for part in item["loc"])
+        kind = item["type"]
+        given = item.get("input")
+        message = str(item["msg"])
+        if kind == "value_error":
+            message = message.removeprefix("Value error, ")
+        field = loc or _guess_field(model, message) or model.__name__
+        if kind in _NUMBER_ERRORS:
+            allowed = _allowed_range(model, loc) if loc else None
+            description = (
+                f"must be {allowed}; got {given!r}" if allowed else f"{message}; got {given!r}"
+            )
+        elif kind in ("enum", "literal_error"):
+            expected = item.get("ctx", {}).get("expected", "")
+            description = f"must be one of {expected}; got {given!r}"
+        elif kind == "missing":
+            description = "is required"
+        else:
+            description = message
+        if field in model.model_fields:
+            description += f" ({_flag(field)})"
+        out.append(Violation(field, description))
+    return out
+
+
+# ---- checks the commands share -----------------------------------------------------------
+
+
+def _bounded_int(field: str, text: str, lo: int, hi: int, what: str = "") -> int | Violation:
+    """`text` as an integer in lo..hi, or a violation naming the field and the range."""
+    allowed = f"must be an integer from {lo} to {hi}{what}"
+    try:
+        value = int(text.strip())
+    except ValueError:
+        return Violation(field, f"{allowed}; got {text!r} ({_flag(field)})")
+    if not lo <= value <= hi:
+        return Violation(field, f"{allowed}; got {value} ({_flag(field)})")
+    return value
+
+
+def _resolve_hardware(name: str) -> HardwareSpec:
+    from tilesolve.solver import InvalidRequestError, get_hardware
+
+    try:
+        return get_hardware(name)
+    except InvalidRequestError as exc:
+        raise CliInputError([Violation(v.field, v.description) for v in exc.violations]) from exc
+
+
+def _plot_violations(plot: str | None) -> list[Violation]:
+    """What stops `--plot FILE` from being written, checked before solving: the suffix,
+    matplotlib (the optional `plot` extra), the file's folder."""
+    if plot is None:
+        return []
+    from .plots import PlotUnavailableError, plot_format, require_matplotlib
+
+    path = Path(plot)
+    try:
+        plot_format(path)
+    except ValueError as exc:
+        return [Violation("plot", f"{exc} (--plot)")]
+    try:
+        require_matplotlib()
+    except PlotUnavailableError as exc:
+        return [Violation("plot", str(exc))]
+    folder = path.parent
+    if not folder.is_dir():
+        return [Violation("plot", f"folder {str(folder)!r} does not exist (--plot)")]
+    return []
+
+
+# ---- output --------------------------------------------------------------------------------
+
+
+def _print_json(document: Any) -> None:
+    sys.stdout.write(json.dumps(document, indent=2, sort_keys=False) + "\n")
+
+
+def _print_lines(lines: Sequence[str]) -> None:
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+# ---- parsing -------------------------------------------------------------------------------
+
+_PROBLEM_FIELDS = (
+    "batch",
+    "heads",
+    "kv_heads",
+    "seq_len",
+    "seq_len_kv",
+    "head_dim",
+    "head_dim_v",
+    "dtype",
+    "phase",
+    "dropout",
+)
+
+
+def _given(args: argparse.Namespace, fields: Sequence[str]) -> dict[str, Any]:
+    """The fields the user gave, as typed text (stripped); the schema parses and bounds them."""
+    out: dict[str, Any] = {}
+    for name in fields:
+        value = getattr(args, name)
+        if value is not None:
+            out[name] = value.strip() if isinstance(value, str) else value
+    return out
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the epilog's exit-code table as written."""
+
+
+def _subparser(
+    subparsers: Any, name: str, help_text: str, handler: Callable[[argparse.Namespace], int]
+) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        name,
+        help=help_text,
+        description=help_text,
+        epilog=EXIT_CODES_EPILOG,
+        formatter_class=_Formatter,
+        allow_abbrev=False,
+    )
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def add_shape_arguments(group: Any, seq_len_help: str | None = None) -> None:
+    """The problem options solve, memory and simulate share (all read as text: the schema
+    validates them). `seq_len_help` set means --seq-len is optional with that help."""
+    group.add_argument("--batch", metavar="N", help="sequences in the batch (default 1)")
+    group.add_argument("--heads", metavar="N", help="query heads (default 1)")
+    group.add_argument("--kv-heads", metavar="N", help="key/value heads (default: --heads)")
+    if seq_len_help is None:
+        group.add_argument(
+            "--seq-len", required=True, metavar="N", help="query tokens per sequence"
+        )
+    else:
+        group.add_argument("--seq-len", metavar="N", help=seq_len_help)
+    group.add_argument("--seq-len-kv", metavar="N", help="key/value tokens (default: --seq-len)")
+    group.add_argument("--head-dim", required=True, metavar="D", help="Q/K head dimension")
+    group.add_argument("--head-dim-v", metavar="D", help="V/O head dimension (default: --head-dim)")
+    group.add_argument(
+        "--dtype", choices=("fp16", "bf16", "fp8"), help="element type (default fp16)"
+    )
+    group.add_argument("--causal", action="store_true", help="causal (bottom-right) mask")

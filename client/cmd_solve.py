@@ -1,0 +1,245 @@
+"""`tilesolve-cli solve`: rank the tile configurations of an attention problem, in-process or
+on a server; `--explain` and `--plot` add the heatmap of the same request, computed in-process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .cli_common import (
+    _PROBLEM_FIELDS,
+    EXIT_INFEASIBLE,
+    EXIT_OK,
+    CliInputError,
+    Violation,
+    _given,
+    _plot_violations,
+    _print_json,
+    _print_lines,
+    _resolve_hardware,
+    _subparser,
+    add_shape_arguments,
+    violations_from_pydantic,
+)
+from .cli_remote import (
+    DEFAULT_TIMEOUT_S,
+    Remote,
+    _add_remote,
+    _remote_spec,
+    asking,
+    remote_settings,
+)
+
+if TYPE_CHECKING:
+    from tilesolve.solver import AttentionProblem, HardwareSpec, SolveAnswer, SolveOptions
+
+_OPTION_FIELDS = (
+    "kernel",
+    "top_k",
+    "engine",
+    "block_m",
+    "block_n",
+    "num_warps",
+    "num_stages",
+    "max_smem",
+    "min_blocks_per_sm",
+    "time_limit_s",
+)
+
+
+# ---- parsing -------------------------------------------------------------------------------
+
+
+def add_solve_parser(subparsers: Any) -> None:
+    """Register `solve` on the CLI's subparsers."""
+    p = _subparser(
+        subparsers, "solve", "rank the tile configurations of an attention problem", cmd_solve
+    )
+    hw = p.add_argument_group("hardware and kernel")
+    hw.add_argument("--hardware", required=True, metavar="NAME", help="catalog name or alias")
+    hw.add_argument(
+        "--kernel",
+        choices=("fa2", "triton", "fa3", "ascend"),
+        help="kernel family (default: the hardware's default kernel)",
+    )
+    prob = p.add_argument_group("problem")
+    add_shape_arguments(prob)
+    prob.add_argument(
+        "--phase", choices=("forward", "backward", "decode"), help="phase (default forward)"
+    )
+    prob.add_argument(
+        "--dropout",
+        nargs="?",
+        const="0.1",
+        metavar="P",
+        help="dropout probability (flag alone: 0.1; default 0)",
+    )
+    how = p.add_argument_group("solving")
+    how.add_argument("--top-k", metavar="K", help="configurations to rank (default 5)")
+    how.add_argument(
+        "--engine", choices=("cpsat", "exhaustive"), help="cpsat (default) or the exhaustive oracle"
+    )
+    how.add_argument(
+        "--time-limit", dest="time_limit_s", metavar="SECONDS", help="CP-SAT limit (default 10)"
+    )
+    rules = p.add_argument_group("pins and caps")
+    rules.add_argument(
+        "--require-divisible",
+        action="store_true",
+        help="seq_len and seq_len_kv must be multiples of block_m / block_n (no padding)",
+    )
+    rules.add_argument("--block-m", metavar="N", help="pin BLOCK_M")
+    rules.add_argument("--block-n", metavar="N", help="pin BLOCK_N")
+    rules.add_argument("--num-warps", metavar="N", help="pin warps per block")
+    rules.add_argument("--num-stages", metavar="N", help="pin K/V pipeline stages")
+    rules.add_argument("--max-smem", metavar="BYTES", help="cap on dynamic shared memory per block")
+    rules.add_argument(
+        "--min-blocks-per-sm", metavar="N", help="require this many resident blocks per SM"
+    )
+    out = p.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print one JSON document")
+    out.add_argument(
+        "--explain",
+        action="store_true",
+        help="after the answer, print a text heatmap of predicted TFLOP/s over (BLOCK_M, "
+        "BLOCK_N), infeasible tiles named by the constraint that removes them (with --json: "
+        "on stderr)",
+    )
+    out.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="after the answer, draw that heatmap to FILE (.png or .svg; needs matplotlib: "
+        "pip install 'tilesolve[plot]'); with --server the heatmap is computed in-process "
+        "from the same request",
+    )
+    _add_remote(p)
+
+
+# ---- the command ---------------------------------------------------------------------------
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from tilesolve.solver import AttentionProblem, SolveOptions, solve
+
+    remote = remote_settings(args)
+    violations: list[Violation] = []
+    spec = None
+    if remote is None:
+        try:
+            spec = _resolve_hardware(args.hardware)
+        except CliInputError as exc:
+            violations.extend(exc.violations)
+    problem_input = _given(args, _PROBLEM_FIELDS) | {"causal": args.causal}
+    options_input = _given(args, _OPTION_FIELDS) | {"require_divisible": args.require_divisible}
+    problem = options = None
+    try:
+        problem = AttentionProblem.model_validate(problem_input)
+    except ValidationError as exc:
+        violations.extend(violations_from_pydantic(exc, AttentionProblem))
+    try:
+        options = SolveOptions.model_validate(options_input)
+    except ValidationError as exc:
+        violations.extend(violations_from_pydantic(exc, SolveOptions))
+    pictures = args.plot is not None or args.explain
+    not_local: list[Violation] = []
+    if pictures:
+        violations.extend(_plot_violations(args.plot))
+        if remote is not None:  # the heatmap is computed here, from the local catalog
+            try:
+                spec = _resolve_hardware(args.hardware)
+            except CliInputError as exc:
+                not_local = [
+                    Violation(
+                        v.field,
+                        f"{v.description} (--plot and --explain compute the heatmap "
+                        "in-process, from the local catalog)",
+                    )
+                    for v in exc.violations
+                ]
+    if remote is not None:
+        code = _solve_remote(args, remote, violations, problem, options)
+        if not_local:  # the server knows the name (it answered), this catalog does not
+            raise CliInputError(not_local)
+    else:
+        if violations:
+            raise CliInputError(violations)
+        assert spec is not None and problem is not None and options is not None
+        # InvalidRequestError (family rules) and DeadlineExceededError are reported by _run.
+        code = _print_answer(args, solve(problem, spec, options), spec)
+    if pictures:
+        assert spec is not None and problem is not None and options is not None
+        _draw_pictures(args, problem, spec, options)
+    return code
+
+
+def _draw_pictures(
+    args: argparse.Namespace,
+    problem: AttentionProblem,
+    spec: HardwareSpec,
+    options: SolveOptions,
+) -> None:
+    """`--explain` and `--plot`, after the answer: the heatmap of the same request, always
+    computed in-process. With --json the text heatmap goes to stderr (stdout stays one JSON
+    document)."""
+    from tilesolve.solver.heatmap import heatmap_grid
+
+    from .plots import plot_solve_heatmap, solve_plot_title, text_heatmap
+
+    grid = heatmap_grid(problem, spec, options)
+    if args.explain:
+        text = text_heatmap(grid)
+        if args.json:
+            print(text, file=sys.stderr)
+        else:
+            _print_lines(["", text])
+    if args.plot is not None:
+        path = Path(args.plot)
+        try:
+            plot_solve_heatmap(grid, path, solve_plot_title(problem, grid))
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise CliInputError(
+                [Violation("plot", f"cannot write {args.plot!r}: {reason}")]
+            ) from exc
+        sys.stdout.flush()
+        print(f"plot: heatmap written to {args.plot}", file=sys.stderr)
+
+
+def _solve_remote(
+    args: argparse.Namespace,
+    remote: Remote,
+    violations: list[Violation],
+    problem: AttentionProblem | None,
+    options: SolveOptions | None,
+) -> int:
+    """`solve` on a server: the hardware name is the server's to resolve (its catalog), and
+    the family's rules come back as field violations; everything is reported together."""
+    time_limit_s = options.time_limit_s if options is not None else 0.0
+    with asking(remote, max(DEFAULT_TIMEOUT_S, time_limit_s + 10.0)) as client:
+        spec = _remote_spec(client, args.hardware, violations)
+        if violations:
+            raise CliInputError(violations)
+        assert spec is not None and problem is not None and options is not None
+        answer = client.solve(problem, args.hardware, options)
+    return _print_answer(args, answer, spec)
+
+
+def _print_answer(args: argparse.Namespace, answer: SolveAnswer, spec: HardwareSpec) -> int:
+    if answer.status.value == "feasible":
+        print(
+            "note: CP-SAT reached its time limit before proving the ranking "
+            "(raise --time-limit or use --engine exhaustive)",
+            file=sys.stderr,
+        )
+    if args.json:
+        _print_json(answer.model_dump(mode="json"))
+    else:
+        from .render import solve_report
+
+        _print_lines(solve_report(answer, spec))
+    return EXIT_INFEASIBLE if answer.status.value == "infeasible" else EXIT_OK
