@@ -211,7 +211,9 @@ def _print_lines(lines: Sequence[str]) -> None:
 
 # ---- parsing -------------------------------------------------------------------------------
 
-_PROBLEM_FIELDS = (
+# The problem's shape options, which solve, memory and simulate all take (add_shape_arguments),
+# and the problem options of solve, which adds the phase and dropout.
+SHAPE_FIELDS = (
     "batch",
     "heads",
     "kv_heads",
@@ -220,9 +222,8 @@ _PROBLEM_FIELDS = (
     "head_dim",
     "head_dim_v",
     "dtype",
-    "phase",
-    "dropout",
 )
+_PROBLEM_FIELDS = (*SHAPE_FIELDS, "phase", "dropout")
 
 
 def _given(args: argparse.Namespace, fields: Sequence[str]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .cli_common import (
     EXIT_OK,
+    SHAPE_FIELDS,
     CliInputError,
     Violation,
     _bounded_int,
@@ -45,16 +46,6 @@ MAX_LIST_VALUES = 64  # values per --seq-lens / --tiles list
 DEFAULT_SEQ_LENS = "1024,2048,4096"  # seed 003's comparison
 DEFAULT_TILES = "64,128,256"
 
-_PROBLEM_FIELDS = (
-    "batch",
-    "heads",
-    "kv_heads",
-    "seq_len",
-    "seq_len_kv",
-    "head_dim",
-    "head_dim_v",
-    "dtype",
-)
 _KIB = 1024
 _MIB = 1024 * 1024
 
@@ -159,7 +150,7 @@ def _problem(
 
     from tilesolve.solver import AttentionProblem
 
-    data = _given(args, _PROBLEM_FIELDS) | {"causal": args.causal} | override
+    data = _given(args, SHAPE_FIELDS) | {"causal": args.causal} | override
     try:
         return AttentionProblem.model_validate(data)
     except ValidationError as exc:

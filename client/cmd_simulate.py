@@ -15,9 +15,9 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from .cli_common import (
-    _PROBLEM_FIELDS,
     EXIT_INFEASIBLE,
     EXIT_OK,
+    SHAPE_FIELDS,
     CliInputError,
     Violation,
     _bounded_int,
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from tilesolve.solver import SimulationResult
 
 # simulate has no --phase or --dropout: it runs the forward pass without dropout.
-_SIMULATED_FIELDS = tuple(f for f in _PROBLEM_FIELDS if f not in ("phase", "dropout"))
+_SIMULATED_FIELDS = SHAPE_FIELDS
 _MAX_SEED = (1 << 63) - 1
 _MAX_LOGIT_SCALE = 100.0  # tilesolve.solver.simulate.MAX_LOGIT_SCALE (not imported: startup)
 
