@@ -32,8 +32,7 @@ from .cli_common import (
 if TYPE_CHECKING:
     from tilesolve.solver import SimulationResult
 
-# simulate has no --phase or --dropout: it runs the forward pass without dropout.
-_SIMULATED_FIELDS = SHAPE_FIELDS
+# simulate has no --phase or --dropout (the forward pass without dropout): SHAPE_FIELDS only.
 _MAX_SEED = (1 << 63) - 1
 _MAX_LOGIT_SCALE = 100.0  # tilesolve.solver.simulate.MAX_LOGIT_SCALE (not imported: startup)
 
@@ -97,7 +96,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     problem = None
     try:
         problem = AttentionProblem.model_validate(
-            _given(args, _SIMULATED_FIELDS) | {"causal": args.causal}
+            _given(args, SHAPE_FIELDS) | {"causal": args.causal}
         )
     except ValidationError as exc:
         violations.extend(violations_from_pydantic(exc, AttentionProblem))

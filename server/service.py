@@ -42,8 +42,10 @@ from .errors import Failure, RequestFailed, abort, failure_from, with_request_pa
 
 logger = logging.getLogger("tilesolve.server")
 
-# Time kept back from the call's deadline to encode and send the answer, seconds.
+# Time kept back from the call's deadline to validate, explain, encode and send the answer:
+# a fixed part plus a part per requested candidate, seconds.
 DEADLINE_MARGIN_S = 0.05
+DEADLINE_MARGIN_PER_CANDIDATE_S = 0.002
 # Occupancy request bounds beyond the device's own limits.
 MAX_ISA_REGS = 255  # registers one thread can address
 MAX_SMEM_BYTES = 1 << 24  # 16 MiB: beyond any shared memory a block can have
@@ -120,14 +122,14 @@ def _time_limit(options: SolveOptions, context: grpc.ServicerContext) -> float:
     remaining = context.time_remaining()
     if remaining is None:
         return options.time_limit_s
-    budget = float(remaining) - DEADLINE_MARGIN_S
+    margin = DEADLINE_MARGIN_S + DEADLINE_MARGIN_PER_CANDIDATE_S * options.top_k
+    budget = float(remaining) - margin
     if budget <= 0:
         raise RequestFailed(
             Failure(
                 grpc.StatusCode.DEADLINE_EXCEEDED,
                 f"the call's deadline leaves {max(float(remaining), 0.0) * 1e3:.1f} ms, less "
-                f"than the {DEADLINE_MARGIN_S * 1e3:.0f} ms the server needs to answer; "
-                "allow more time",
+                f"than the {margin * 1e3:.0f} ms the server needs to answer; allow more time",
             )
         )
     return min(options.time_limit_s, budget)

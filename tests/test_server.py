@@ -235,8 +235,12 @@ def test_short_deadlines_end_in_a_documented_outcome(
         assert cut.status in (pb.SOLVE_STATUS_FEASIBLE, pb.SOLVE_STATUS_OPTIMAL)
         assert cut.proven_optimal == (cut.status == pb.SOLVE_STATUS_OPTIMAL)
         if cut.status == pb.SOLVE_STATUS_FEASIBLE:  # unproven answers are never cached
-            again = stub.Solve(slow, timeout=0.4)
-            assert not again.cache_hit
+            try:
+                again = stub.Solve(slow, timeout=0.4)
+            except grpc.RpcError as exc:  # a loaded machine may not find a rank this time
+                assert exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+            else:
+                assert not again.cache_hit
     assert time.monotonic() - started < 5
     # The server keeps serving.
     assert stub.Solve(request(), timeout=30).candidates

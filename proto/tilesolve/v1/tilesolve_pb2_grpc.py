@@ -75,7 +75,8 @@ class TileSolveServiceServicer:
         """Ranks the tile configurations of one problem. A problem with no feasible configuration is
         a normal response (status SOLVE_STATUS_INFEASIBLE, with `infeasibility` filled in), not an
         error. The CP-SAT time limit is the smaller of `options.time_limit_s` and the call's
-        remaining deadline; if it passes before any configuration is found the call ends with
+        remaining deadline less a margin for answering (50 ms + 2 ms per requested candidate);
+        if it passes before any configuration is found the call ends with
         DEADLINE_EXCEEDED, and if it passes after some ranks were proven the response has status
         SOLVE_STATUS_FEASIBLE and `proven_optimal` false.
         """
