@@ -8,8 +8,10 @@ non-linearly: `smem_bytes`, `spill_regs`, `blocks_per_sm`, `remainder` (seq_len 
 seq_len_kv mod block_n) and `time_ns` (the modelled kernel time in whole nanoseconds).
 Element constraints tie each of them to `tile` through the candidate table's columns; the
 legal tiles are indexed in ranking order (time, then the fixed tie-break order). The resource
-limits are then plain constraints on single variables, each guarded by its own enforcement
-literal so that an infeasible model can name the constraints that conflict.
+limits are then plain constraints on single variables. Ranking solves them as they are; when
+the first solve proves the model infeasible, a second model guards each constraint with its own
+enforcement literal, passed as an assumption, so that CP-SAT names the constraints that
+conflict (assumptions cost about 2 ms a solve, so only an infeasible request pays for them).
 
 The objective is `time_ns`. The search tries tiles in index order, so among equal times the
 first in the tie-break order is found first: CP-SAT and the exhaustive engine rank alike.
@@ -47,7 +49,9 @@ class IpResult:
 class TileProgram:
     """The CP-SAT model of one candidate table."""
 
-    def __init__(self, table: CandidateTable):
+    def __init__(self, table: CandidateTable, explain_infeasibility: bool = False):
+        """`explain_infeasibility`: guard each constraint with an enforcement literal."""
+        self._guarded = explain_infeasibility
         self._cp = cp_model
         self.table = table
         self.model = cp_model.CpModel()
@@ -102,10 +106,13 @@ class TileProgram:
             self.model.add_element(self.tile, values, var)
         return var
 
-    def _literal(self, name: ConstraintName) -> Any:
+    def _literal(self, name: ConstraintName) -> list[Any]:
+        """The enforcement literals for constraint `name`: its own literal, or none."""
+        if not self._guarded:
+            return []
         literal = self.model.new_bool_var(f"enforce_{name.value}")
         self.enforce[name] = literal
-        return literal
+        return [literal]
 
     def _add_constraints(self) -> None:
         t = self.table
@@ -164,12 +171,10 @@ class TileProgram:
         return self.rows[int(solver.value(self.tile))]
 
     def solve_top_k(self, k: int, time_limit_s: float) -> IpResult:
-        """The k best configurations in rank order, re-solving above the last winner's key."""
+        """The k best configurations in rank order, re-solving above the last winner's index."""
         cp = self._cp
         started = time.perf_counter()
         deadline = started + time_limit_s
-        for literal in self.enforce.values():
-            self.model.add_assumption(literal)
         ranked: list[int] = []
         proven = True
         timed_out = False
@@ -184,7 +189,7 @@ class TileProgram:
             status = solver.solve(self.model)
             if status == cp.INFEASIBLE:
                 if not ranked:
-                    conflicting = self._core(solver)
+                    conflicting = TileProgram(self.table, True).core(deadline - time.perf_counter())
                 break
             if status not in (cp.OPTIMAL, cp.FEASIBLE):
                 timed_out = True  # UNKNOWN: the limit passed before any solution
@@ -199,10 +204,16 @@ class TileProgram:
         wall_ms = (time.perf_counter() - started) * 1e3
         return IpResult(ranked, proven and not timed_out, timed_out, conflicting, wall_ms)
 
-    def _core(self, solver: Any) -> list[ConstraintName]:
-        """Constraints whose enforcement literals CP-SAT found sufficient for infeasibility."""
-        core = set(solver.sufficient_assumptions_for_infeasibility())
-        return [name for name, lit in self.enforce.items() if lit.index in core]
+    def core(self, time_limit_s: float) -> list[ConstraintName]:
+        """Constraints whose enforcement literals CP-SAT finds sufficient for infeasibility
+        (needs `explain_infeasibility`); empty if the time runs out first."""
+        for literal in self.enforce.values():
+            self.model.add_assumption(literal)
+        solver = self._solver(max(time_limit_s, 1e-3))
+        if solver.solve(self.model) != self._cp.INFEASIBLE:
+            return []
+        found = set(solver.sufficient_assumptions_for_infeasibility())
+        return [name for name, lit in self.enforce.items() if lit.index in found]
 
 
 def solve_cpsat(table: CandidateTable, top_k: int, time_limit_s: float) -> IpResult:
