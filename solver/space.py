@@ -46,13 +46,14 @@ class ConfigArrays:
         return cls(table[:, 0], table[:, 1], table[:, 2], table[:, 3])
 
     @classmethod
-    def single(cls, config: TileConfig) -> ConfigArrays:
-        def one(value: int) -> IntArray:
-            return np.array([value], dtype=np.int64)
+    def from_configs(cls, configs: list[TileConfig]) -> ConfigArrays:
+        """The given configurations, in the given order."""
+        table = np.array([c.key() for c in configs], dtype=np.int64).reshape(-1, 4)
+        return cls(table[:, 0], table[:, 1], table[:, 2], table[:, 3])
 
-        return cls(
-            one(config.block_m), one(config.block_n), one(config.num_warps), one(config.num_stages)
-        )
+    @classmethod
+    def single(cls, config: TileConfig) -> ConfigArrays:
+        return cls.from_configs([config])
 
     def __len__(self) -> int:
         return len(self.block_m)

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from .constraints import MAX_SPILL_REGS, ConstraintName, register_cap
+from .constraints import MAX_SPILL_REGS, ConstraintName, register_cap, resources
 from .families.base import KernelFamily
 from .hardware import HardwareSpec
 from .occupancy import occupancy
@@ -76,25 +74,9 @@ def fresh_times_us(
     """The modelled time of each configuration, evaluated apart from the table (us)."""
     if not configs:
         return []
-    sm, _ = hardware.cuda
-    cfg = ConfigArrays(
-        *(
-            np.array([getattr(c, f) for c in configs], dtype=np.int64)
-            for f in TileConfig.model_fields
-        )
-    )
-    smem = family.smem_bytes(cfg, problem)
-    demand = family.regs_demand(cfg, problem)
-    threads = cfg.num_warps * sm.warp_size_threads
-    allocated = np.minimum(demand, register_cap(hardware, threads, options.min_blocks_per_sm))
-    blocks = np.array(
-        [
-            occupancy(sm, int(t), int(r), int(m)).blocks_per_sm
-            for t, r, m in zip(threads, allocated, smem, strict=True)
-        ],
-        dtype=np.int64,
-    )
-    perf = evaluate(family, hardware, problem, cfg, blocks, demand - allocated)
+    cfg = ConfigArrays.from_configs(configs)
+    res = resources(family, hardware, problem, options, cfg)
+    perf = evaluate(family, hardware, problem, cfg, res.occupancy.blocks_per_sm, res.spill_regs)
     return [float(t) for t in perf.time_us]
 
 
