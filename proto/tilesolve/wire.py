@@ -159,24 +159,22 @@ def solve_request_from_proto(
 ) -> tuple[AttentionProblem, str | HardwareSpec, SolveOptions]:
     """Decode a SolveRequest; every bad field of every part is reported together."""
     violations: list[FieldViolation] = []
-    problem = options = hardware = None
-    if not request.HasField("problem"):
-        violations.append(FieldViolation("problem", "required"))
-    parts: list[tuple[str, Any]] = [
-        ("hardware", lambda: hardware_from_proto(request.hardware)),
-        ("options", lambda: options_from_proto(request.options)),
-    ]
-    if request.HasField("problem"):
-        parts.insert(0, ("problem", lambda: problem_from_proto(request.problem)))
-    decoded: dict[str, Any] = {}
-    for name, decode in parts:
+
+    def part(decode: Any) -> Any:
         try:
-            decoded[name] = decode()
+            return decode()
         except InvalidRequestError as exc:
             violations.extend(exc.violations)
+            return None
+
+    if request.HasField("problem"):
+        problem = part(lambda: problem_from_proto(request.problem))
+    else:
+        violations.append(FieldViolation("problem", "required"))
+    hardware = part(lambda: hardware_from_proto(request.hardware))
+    options = part(lambda: options_from_proto(request.options))
     if violations:
         raise InvalidRequestError(violations)
-    problem, hardware, options = decoded["problem"], decoded["hardware"], decoded["options"]
     return problem, hardware, options
 
 
