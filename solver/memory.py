@@ -48,7 +48,7 @@ from .families import FAMILIES, PLANNED_FAMILIES
 from .hardware import HardwareSpec, get_hardware
 from .perf_model import LSE_BYTES_PER_ROW
 from .problem import MAX_SEQ_LEN, AttentionProblem, DType, Phase, TileConfig
-from .space import ConfigArrays
+from .space import ConfigArrays, ceil_div
 
 MAX_BLOCK = 4096  # the largest tile edge, as TileConfig bounds block_m and block_n
 MAX_SWEEP_VALUES = 64  # values per axis of a sweep
@@ -132,10 +132,6 @@ class MemoryEstimate(BaseModel):
 # ---- arithmetic ------------------------------------------------------------------------------
 
 
-def _ceil_div(x: int, y: int) -> int:
-    return -(-x // y)
-
-
 def floor_sum(n: int, m: int, a: int, b: int) -> int:
     """sum(floor((a*i + b) / m) for i in range(n)) for n >= 0, m >= 1, a >= 0, b >= 0, in
     O(log m) steps (the Euclid-like reduction; exact on Python integers)."""
@@ -164,17 +160,17 @@ def kv_rows_read(sq: int, sk: int, block_m: int, block_n: int, causal: bool) -> 
     it visits ceil(need_i / block_n) K/V tiles and so reads min(Sk, block_n * that) rows
     (none when need_i <= 0). The sum is taken in closed form with `floor_sum`.
     """
-    n_m = _ceil_div(sq, block_m)
+    n_m = ceil_div(sq, block_m)
     if not causal:
         return n_m * sk
     offset = sk - sq
-    n_kv = _ceil_div(sk, block_n)
+    n_kv = ceil_div(sk, block_n)
     # Blocks 0 .. n_m-2 end inside the sequence: need_i = (i+1)*block_m + offset < Sk.
     # The last block always needs all Sk keys. Among the others, blocks before i0 need none,
     # blocks from i1 on need every K/V tile (rows read = Sk), those between read whole tiles.
     last = n_m - 1
     i0 = min(max(0, (-offset) // block_m), last)
-    first_all = _ceil_div((n_kv - 1) * block_n + 1 - offset, block_m) - 1
+    first_all = ceil_div((n_kv - 1) * block_n + 1 - offset, block_m) - 1
     i1 = min(max(i0, first_all), last)
     partial_tiles = floor_sum(i1 - i0, block_n, block_m, (i0 + 1) * block_m + offset + block_n - 1)
     return block_n * partial_tiles + (last - i1) * sk + sk
@@ -303,8 +299,8 @@ def estimate_memory(
     e = problem.dtype.bytes
     bm, bn = block_m, block_n
 
-    tiles_1d = _ceil_div(sq, bm)
-    tiles_1d_kv = _ceil_div(sk, bn)
+    tiles_1d = ceil_div(sq, bm)
+    tiles_1d_kv = ceil_div(sk, bn)
     naive_per_head = e * (sq * d + sk * d + 4 * sq * sk + sk * dv + sq * dv)
     q_and_o = batch_heads * (sq * d * e + sq * (dv * e + LSE_BYTES_PER_ROW))
     kv_row_bytes = (d + dv) * e

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .hardware import SmLimits
+from .space import ceil_div
 
 IntArray = npt.NDArray[np.int64]
 
@@ -69,12 +70,8 @@ class OccupancyArrays:
         return [self.limiters(i)[0].value for i in range(len(self.blocks_per_sm))]
 
 
-def _ceil_div(x: IntArray, y: IntArray | int) -> IntArray:
-    return -(-x // y)
-
-
 def _round_up(x: IntArray, y: IntArray | int) -> IntArray:
-    return _ceil_div(x, y) * y
+    return ceil_div(x, y) * y
 
 
 def _carveout_bytes(sm: SmLimits) -> IntArray:
@@ -105,7 +102,7 @@ def occupancy_arrays(
     smem = np.asarray(dynamic_smem_bytes, dtype=np.int64)
     warp = sm.warp_size_threads
     subparts = sm.reg_file_subpartitions
-    warps_per_block = _ceil_div(threads, warp)
+    warps_per_block = ceil_div(threads, warp)
 
     # 1. Registers: allocated per warp in units, counted per register-file sub-partition.
     regs_per_warp = _round_up(regs * warp, sm.reg_alloc_unit_regs)

@@ -22,7 +22,7 @@ import numpy as np
 from .families.base import FloatArray, KernelFamily
 from .hardware import HardwareSpec
 from .problem import AttentionProblem
-from .space import ConfigArrays, IntArray
+from .space import ConfigArrays, IntArray, ceil_div
 
 # ---- model constants (docs/model.md, "Constants") -------------------------------------------
 ALU_OPS_PER_SCORE = 4.0  # FP32 ops per score element: scale-and-subtract FFMA, max, sum, convert
@@ -60,11 +60,6 @@ class PerfArrays:
     padding_waste: FloatArray
     mma_utilization: FloatArray
     bottleneck: list[str]
-
-
-def _ceil_div(x: IntArray | int, y: IntArray | int) -> IntArray:
-    """Integer ceiling division, elementwise."""
-    return np.asarray(-(-np.asarray(x, dtype=np.int64) // np.asarray(y, dtype=np.int64)))
 
 
 @dataclass(frozen=True)
@@ -228,16 +223,16 @@ def evaluate(
     heads_total = problem.batch * problem.heads
     blocks = np.maximum(resident_blocks, 1)
 
-    n_m = _ceil_div(sq, cfg.block_m)
-    n_kv = _ceil_div(sk, cfg.block_n)
+    n_m = ceil_div(sq, cfg.block_m)
+    n_kv = ceil_div(sk, cfg.block_n)
     ctas = n_m * heads_total
     slots = blocks * n_sm
 
     # ---- DRAM traffic: Q and O once, K/V once per KV head unless L2 cannot hold them ----
     group = problem.heads // problem.kv_heads_eff
     kv_head_bytes = float(sk) * (d + dv) * elem
-    heads_in_flight = np.minimum(heads_total, _ceil_div(slots, n_m) + 1)
-    kv_heads_in_flight = np.asarray(_ceil_div(heads_in_flight, group), dtype=np.float64)
+    heads_in_flight = np.minimum(heads_total, ceil_div(slots, n_m) + 1)
+    kv_heads_in_flight = np.asarray(ceil_div(heads_in_flight, group), dtype=np.float64)
     footprint = kv_heads_in_flight * kv_head_bytes
     l2_usable = L2_USABLE_FRACTION * hardware.memory.l2_bytes
     dram_miss = np.clip(1.0 - l2_usable / np.maximum(footprint, 1.0), 0.0, 1.0)
@@ -274,7 +269,7 @@ def evaluate(
     waves_exact = ctas / slots
     waves = np.ceil(waves_exact)
     last_wave_ctas = ctas - (waves - 1) * slots
-    last_blocks = np.minimum(blocks, _ceil_div(last_wave_ctas, n_sm)).astype(np.float64)
+    last_blocks = np.minimum(blocks, ceil_div(last_wave_ctas, n_sm)).astype(np.float64)
     round_last, _ = _round_cycles(it, last_blocks, prefetch, hardware)
     diag_mean = diag_iters / n_m
     if problem.causal:

@@ -52,6 +52,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import FieldViolation, InvalidRequestError
 from .problem import AttentionProblem, DType, Phase
+from .space import ceil_div
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -178,10 +179,6 @@ def _round_fp16(x32: F32) -> F32:
 # ---- validation and the memory plan --------------------------------------------------------
 
 
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def estimated_bytes(problem: AttentionProblem, block_m: int, block_n: int) -> int:
     """The simulation's planned peak memory in bytes: the inputs (float32 rounded, padded
     copies, float64 for the reference), the FP32 state and outputs, one head's float64 score
@@ -190,8 +187,8 @@ def estimated_bytes(problem: AttentionProblem, block_m: int, block_n: int) -> in
     b, h, hkv = problem.batch, problem.heads, problem.kv_heads_eff
     sq, sk = problem.seq_len, problem.seq_len_kv_eff
     d, dv = problem.head_dim, problem.head_dim_v_eff
-    sq_pad = _ceil_div(sq, block_m) * block_m
-    sk_pad = _ceil_div(sk, block_n) * block_n
+    sq_pad = ceil_div(sq, block_m) * block_m
+    sk_pad = ceil_div(sk, block_n) * block_n
     inputs = b * (h * sq * d + hkv * sk * (d + dv)) * (4 + 8)
     padded = b * (h * sq_pad * d + hkv * sk_pad * (d + dv)) * 4
     state = b * h * sq_pad * (dv + 2) * 4 + b * h * sq * dv * (4 + 8)
@@ -299,7 +296,7 @@ def kv_tiles_to_visit(problem: AttentionProblem, block_m: int, block_n: int) -> 
     so it needs tiles 0 .. last_key // block_n. This is what the simulator visits.
     """
     sq = problem.seq_len
-    n_m = _ceil_div(sq, block_m)
+    n_m = ceil_div(sq, block_m)
     last_row = np.minimum((np.arange(n_m, dtype=np.int64) + 1) * block_m, sq) - 1
     last_key = last_visible_key(problem)[last_row]
     return np.where(last_key >= 0, last_key // block_n + 1, 0)
@@ -312,7 +309,7 @@ def modelled_kv_tiles(problem: AttentionProblem, block_m: int, block_n: int) -> 
     [0, n_kv], as FA2 computes n_block_max; otherwise every tile, n_kv.
     """
     sq, sk = problem.seq_len, problem.seq_len_kv_eff
-    n_m, n_kv = _ceil_div(sq, block_m), _ceil_div(sk, block_n)
+    n_m, n_kv = ceil_div(sq, block_m), ceil_div(sk, block_n)
     if not problem.causal:
         return np.full(n_m, n_kv, dtype=np.int64)
     reach = (np.arange(n_m, dtype=np.int64) + 1) * block_m + (sk - sq)
@@ -380,7 +377,7 @@ def _tiled_forward(
     group = h // hkv
     sq, sk = problem.seq_len, problem.seq_len_kv_eff
     d, dv = problem.head_dim, problem.head_dim_v_eff
-    n_m, n_kv = _ceil_div(sq, block_m), _ceil_div(sk, block_n)
+    n_m, n_kv = ceil_div(sq, block_m), ceil_div(sk, block_n)
     # Padded rows and columns are zeros; the mask keeps padded keys out, padded rows are dropped.
     q_pad = np.zeros((b, h, n_m * block_m, d), dtype=np.float32)
     q_pad[:, :, :sq] = q

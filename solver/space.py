@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -11,6 +12,17 @@ import numpy.typing as npt
 from .problem import TileConfig
 
 IntArray = npt.NDArray[np.int64]
+
+
+@overload
+def ceil_div(x: int, y: int) -> int: ...
+@overload
+def ceil_div(x: IntArray, y: IntArray | int) -> IntArray: ...
+@overload
+def ceil_div(x: int, y: IntArray) -> IntArray: ...
+def ceil_div(x: Any, y: Any) -> Any:
+    """Integer ceiling division: of ints, or elementwise of int64 arrays."""
+    return -(-x // y)
 
 
 @dataclass(frozen=True)
