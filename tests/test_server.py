@@ -7,8 +7,6 @@ process: SIGTERM with calls in flight loses none of them, and each call leaves o
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import re
 import signal
 import subprocess
@@ -16,15 +14,9 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import grpc
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from google.protobuf import descriptor_pb2
 from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -39,6 +31,7 @@ from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
 from contracts import DESIGN_HARDWARE_NAMES
+from pki import Pki, make_pki
 
 SERVICE = "tilesolve.v1.TileSolveService"
 
@@ -404,89 +397,10 @@ def test_reflection_lists_the_services_and_serves_the_descriptor(channel: grpc.C
 # ---- TLS and mutual TLS ------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Pki:
-    ca: Path
-    server_cert: Path
-    server_key: Path
-    client_cert: bytes
-    client_key: bytes
-
-    @property
-    def ca_pem(self) -> bytes:
-        return self.ca.read_bytes()
-
-
-def _name(common: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
-
-
-def _issue(
-    subject: str,
-    key: ec.EllipticCurvePrivateKey,
-    issuer: x509.Name,
-    issuer_key: ec.EllipticCurvePrivateKey,
-    *,
-    ca: bool = False,
-    san: list[x509.GeneralName] | None = None,
-) -> x509.Certificate:
-    now = datetime.datetime.now(datetime.UTC)
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(_name(subject))
-        .issuer_name(issuer)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-    )
-    if san:
-        builder = builder.add_extension(x509.SubjectAlternativeName(san), critical=False)
-    return builder.sign(issuer_key, hashes.SHA256())
-
-
-def _pem(cert: x509.Certificate) -> bytes:
-    return cert.public_bytes(serialization.Encoding.PEM)
-
-
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-
-
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
     """A CA, a server certificate for 127.0.0.1/localhost, and a client certificate."""
-    folder = tmp_path_factory.mktemp("pki")
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_cert = _issue("tilesolve test CA", ca_key, _name("tilesolve test CA"), ca_key, ca=True)
-    server_key = ec.generate_private_key(ec.SECP256R1())
-    server_cert = _issue(
-        "localhost",
-        server_key,
-        ca_cert.subject,
-        ca_key,
-        san=[
-            x509.DNSName("localhost"),
-            x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-        ],
-    )
-    client_key = ec.generate_private_key(ec.SECP256R1())
-    client_cert = _issue("tilesolve test client", client_key, ca_cert.subject, ca_key)
-    (folder / "ca.pem").write_bytes(_pem(ca_cert))
-    (folder / "server.pem").write_bytes(_pem(server_cert))
-    (folder / "server.key").write_bytes(_key_pem(server_key))
-    return Pki(
-        ca=folder / "ca.pem",
-        server_cert=folder / "server.pem",
-        server_key=folder / "server.key",
-        client_cert=_pem(client_cert),
-        client_key=_key_pem(client_key),
-    )
+    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 def _list_hardware_over_tls(port: int, credentials: grpc.ChannelCredentials) -> int:
@@ -502,7 +416,7 @@ def test_tls_server_accepts_a_tls_client(pki: Pki) -> None:
     server, bound, _ = create_server(config)
     server.start()
     try:
-        trusting = grpc.ssl_channel_credentials(root_certificates=pki.ca_pem)
+        trusting = grpc.ssl_channel_credentials(root_certificates=pki.ca)
         assert _list_hardware_over_tls(bound, trusting) > 0
         with grpc.insecure_channel(f"127.0.0.1:{bound}") as plain:
             error = call_error(
@@ -521,17 +435,17 @@ def test_mutual_tls_requires_a_client_certificate(pki: Pki) -> None:
         workers=2,
         tls_cert=pki.server_cert,
         tls_key=pki.server_key,
-        tls_client_ca=pki.ca,
+        tls_client_ca=pki.ca_file,
     )
     server, bound, _ = create_server(config)
     server.start()
     try:
-        anonymous = grpc.ssl_channel_credentials(root_certificates=pki.ca_pem)
+        anonymous = grpc.ssl_channel_credentials(root_certificates=pki.ca)
         with pytest.raises(grpc.RpcError) as caught:
             _list_hardware_over_tls(bound, anonymous)
         assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
         identified = grpc.ssl_channel_credentials(
-            root_certificates=pki.ca_pem,
+            root_certificates=pki.ca,
             private_key=pki.client_key,
             certificate_chain=pki.client_cert,
         )
