@@ -31,7 +31,7 @@ from .cli_common import (
     Violation,
     _Formatter,
 )
-from .cli_remote import server_violations
+from .cli_remote import cli_field, server_violations
 from .cmd_hardware import add_hardware_parser
 from .cmd_memory import add_memory_parser
 from .cmd_occupancy import add_occupancy_parser
@@ -104,7 +104,10 @@ def _run(argv: Sequence[str] | None) -> int:
         print(exc.line, file=sys.stderr)
         return exc.code
     except InvalidRequestError as exc:
-        return _report_violations([Violation(v.field, v.description) for v in exc.violations])
+        # The solver names its fields; the CLI names the flag's word (`--param` -> param).
+        return _report_violations(
+            [Violation(cli_field(v.field), v.description) for v in exc.violations]
+        )
     except DeadlineExceededError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE

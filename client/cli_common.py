@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,7 +37,11 @@ exit codes:
 """
 
 # Flags whose dest is not simply the flag with '-' -> '_'.
-_FLAG_FOR_FIELD = {"time_limit_s": "--time-limit", "timeout_s": "--timeout"}
+_FLAG_FOR_FIELD = {
+    "time_limit_s": "--time-limit",
+    "timeout_s": "--timeout",
+    "parameter_pins": "--param",
+}
 
 
 @dataclass(frozen=True)
@@ -73,82 +76,17 @@ def _flag(field: str) -> str:
     return _FLAG_FOR_FIELD.get(field, "--" + field.replace("_", "-"))
 
 
-def _allowed_range(model: type[BaseModel], field: str) -> str | None:
-    """'an integer from 1 to 1024' from the field's type and bounds, or None if unknown."""
-    info = model.model_fields.get(field)
-    if info is None:
-        return None
-    annotation = str(info.annotation)
-    kind = "an integer" if "int" in annotation else "a number"
-    lo = hi = ""
-    for meta in info.metadata:
-        for attr, text in (("ge", ">="), ("gt", ">")):
-            if getattr(meta, attr, None) is not None:
-                lo = f"{text} {_number(getattr(meta, attr))}"
-        for attr, text in (("le", "<="), ("lt", "<")):
-            if getattr(meta, attr, None) is not None:
-                hi = f"{text} {_number(getattr(meta, attr))}"
-    if lo.startswith(">=") and hi.startswith("<="):
-        return f"{kind} from {lo[3:]} to {hi[3:]}"
-    bounds = " and ".join(b for b in (lo, hi) if b)
-    return f"{kind} {bounds}" if bounds else kind
-
-
-def _number(value: float) -> str:
-    """A bound as written: 16777216 stays 16777216, 0.0 becomes 0."""
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
-
-
-def _guess_field(model: type[BaseModel], message: str) -> str | None:
-    """The field a model-level rule is about: the first field name its message mentions."""
-    best: tuple[int, str] | None = None
-    for name in model.model_fields:
-        match = re.search(rf"\b{re.escape(name)}\b", message)
-        if match and (best is None or match.start() < best[0]):
-            best = (match.start(), name)
-    return best[1] if best else None
-
-
-_NUMBER_ERRORS = {
-    "int_parsing",
-    "int_type",
-    "int_from_float",
-    "float_parsing",
-    "float_type",
-    "finite_number",
-    "greater_than",
-    "greater_than_equal",
-    "less_than",
-    "less_than_equal",
-}
-
-
 def violations_from_pydantic(error: ValidationError, model: type[BaseModel]) -> list[Violation]:
-    """pydantic's errors as field violations saying what is allowed."""
+    """pydantic's errors as field violations saying what is allowed (the solver's one
+    converter), each with the flag that sets the field."""
+    from tilesolve.solver.violations import violations_from_validation
+
     out = []
-    for item in error.errors():
-        loc = ".".join(str(part) for part in item["loc"])
-        kind = item["type"]
-        given = item.get("input")
-        message = str(item["msg"])
-        if kind == "value_error":
-            message = message.removeprefix("Value error, ")
-        field = loc or _guess_field(model, message) or model.__name__
-        if kind in _NUMBER_ERRORS:
-            allowed = _allowed_range(model, loc) if loc else None
-            description = (
-                f"must be {allowed}; got {given!r}" if allowed else f"{message}; got {given!r}"
-            )
-        elif kind in ("enum", "literal_error"):
-            expected = item.get("ctx", {}).get("expected", "")
-            description = f"must be one of {expected}; got {given!r}"
-        elif kind == "missing":
-            description = "is required"
-        else:
-            description = message
-        if field in model.model_fields:
-            description += f" ({_flag(field)})"
-        out.append(Violation(field, description))
+    for v in violations_from_validation(error, model):
+        description = v.description
+        if v.field in model.model_fields:
+            description += f" ({_flag(v.field)})"
+        out.append(Violation(v.field, description))
     return out
 
 

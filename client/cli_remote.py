@@ -44,6 +44,7 @@ _REMOTE_ONLY_FLAGS = (
 # Request paths of the service -> the CLI's field names (as the in-process errors print them).
 _WIRE_FIELD_PREFIXES = ("problem.", "options.")
 _WIRE_FIELDS = {
+    "parameter_pins": "param",
     "hardware.name": "hardware",
     "name": "hardware",  # GetHardwareRequest.name
     "smem_bytes": "smem",
@@ -150,7 +151,7 @@ def remote_settings(args: argparse.Namespace) -> Remote | None:
     )
 
 
-def _cli_field(path: str) -> str:
+def cli_field(path: str) -> str:
     """'problem.head_dim' -> 'head_dim', 'hardware.name' -> 'hardware'."""
     for prefix in _WIRE_FIELD_PREFIXES:
         if path.startswith(prefix):
@@ -166,12 +167,12 @@ def _one_line(text: str) -> str:
 def server_violations(error: TilesolveRpcError, default_field: str) -> list[Violation]:
     """A server's INVALID_ARGUMENT / NOT_FOUND as the CLI's field violations."""
     if error.violations:
-        return [Violation(_cli_field(v.field), v.description) for v in error.violations]
+        return [Violation(cli_field(v.field), v.description) for v in error.violations]
     message = error.message
     field = default_field
     head, sep, rest = message.partition(": ")
-    if sep and _cli_field(head) in (default_field, "hardware"):  # "hardware: unknown ..."
-        field, message = _cli_field(head), rest
+    if sep and cli_field(head) in (default_field, "hardware"):  # "hardware: unknown ..."
+        field, message = cli_field(head), rest
     return [Violation(field, message)]
 
 

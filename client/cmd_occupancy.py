@@ -20,7 +20,7 @@ from .cli_common import (
 from .cli_remote import _add_remote, asking, remote_settings
 
 if TYPE_CHECKING:
-    from tilesolve.solver import HardwareSpec, Occupancy
+    from tilesolve.solver import CudaDevice, HardwareSpec, Occupancy
 
 MAX_SMEM_BYTES = 1 << 24  # 16 MiB: beyond any shared memory a block can have
 MAX_ISA_REGS = 255
@@ -54,19 +54,21 @@ def add_occupancy_parser(subparsers: Any) -> None:
 
 
 def cmd_occupancy(args: argparse.Namespace) -> int:
+    from tilesolve.solver import CudaDevice
+
     remote = remote_settings(args)
     if remote is None:
         from tilesolve.solver import occupancy
 
         spec = _resolve_hardware(args.hardware)
-        if spec.sm is None:
+        if not isinstance(spec, CudaDevice):
             raise _not_cuda(spec, [n for n, s in _catalog_items() if s.arch == "cuda"])
         threads, regs, smem, carveout = _occupancy_launch(args, spec)
         occ = occupancy(spec.sm, threads, regs, smem, carveout)
     else:
         with asking(remote) as client:
             spec = client.hardware_spec(args.hardware)
-            if spec.sm is None:
+            if not isinstance(spec, CudaDevice):
                 cuda = sorted(h.name for h in client.hardware() if h.arch == "cuda")
                 raise _not_cuda(spec, cuda)
             threads, regs, smem, carveout = _occupancy_launch(args, spec)
@@ -77,9 +79,9 @@ def cmd_occupancy(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _occupancy_launch(args: argparse.Namespace, spec: HardwareSpec) -> tuple[int, int, int, int]:
+def _occupancy_launch(args: argparse.Namespace, spec: CudaDevice) -> tuple[int, int, int, int]:
     """(threads, regs, smem, carveout) checked against the device's limits."""
-    sm, _ = spec.cuda
+    sm = spec.sm
     regs_max = min(sm.max_regs_per_thread, MAX_ISA_REGS)
     parsed = [
         _bounded_int(
@@ -104,7 +106,7 @@ def _occupancy_launch(args: argparse.Namespace, spec: HardwareSpec) -> tuple[int
 
 def _print_occupancy(
     args: argparse.Namespace,
-    spec: HardwareSpec,
+    spec: CudaDevice,
     occ: Occupancy,
     threads: int,
     regs: int,
@@ -113,7 +115,7 @@ def _print_occupancy(
 ) -> None:
     from .render import occupancy_report
 
-    sm, _ = spec.cuda
+    sm = spec.sm
     if args.json:
         _print_json(
             {

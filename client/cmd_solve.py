@@ -62,8 +62,9 @@ def add_solve_parser(subparsers: Any) -> None:
     hw.add_argument("--hardware", required=True, metavar="NAME", help="catalog name or alias")
     hw.add_argument(
         "--kernel",
-        choices=("fa2", "triton", "fa3", "ascend"),
-        help="kernel family (default: the hardware's default kernel)",
+        metavar="NAME",
+        help="kernel family by name, e.g. fa2 or triton (default: the hardware's default "
+        "kernel; an unknown name lists the families that run on the device)",
     )
     prob = p.add_argument_group("problem")
     add_shape_arguments(prob)
@@ -90,6 +91,13 @@ def add_solve_parser(subparsers: Any) -> None:
         "--require-divisible",
         action="store_true",
         help="seq_len and seq_len_kv must be multiples of block_m / block_n (no padding)",
+    )
+    rules.add_argument(
+        "--param",
+        action="append",
+        metavar="NAME=VALUE",
+        help="pin any parameter the family declares (repeatable), e.g. --param num_stages=2; "
+        "an unknown name lists the family's parameters",
     )
     rules.add_argument("--block-m", metavar="N", help="pin BLOCK_M")
     rules.add_argument("--block-n", metavar="N", help="pin BLOCK_N")
@@ -121,6 +129,31 @@ def add_solve_parser(subparsers: Any) -> None:
 # ---- the command ---------------------------------------------------------------------------
 
 
+def parameter_pins(given: list[str] | None) -> dict[str, int] | list[Violation]:
+    """`--param NAME=VALUE ...` as {name: value}, or what is wrong with them. The family
+    judges the names and values (the solver lists its parameters and their domains)."""
+    pins: dict[str, int] = {}
+    bad: list[Violation] = []
+    for text in given or []:
+        name, sep, value = text.strip().partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not name:
+            bad.append(Violation("param", f"must be NAME=VALUE, e.g. num_stages=2; got {text!r}"))
+            continue
+        try:
+            number = int(value)
+        except ValueError:
+            bad.append(Violation("param", f"{name}: the value must be an integer; got {value!r}"))
+            continue
+        if pins.get(name, number) != number:
+            bad.append(
+                Violation("param", f"{name} is given twice ({pins[name]} and {number}); give one")
+            )
+            continue
+        pins[name] = number
+    return bad or pins
+
+
 def cmd_solve(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
@@ -136,6 +169,11 @@ def cmd_solve(args: argparse.Namespace) -> int:
             violations.extend(exc.violations)
     problem_input = _given(args, _PROBLEM_FIELDS) | {"causal": args.causal}
     options_input = _given(args, _OPTION_FIELDS) | {"require_divisible": args.require_divisible}
+    pins = parameter_pins(args.param)
+    if isinstance(pins, list):
+        violations.extend(pins)
+    else:
+        options_input["parameter_pins"] = pins
     problem = options = None
     try:
         problem = AttentionProblem.model_validate(problem_input)

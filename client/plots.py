@@ -80,16 +80,10 @@ def _save(fig: Figure, path: Path) -> None:
 # ---- the solve heatmap ---------------------------------------------------------------------
 
 
-def _short(label: Any) -> str:
-    from tilesolve.solver.heatmap import SHORT_NAMES
-
-    return SHORT_NAMES[label]
-
-
 def _cell_text(grid: HeatmapGrid, i: int, j: int, *, sep: str = " ") -> str:
     value = grid.tflops[i][j]
     if value is None:
-        return _short(grid.labels[i][j])
+        return grid.short_names[str(grid.labels[i][j])]
     return f"{value:.1f}{sep}w{grid.num_warps[i][j]} s{grid.num_stages[i][j]}"
 
 
@@ -99,7 +93,7 @@ def _entry_lines(grid: HeatmapGrid, width: int) -> list[str]:
     lines = ["grey cells: the constraint that removes the tile"]
     current = ""
     for name in _abbreviated(grid):
-        entry = f"{_short(name)} = {name.value}"
+        entry = f"{grid.short_names[name]} = {name}"
         if current and len(current) + 2 + len(entry) > width:
             lines.append(current + ",")
             current = entry
@@ -109,12 +103,12 @@ def _entry_lines(grid: HeatmapGrid, width: int) -> list[str]:
 
 
 def _legend_words(grid: HeatmapGrid) -> str:
-    return ", ".join(f"{_short(name)}={name.value}" for name in _abbreviated(grid))
+    return ", ".join(f"{grid.short_names[name]}={name}" for name in _abbreviated(grid))
 
 
-def _abbreviated(grid: HeatmapGrid) -> list[Any]:
+def _abbreviated(grid: HeatmapGrid) -> list[str]:
     """The constraints labelling cells whose short name differs from the name ('pins' does not)."""
-    return [name for name in grid.constraints_shown() if _short(name) != name.value]
+    return [name for name in grid.constraints_shown() if grid.short_names[name] != name]
 
 
 def plot_solve_heatmap(grid: HeatmapGrid, path: Path, title: str) -> None:
@@ -248,7 +242,7 @@ def text_heatmap(grid: HeatmapGrid) -> str:
     def cell(i: int, j: int, detail: bool) -> str:
         value = grid.tflops[i][j]
         if value is None:
-            return _short(grid.labels[i][j])
+            return grid.short_names[str(grid.labels[i][j])]
         text = f"{value:.1f}"
         return f"{text} w{grid.num_warps[i][j]}s{grid.num_stages[i][j]}" if detail else text
 
@@ -337,6 +331,7 @@ def _working_set_panel(
     ax: Axes, problem: AttentionProblem, block_m: int, block_n: int, spec: HardwareSpec
 ) -> None:
     """(a) working set (left, KiB) and 2-D score tiles (right, log) versus square tile size."""
+    from tilesolve.solver import CudaDevice
     from tilesolve.solver.memory import estimate_memory
 
     kernel = spec.default_kernel
@@ -358,7 +353,7 @@ def _working_set_panel(
             label=f"{kernel} shared memory per block",
         )
     top = max(kib)
-    if spec.sm is not None:
+    if isinstance(spec, CudaDevice):
         limit = spec.sm.smem_per_block_optin_bytes / 1024
         top = max(top, limit)
         ax.axhline(

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the solver (numpy, pydantic) is imported only by the commands that need it
-    from tilesolve.solver import HardwareSpec, Occupancy, SolveAnswer
+    from tilesolve.solver import CudaDevice, HardwareSpec, Occupancy, SolveAnswer
     from tilesolve.solver.answer import Candidate
 
 MAX_WIDTH = 160
@@ -135,23 +135,41 @@ _LIMITER_SHORT = {"registers": "regs", "shared_memory": "smem"}
 
 
 def _limiter(c: Candidate) -> str:
+    if c.occupancy_limiter is None:
+        return "-"
     return "/".join(_LIMITER_SHORT.get(x, x) for x in c.occupancy_limiter.split("/"))
 
 
 def _regs(c: Candidate) -> str:
+    if c.regs_per_thread is None:
+        return "-"
     return f"{c.regs_per_thread} +{c.spill_regs} spill" if c.spill_regs else str(c.regs_per_thread)
+
+
+def _shown(value: object) -> str:
+    """A common field, or '-' where the family has none."""
+    return "-" if value is None else str(value)
+
+
+_COMMON = ("block_m", "block_n", "num_warps", "num_stages")
+
+
+def _tile(c: Candidate) -> str:
+    """BLOCK_M x BLOCK_N, then the family's other parameters (num_splits=4 ...)."""
+    others = [f"{k}={v}" for k, v in c.parameters.items() if k not in _COMMON]
+    return " ".join([f"{_shown(c.block_m)}x{_shown(c.block_n)}", *others])
 
 
 def candidate_rows(answer: SolveAnswer) -> list[list[str]]:
     return [
         [
             str(c.rank),
-            f"{c.block_m}x{c.block_n}",
-            str(c.num_warps),
-            str(c.num_stages),
-            kib(c.smem_bytes),
+            _tile(c),
+            _shown(c.num_warps),
+            _shown(c.num_stages),
+            "-" if c.smem_bytes is None else kib(c.smem_bytes),
             _regs(c),
-            f"{c.blocks_per_sm} ({_limiter(c)})",
+            "-" if c.blocks_per_sm is None else f"{c.blocks_per_sm} ({_limiter(c)})",
             f"{c.predicted_tflops:.1f}",
             f"{c.predicted_time_us:.1f}",
             f"{c.overlap:.0%}",
@@ -201,6 +219,17 @@ def solve_report(answer: SolveAnswer, spec: HardwareSpec) -> list[str]:
         lines.append(f"  conflicting constraints: {', '.join(why.conflicting_constraints)}")
         lines.extend(wrap(f"why: {why.explanation}"))
         lines.extend(wrap(f"nearest relaxation: {why.nearest_relaxation}"))
+        if why.padding:
+            lines.append("  padding instead (block_m: padded seq_len, waste):")
+            lines.extend(
+                wrap(
+                    "    "
+                    + "; ".join(
+                        f"{p.block} -> {p.padded_seq_len} ({p.waste_fraction:.1%})"
+                        for p in why.padding
+                    )
+                )
+            )
     else:
         lines.extend(
             table(
@@ -217,6 +246,8 @@ def solve_report(answer: SolveAnswer, spec: HardwareSpec) -> list[str]:
                 lines.append(truncate(f"  {b.constraint}: {b.detail}", MAX_WIDTH))
         else:
             lines.append("binding constraints: none (the winner is the unconstrained optimum)")
+    for note in answer.notes:
+        lines.extend(wrap(f"note: {note}"))
     lines.append("")
     lines.extend(funnel_lines(answer))
     lines.append("")
@@ -234,9 +265,9 @@ def hardware_summary(spec: HardwareSpec) -> dict[str, object]:
         "display_name": spec.display_name,
         "vendor": spec.vendor,
         "arch": spec.arch,
-        "compute_capability": spec.sm.compute_capability if spec.sm else None,
-        "sm_count": spec.throughput.sm_count if spec.throughput else None,
-        "ai_core_count": spec.ascend.ai_core_count if spec.ascend else None,
+        "compute_capability": getattr(getattr(spec, "sm", None), "compute_capability", None),
+        "sm_count": spec.compute_units if spec.arch == "cuda" else None,
+        "ai_core_count": spec.compute_units if spec.arch == "ascend" else None,
         "default_kernel": spec.default_kernel,
         "aliases": list(spec.aliases),
     }
@@ -274,6 +305,8 @@ def hardware_list_report(
     return lines
 
 
+# The sections a device may carry (solver.hardware.DEVICE_SECTIONS; not imported: the solver
+# loads numpy and pydantic, and `hardware show` should start fast).
 _SECTIONS = ("memory", "sm", "throughput", "ascend")
 
 
@@ -282,7 +315,7 @@ def ordered_sources(spec: HardwareSpec) -> dict[str, str]:
     sorted: one order whatever the origin (a catalog file, or a protobuf map, which has none)."""
     order: list[str] = []
     for section_name in _SECTIONS:
-        section = getattr(spec, section_name)
+        section = getattr(spec, section_name, None)
         if section is not None:
             order.extend(f"{section_name}.{field}" for field in type(section).model_fields)
     rank = {key: i for i, key in enumerate(order)}
@@ -306,7 +339,7 @@ def hardware_show_report(spec: HardwareSpec) -> list[str]:
     if spec.notes:
         lines.extend(wrap(f"notes: {spec.notes}"))
     for section_name in _SECTIONS:
-        section = getattr(spec, section_name)
+        section = getattr(spec, section_name, None)
         if section is None:
             continue
         lines.append("")
@@ -333,14 +366,14 @@ def _limit(value: int) -> str:
 
 
 def occupancy_report(
-    spec: HardwareSpec,
+    spec: CudaDevice,
     occ: Occupancy,
     threads: int,
     regs: int,
     smem: int,
     carveout: int,
 ) -> list[str]:
-    sm, _ = spec.cuda
+    sm = spec.sm
     carve = "default (largest)" if carveout < 0 else f"{carveout}%"
     limiters = ", ".join(x.value for x in occ.limiters)
     lines = [

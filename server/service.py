@@ -22,6 +22,7 @@ from tilesolve.solver import (
     CATALOG_VERSION,
     MODEL_VERSION,
     AttentionProblem,
+    CudaDevice,
     FieldViolation,
     HardwareSpec,
     InvalidRequestError,
@@ -136,17 +137,13 @@ def _time_limit(options: SolveOptions, context: grpc.ServicerContext) -> float:
 
 
 def _summary(spec: HardwareSpec) -> pb.HardwareSummary:
-    if spec.throughput is not None:
-        units = spec.throughput.sm_count
-    else:
-        units = spec.ascend.ai_core_count if spec.ascend is not None else 0
     return pb.HardwareSummary(
         name=spec.name,
         display_name=spec.display_name,
         vendor=spec.vendor,
         arch=spec.arch,
-        compute_capability=spec.sm.compute_capability if spec.sm is not None else "",
-        compute_units=units,
+        compute_capability=spec.sm.compute_capability if isinstance(spec, CudaDevice) else "",
+        compute_units=spec.compute_units,
         default_kernel=spec.default_kernel,
         aliases=list(spec.aliases),
     )
@@ -339,7 +336,7 @@ class TileSolveServicer(pb_grpc.TileSolveServiceServicer):
     def _occupancy(request: pb.OccupancyRequest) -> pb.OccupancyResponse:
         hardware = wire.hardware_from_proto(request.hardware)
         spec = hardware if isinstance(hardware, HardwareSpec) else get_hardware(hardware)
-        if spec.sm is None:
+        if not isinstance(spec, CudaDevice):
             cuda = ", ".join(n for n, s in load_catalog().items() if s.arch == "cuda")
             raise InvalidRequestError(
                 [

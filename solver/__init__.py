@@ -9,18 +9,32 @@ No gRPC, no protobuf, no environment, no sockets. The one entry point most calle
 
 from .answer import Candidate, SolveAnswer, Status
 from .errors import FieldViolation, InvalidRequestError, TilesolveError, UnknownHardwareError
-from .hardware import CATALOG_VERSION, HardwareSpec, get_hardware, hardware_names, load_catalog
+from .families import family_names, register, unregister
+from .hardware import (
+    CATALOG_VERSION,
+    AscendDevice,
+    CudaDevice,
+    HardwareSpec,
+    get_hardware,
+    hardware_names,
+    load_catalog,
+    parse_hardware,
+)
 from .memory import MemoryEstimate, Roofline, estimate_memory, memory_sweep
 from .occupancy import Occupancy, occupancy
-from .problem import AttentionProblem, DType, Engine, Phase, SolveOptions, TileConfig
+from .problem import AttentionProblem, DType, Engine, Phase, SolveOptions
 from .simulate import SimulationResult, simulate
 from .solve import MODEL_VERSION, solve
+from .space import Config, Param
 
 __all__ = [
     "CATALOG_VERSION",
     "MODEL_VERSION",
+    "AscendDevice",
     "AttentionProblem",
     "Candidate",
+    "Config",
+    "CudaDevice",
     "DType",
     "Engine",
     "FieldViolation",
@@ -28,21 +42,25 @@ __all__ = [
     "InvalidRequestError",
     "MemoryEstimate",
     "Occupancy",
+    "Param",
     "Phase",
     "Roofline",
     "SimulationResult",
     "SolveAnswer",
     "SolveOptions",
     "Status",
-    "TileConfig",
     "TilesolveError",
     "UnknownHardwareError",
     "estimate_memory",
+    "family_names",
     "get_hardware",
     "hardware_names",
     "load_catalog",
     "memory_sweep",
     "occupancy",
+    "parse_hardware",
+    "register",
     "simulate",
     "solve",
+    "unregister",
 ]

@@ -7,6 +7,7 @@ document the gRPC service encodes (DESIGN.md, "Public contracts").
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,36 +22,57 @@ class Status(StrEnum):
     INFEASIBLE = "infeasible"  # no configuration satisfies every constraint
 
 
+class ResourceUse(BaseModel):
+    """How much of one resource a configuration uses, of what the hardware grants."""
+
+    model_config = _FROZEN
+
+    name: str = Field(description="e.g. shared_memory, registers, threads, l1, l0c, ub")
+    used: int
+    capacity: int
+    unit: str = Field(description="e.g. bytes, registers/thread, threads/block")
+
+
 class Candidate(BaseModel):
-    """One ranked configuration with the model's figures for it."""
+    """One ranked configuration with the model's figures for it.
+
+    The common tile fields and the CUDA resource fields are null where the family has none
+    (num_warps on Ascend); `parameters` has every decision variable of the family by name."""
 
     model_config = _FROZEN
 
     rank: int = Field(ge=1)
-    block_m: int
-    block_n: int
-    num_warps: int
-    num_stages: int
-    threads_per_block: int
-    smem_bytes: int = Field(description="dynamic shared memory per block")
-    regs_per_thread: int = Field(description="registers allocated per thread (after spilling)")
-    regs_demand: int = Field(description="estimated registers the kernel wants")
-    spill_regs: int
-    blocks_per_sm: int
-    occupancy_limiter: str
-    occupancy: float = Field(description="resident warps / max warps per SM")
+    block_m: int | None = None
+    block_n: int | None = None
+    num_warps: int | None = None
+    num_stages: int | None = None
+    parameters: dict[str, int] = Field(description="every decision variable, by name")
+    resources: list[ResourceUse] = Field(description="use of each resource, with its capacity")
+    threads_per_block: int | None = None
+    smem_bytes: int | None = Field(None, description="dynamic shared memory per block")
+    regs_per_thread: int | None = Field(
+        None, description="registers allocated per thread (after spilling)"
+    )
+    regs_demand: int | None = Field(None, description="estimated registers the kernel wants")
+    spill_regs: int | None = None
+    blocks_per_sm: int | None = None
+    occupancy_limiter: str | None = None
+    occupancy: float | None = Field(None, description="resident warps / max warps per SM")
     predicted_time_us: float
     predicted_tflops: float
-    compute_us: float = Field(description="SM compute time summed over blocks, per SM")
-    load_us: float = Field(description="K/V tile load time (latency + transfer), per SM")
+    compute_us: float = Field(description="compute time summed over blocks, per compute unit")
+    load_us: float = Field(description="tile load time (latency + transfer), per compute unit")
     overlap: float = Field(description="fraction of each tile load hidden by compute (0..1)")
     arithmetic_intensity: float = Field(description="useful FLOPs per HBM byte")
     hbm_bytes: float
-    waves: float = Field(description="blocks / (SMs x resident blocks per SM)")
+    waves: float = Field(description="blocks / (compute units x resident blocks per unit)")
     tail_efficiency: float
     padding_waste: float = Field(description="fraction of computed score entries not needed")
-    mma_utilization: float = Field(description="tensor-core busy fraction over the kernel")
+    mma_utilization: float = Field(description="matrix-unit busy fraction over the kernel")
     bottleneck: str
+    figures: dict[str, float] = Field(
+        default_factory=dict, description="the family's own named figures"
+    )
     reasons: list[str]
 
 
@@ -74,6 +96,30 @@ class BindingConstraint(BaseModel):
     detail: str
 
 
+class RelaxationStep(BaseModel):
+    """The nearest relaxation in a form a program can act on."""
+
+    model_config = _FROZEN
+
+    constraint: str
+    target_kind: Literal["option", "parameter", "none"] = Field(
+        description="option: a SolveOptions field; parameter: a pinned parameter; none: "
+        "a property of the hardware or kernel"
+    )
+    target: str = Field(description="the option or parameter name (empty for none)")
+    suggested_value: int | None = Field(None, description="the value to set; null: drop it")
+
+
+class PaddingOption(BaseModel):
+    """A tile size, the nearest seq_len it divides, and the share of that length wasted."""
+
+    model_config = _FROZEN
+
+    block: int
+    padded_seq_len: int
+    waste_fraction: float
+
+
 class Infeasibility(BaseModel):
     """Why nothing is feasible, and the smallest change that would make something feasible."""
 
@@ -82,6 +128,10 @@ class Infeasibility(BaseModel):
     conflicting_constraints: list[str]
     explanation: str
     nearest_relaxation: str
+    relaxation: RelaxationStep | None = None
+    padding: list[PaddingOption] = Field(
+        default_factory=list, description="with --require-divisible: padded lengths per tile"
+    )
 
 
 class SolveAnswer(BaseModel):
@@ -103,5 +153,6 @@ class SolveAnswer(BaseModel):
     solve_ms: float
     model_version: str
     catalog_version: str
-    problem: AttentionProblem
+    problem: AttentionProblem = Field(description="the problem, defaults resolved")
     options: SolveOptions
+    notes: list[str] = Field(default_factory=list, description="remarks on the whole answer")

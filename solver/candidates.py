@@ -1,19 +1,21 @@
-"""The candidate table: every configuration of the domain with its resources, figures,
+"""The candidate table: every configuration of the family's space with its resources, cost,
 constraint results and objective key. Both engines read the same table.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from .constraints import ConstraintName, Resources, resources, satisfied
-from .families.base import BoolArray, KernelFamily
+from .constraints import Constraint, ConstraintKind, Divisibility, Pins
+from .cost import Perf
+from .families.base import BoolArray, KernelFamily, Resources
 from .hardware import HardwareSpec
-from .perf_model import PerfArrays, evaluate
+from .pins import resolve_pins
 from .problem import AttentionProblem, SolveOptions
-from .space import ConfigArrays, IntArray
+from .space import ConfigArrays, IntArray, Param
 
 # The objective is the modelled time in whole nanoseconds; equal times are ordered by the
 # fixed tie-break order, which makes `objective` (time_ns * N + tie position) a unique key.
@@ -22,17 +24,35 @@ MAX_TIME_NS = 1 << 52  # 52 days: slower configurations all tie here and rank by
 
 
 @dataclass(frozen=True)
-class CandidateTable:
-    """All configurations of a (problem, hardware, family, options) request."""
+class Evaluation:
+    """A request and its space: what constraints and cost models read."""
 
-    problem: AttentionProblem
-    hardware: HardwareSpec
     family: KernelFamily
+    hardware: HardwareSpec
+    problem: AttentionProblem
     options: SolveOptions
-    cfg: ConfigArrays
+    params: tuple[Param, ...]
+    cfg: ConfigArrays  # the declared parameters' columns
+    common: dict[str, IntArray]  # block_m, block_n, num_warps, num_stages where they apply
+    pins: dict[str, int]  # resolved pins: declared parameter or common field -> value
     res: Resources
-    perf: PerfArrays
-    satisfied: dict[ConstraintName, BoolArray]
+
+    def column(self, name: str) -> IntArray:
+        """A declared parameter's column, or a common field's."""
+        return self.cfg[name] if name in self.cfg else self.common[name]
+
+    def label(self, i: int) -> str:
+        """Configuration i as people write it ('128x64 w4 s1')."""
+        return self.family.label(self.cfg.config(i))
+
+
+@dataclass(frozen=True)
+class CandidateTable(Evaluation):
+    """All configurations of a (problem, hardware, family, options) request, evaluated."""
+
+    perf: Perf
+    constraints: tuple[Constraint, ...]  # in funnel order
+    satisfied: dict[str, BoolArray]  # constraint name -> which candidates satisfy it
     feasible: BoolArray
     tie_order: IntArray  # position of each configuration in the fixed tie-break order
     time_ns: IntArray  # modelled time, whole nanoseconds (the integer program's objective)
@@ -41,26 +61,59 @@ class CandidateTable:
     def __len__(self) -> int:
         return len(self.cfg)
 
+    def constraint(self, name: str) -> Constraint:
+        return next(c for c in self.constraints if c.name == name)
+
+    def legal(self) -> BoolArray:
+        """Configurations that satisfy every legality rule of the kernel."""
+        ok = np.ones(len(self), dtype=np.bool_)
+        for c in self.constraints:
+            if c.kind is ConstraintKind.LEGALITY:
+                ok &= self.satisfied[c.name]
+        return ok
+
     def ranked_feasible(self) -> IntArray:
         """Indices of feasible configurations, best first (the exhaustive ranking)."""
         indices = np.flatnonzero(self.feasible)
         return np.asarray(indices[np.argsort(self.objective[indices], kind="stable")])
 
 
-def tie_break_order(cfg: ConfigArrays, smem_bytes: IntArray) -> IntArray:
-    """Fixed total order for equal times: less shared memory, fewer warps, fewer stages,
-    then larger block_m, then larger block_n (the enumeration makes it total)."""
-    keys = (
-        -cfg.block_n,
-        -cfg.block_m,
-        cfg.num_stages,
-        cfg.num_warps,
-        smem_bytes,
-    )  # np.lexsort sorts by the last key first
-    order = np.lexsort(keys)
-    position = np.empty(len(cfg), dtype=np.int64)
-    position[order] = np.arange(len(cfg), dtype=np.int64)
+def tie_break_order(keys: Sequence[IntArray], n: int) -> IntArray:
+    """Position of each configuration in the fixed total order for equal times: by `keys`,
+    most significant first (smaller first), then enumeration order."""
+    order = np.lexsort([*reversed(keys), *([] if keys else [np.arange(n)])])
+    position = np.empty(n, dtype=np.int64)
+    position[order] = np.arange(n, dtype=np.int64)
     return position
+
+
+def ordered_constraints(
+    family: KernelFamily, hardware: HardwareSpec, problem: AttentionProblem, options: SolveOptions
+) -> tuple[Constraint, ...]:
+    """The family's constraints with the shared ones in funnel order: legality, pins, the
+    family's capacities and caps, divisibility."""
+    own = list(family.constraints(hardware, problem, options))
+    legality = [c for c in own if c.kind is ConstraintKind.LEGALITY]
+    rest = [c for c in own if c.kind is not ConstraintKind.LEGALITY]
+    return (*legality, Pins(), *rest, Divisibility())
+
+
+def evaluation(
+    family: KernelFamily,
+    hardware: HardwareSpec,
+    problem: AttentionProblem,
+    options: SolveOptions,
+    cfg: ConfigArrays | None = None,
+) -> Evaluation:
+    """The request's space (the whole product of the domains unless `cfg` is given), with
+    resolved pins and resources."""
+    params = family.params(problem, hardware)
+    if cfg is None:
+        cfg = ConfigArrays.product(params)
+    common = family.common_fields(cfg)
+    pins = resolve_pins(family, params, common, options)
+    res = family.resources(hardware, problem, options, cfg)
+    return Evaluation(family, hardware, problem, options, params, cfg, common, pins, res)
 
 
 def build_table(
@@ -69,23 +122,21 @@ def build_table(
     problem: AttentionProblem,
     options: SolveOptions,
 ) -> CandidateTable:
-    """Enumerate the family's domain and evaluate every configuration."""
-    cfg = ConfigArrays.from_domain(family.domain(problem, hardware))
-    res = resources(family, hardware, problem, options, cfg)
-    perf = evaluate(family, hardware, problem, cfg, res.occupancy.blocks_per_sm, res.spill_regs)
-    sat = satisfied(family, hardware, problem, options, cfg, res)
+    """Enumerate the family's space and evaluate every configuration."""
+    ev = evaluation(family, hardware, problem, options)
+    perf = family.evaluate(ev)
+    constraints = ordered_constraints(family, hardware, problem, options)
+    sat = {c.name: c.satisfied(ev) for c in constraints}
     feasible = np.logical_and.reduce(list(sat.values()))
-    order = tie_break_order(cfg, res.smem_bytes)
+    n = len(ev.cfg)
+    order = tie_break_order(family.tie_keys(ev.cfg, ev.res), n)
     time_ns = np.clip(np.rint(perf.time_us * NS_PER_US), 1, MAX_TIME_NS).astype(np.int64)
-    objective = time_ns * len(cfg) + order
+    objective = time_ns * n + order
+    fields = {name: getattr(ev, name) for name in Evaluation.__dataclass_fields__}
     return CandidateTable(
-        problem=problem,
-        hardware=hardware,
-        family=family,
-        options=options,
-        cfg=cfg,
-        res=res,
+        **fields,
         perf=perf,
+        constraints=constraints,
         satisfied=sat,
         feasible=np.asarray(feasible, dtype=np.bool_),
         tie_order=order,

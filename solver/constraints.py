@@ -1,137 +1,191 @@
-"""The constraints of the tile program, each a named rule evaluated over all candidates.
+"""Constraint objects: each rule of the tile program stated once.
 
-The same evaluation feeds the CP-SAT model (as coefficient tables of linear constraints), the
-exhaustive engine, the funnel, the infeasibility explanation and the validator, so the rules
-are stated exactly once. The order of `ConstraintName` is the funnel order of the hand method
-(seed 000): legality of the tile and the block first, then the user's pins and caps, then
-shared memory, then registers, then residency, then divisibility.
+A constraint has a name, its rule in words, a short label for the heatmap, and a kind: a
+*legality* rule of the kernel (alignment, thread counts: what the instructions can tile), a
+*capacity* of the hardware (shared memory, registers, residency, Ascend's buffers), or a rule
+the *user* sets (pins, caps, divisibility). Its `rules` are linear comparisons of one integer
+column each (`column <= bound`, `>=`, `==`): the same rules give the numpy evaluation of which
+candidates satisfy it and the CP-SAT encoding, so the two cannot drift apart. It also says how a
+configuration breaks it (`detail`), and the smallest change that would admit a configuration
+(`relaxation`). The candidate table, the integer program, the explanations and the heatmap loop
+over these objects; the validator states the rules again, independently (`validate.py`).
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from .families.base import BoolArray, KernelFamily
-from .hardware import HardwareSpec
-from .occupancy import OccupancyArrays, occupancy_arrays
-from .problem import AttentionProblem, SolveOptions
-from .space import ConfigArrays, IntArray
+from .families.base import BoolArray
+from .space import IntArray
 
-# Registers the compiler may spill to local memory before a configuration is rejected
-# (docs/model.md, "Registers and spilling").
-MAX_SPILL_REGS = 16
+if TYPE_CHECKING:
+    from .candidates import Evaluation
 
 
-class ConstraintName(StrEnum):
-    ALIGNMENT = "alignment"
-    THREADS = "threads"
-    PINS = "pins"
-    SHARED_MEMORY = "shared_memory"
-    MAX_SMEM = "max_smem"
-    REGISTERS = "registers"
-    OCCUPANCY = "occupancy"
-    DIVISIBILITY = "divisibility"
+class ConstraintKind(StrEnum):
+    LEGALITY = "legality"  # a property of the kernel's instructions; never "binding"
+    CAPACITY = "capacity"  # what the hardware grants
+    USER = "user"  # what the request sets: pins, caps, divisibility
 
 
-CONSTRAINT_RULES: dict[ConstraintName, str] = {
-    ConstraintName.ALIGNMENT: "the tile shape is one the family's instructions can tile",
-    ConstraintName.THREADS: "threads per block within the hardware maximum",
-    ConstraintName.PINS: "tile parameters equal the user's pins",
-    ConstraintName.SHARED_MEMORY: "shared memory per block within the opt-in maximum",
-    ConstraintName.MAX_SMEM: "shared memory per block within the user's cap",
-    ConstraintName.REGISTERS: f"estimated registers spill at most {MAX_SPILL_REGS} per thread",
-    ConstraintName.OCCUPANCY: "at least the required number of blocks fit on one SM",
-    ConstraintName.DIVISIBILITY: "seq_len and seq_len_kv are multiples of block_m and block_n",
-}
+Comparison = Literal["<=", ">=", "=="]
 
 
 @dataclass(frozen=True)
-class Resources:
-    """What each candidate needs, and what the SM grants it."""
+class Rule:
+    """`column op bound` for every candidate; `variable` names the column in the IP model
+    (rules of different constraints that read the same column share one variable)."""
 
-    smem_bytes: IntArray
-    threads: IntArray
-    regs_demand: IntArray
-    regs_cap: IntArray
-    regs_allocated: IntArray
-    spill_regs: IntArray
-    occupancy: OccupancyArrays
+    variable: str
+    column: IntArray
+    op: Comparison
+    bound: int
 
-
-def register_cap(hardware: HardwareSpec, threads: IntArray, min_blocks: int | None) -> IntArray:
-    """Registers per thread the compiler may use: the ISA limit, or the launch bound.
-
-    With `__launch_bounds__(threads, min_blocks)` ptxas keeps regs <= regs_per_sm /
-    (min_blocks * threads), rounded down to the per-thread allocation step (unit / warp size).
-    """
-    sm, _ = hardware.cuda
-    cap = np.full(len(threads), sm.max_regs_per_thread, dtype=np.int64)
-    if min_blocks:
-        step = max(1, sm.reg_alloc_unit_regs // sm.warp_size_threads)
-        bound = (sm.regs_per_sm // (min_blocks * np.maximum(threads, 1))) // step * step
-        cap = np.minimum(cap, bound)
-    return np.asarray(cap, dtype=np.int64)
+    def holds(self) -> BoolArray:
+        if self.op == "<=":
+            return np.asarray(self.column <= self.bound, dtype=np.bool_)
+        if self.op == ">=":
+            return np.asarray(self.column >= self.bound, dtype=np.bool_)
+        return np.asarray(self.column == self.bound, dtype=np.bool_)
 
 
-def resources(
-    family: KernelFamily,
-    hardware: HardwareSpec,
-    problem: AttentionProblem,
-    options: SolveOptions,
-    cfg: ConfigArrays,
-) -> Resources:
-    sm, _ = hardware.cuda
-    smem = family.smem_bytes(cfg, problem)
-    threads = family.threads_per_block(cfg, hardware)
-    demand = family.regs_demand(cfg, problem)
-    cap = register_cap(hardware, threads, options.min_blocks_per_sm)
-    allocated = np.minimum(demand, cap)
-    spill = demand - allocated
-    occ = occupancy_arrays(sm, threads, allocated, smem)
-    return Resources(smem, threads, demand, cap, allocated, spill, occ)
+@dataclass(frozen=True)
+class Relaxation:
+    """The smallest change to one constraint that admits a configuration.
+
+    `target_kind` is "option" (a SolveOptions field, e.g. max_smem), "parameter" (a pinned
+    parameter) or "none" (a property of the hardware or kernel: nothing the request controls);
+    `suggested_value` is the value to set (None: drop the option or pin). `text` says it in
+    words, with the best configuration it would admit."""
+
+    constraint: str
+    target_kind: Literal["option", "parameter", "none"]
+    target: str
+    suggested_value: int | None
+    text: str
 
 
-def satisfied(
-    family: KernelFamily,
-    hardware: HardwareSpec,
-    problem: AttentionProblem,
-    options: SolveOptions,
-    cfg: ConfigArrays,
-    res: Resources,
-) -> dict[ConstraintName, BoolArray]:
-    """For each constraint, which candidates satisfy it."""
-    sm, _ = hardware.cuda
-    n = len(cfg)
-    pins = np.ones(n, dtype=np.bool_)
-    for value, column in (
-        (options.block_m, cfg.block_m),
-        (options.block_n, cfg.block_n),
-        (options.num_warps, cfg.num_warps),
-        (options.num_stages, cfg.num_stages),
-    ):
-        if value is not None:
-            pins &= column == value
-    if options.max_smem is not None:
-        under_cap = res.smem_bytes <= options.max_smem
-    else:
-        under_cap = np.ones(n, dtype=np.bool_)
-    if options.require_divisible:
-        divisible = (problem.seq_len % cfg.block_m == 0) & (
-            problem.seq_len_kv_eff % cfg.block_n == 0
+class Constraint(ABC):
+    """One rule of the tile program."""
+
+    name: str
+    rule: str
+    short: str
+    kind: ConstraintKind
+
+    @abstractmethod
+    def rules(self, ev: Evaluation) -> list[Rule]:
+        """The comparisons that state this constraint (empty: it admits everything)."""
+
+    def satisfied(self, ev: Evaluation) -> BoolArray:
+        """Which candidates satisfy every rule."""
+        ok = np.ones(len(ev.cfg), dtype=np.bool_)
+        for rule in self.rules(ev):
+            ok &= rule.holds()
+        return ok
+
+    @abstractmethod
+    def detail(self, ev: Evaluation, i: int) -> str:
+        """A sentence saying how configuration i breaks this constraint."""
+
+    def relaxation(self, ev: Evaluation, allowed: IntArray, best: int) -> Relaxation | None:
+        """The smallest change that makes the request feasible, given `allowed`: the
+        configurations that satisfy every other constraint (`best` the fastest of them)."""
+        return Relaxation(
+            self.name,
+            "none",
+            "",
+            None,
+            f"{self.rule} is a property of the hardware and kernel; best otherwise "
+            f"{ev.label(best)}",
         )
-    else:
-        divisible = np.ones(n, dtype=np.bool_)
-    min_blocks = max(1, options.min_blocks_per_sm or 1)
-    return {
-        ConstraintName.ALIGNMENT: family.alignment_ok(cfg, problem, hardware),
-        ConstraintName.THREADS: res.threads <= sm.max_threads_per_block,
-        ConstraintName.PINS: pins,
-        ConstraintName.SHARED_MEMORY: res.smem_bytes <= sm.smem_per_block_optin_bytes,
-        ConstraintName.MAX_SMEM: np.asarray(under_cap, dtype=np.bool_),
-        ConstraintName.REGISTERS: res.spill_regs <= MAX_SPILL_REGS,
-        ConstraintName.OCCUPANCY: res.occupancy.blocks_per_sm >= min_blocks,
-        ConstraintName.DIVISIBILITY: np.asarray(divisible, dtype=np.bool_),
-    }
+
+
+# ---- constraints every family shares -----------------------------------------------------------
+
+
+class Pins(Constraint):
+    """The pinned parameters take their pinned values."""
+
+    name = "pins"
+    rule = "tile parameters equal the user's pins"
+    short = "pins"
+    kind = ConstraintKind.USER
+
+    def rules(self, ev: Evaluation) -> list[Rule]:
+        return [Rule(name, ev.column(name), "==", value) for name, value in ev.pins.items()]
+
+    def detail(self, ev: Evaluation, i: int) -> str:
+        differs = [
+            f"{name} {int(ev.column(name)[i])} != {value}"
+            for name, value in ev.pins.items()
+            if int(ev.column(name)[i]) != value
+        ]
+        return f"{ev.label(i)} differs from the pinned parameters ({', '.join(differs)})"
+
+    def relaxation(self, ev: Evaluation, allowed: IntArray, best: int) -> Relaxation | None:
+        pinned = " ".join(f"{name}={value}" for name, value in ev.pins.items())
+        moved = [
+            (n, int(ev.column(n)[best])) for n, v in ev.pins.items() if ev.column(n)[best] != v
+        ]
+        name, value = moved[0] if moved else next(iter(ev.pins.items()))
+        return Relaxation(
+            self.name,
+            "parameter",
+            name,
+            value,
+            f"drop the pins ({pinned}); the best feasible tile is {ev.label(best)}",
+        )
+
+
+class Divisibility(Constraint):
+    """With --require-divisible: seq_len and seq_len_kv are multiples of the tile."""
+
+    name = "divisibility"
+    rule = "seq_len and seq_len_kv are multiples of block_m and block_n"
+    short = "div"
+    kind = ConstraintKind.USER
+
+    def rules(self, ev: Evaluation) -> list[Rule]:
+        if not ev.options.require_divisible:
+            return []
+        return [Rule("remainder", self._remainder(ev), "==", 0)]
+
+    @staticmethod
+    def _remainder(ev: Evaluation) -> IntArray:
+        """seq_len mod block_m + seq_len_kv mod block_n (0 exactly when both divide)."""
+        rem = np.zeros(len(ev.cfg), dtype=np.int64)
+        if "block_m" in ev.common:
+            rem = rem + ev.problem.seq_len % ev.common["block_m"]
+        if "block_n" in ev.common:
+            rem = rem + ev.problem.seq_len_kv_eff % ev.common["block_n"]
+        return np.asarray(rem, dtype=np.int64)
+
+    def detail(self, ev: Evaluation, i: int) -> str:
+        parts = []
+        bm, bn = ev.common.get("block_m"), ev.common.get("block_n")
+        if bm is not None and ev.problem.seq_len % bm[i]:
+            parts.append(f"seq_len {ev.problem.seq_len} is not a multiple of block_m {bm[i]}")
+        if bn is not None and ev.problem.seq_len_kv_eff % bn[i]:
+            parts.append(
+                f"seq_len_kv {ev.problem.seq_len_kv_eff} is not a multiple of block_n {bn[i]}"
+            )
+        return f"{ev.label(i)}: " + "; ".join(parts)
+
+    def relaxation(self, ev: Evaluation, allowed: IntArray, best: int) -> Relaxation | None:
+        pad = ""
+        if "block_m" in ev.common:
+            pad = f", or pad seq_len to a multiple of {int(ev.common['block_m'][best])}"
+        return Relaxation(
+            self.name,
+            "option",
+            "require_divisible",
+            None,
+            f"drop --require-divisible (pad instead); the best feasible tile is "
+            f"{ev.label(best)}{pad}",
+        )

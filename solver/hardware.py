@@ -11,9 +11,9 @@ from __future__ import annotations
 import tomllib
 from functools import cache
 from importlib import resources
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import UnknownHardwareError
 
@@ -146,53 +146,96 @@ class AscendCore(BaseModel):
     cube_fractal_elements: int = Field(16, ge=1, le=256, description="M/N/K of one cube op")
 
 
-class HardwareSpec(BaseModel):
-    """One accelerator, as the model sees it."""
+class _Device(BaseModel):
+    """What every accelerator has, whatever its kind: names, memory, sources."""
 
     model_config = _FROZEN
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")
     display_name: str = Field(min_length=1, max_length=128)
     vendor: Literal["nvidia", "huawei", "amd", "other"]
-    arch: Literal["cuda", "ascend"]
     aliases: tuple[str, ...] = ()
-    default_kernel: Literal["fa2", "triton", "fa3", "ascend"]
+    default_kernel: str = Field(
+        min_length=1, max_length=32, description="kernel family used when a request names none"
+    )
     memory: MemorySystem
-    sm: SmLimits | None = None
-    throughput: CudaThroughput | None = None
-    ascend: AscendCore | None = None
     sources: dict[str, str] = Field(
         default_factory=dict, description="field path -> where the number comes from"
     )
     notes: str = ""
 
-    @model_validator(mode="after")
-    def _sections_match_arch(self) -> HardwareSpec:
-        """A CUDA device needs `sm` and `throughput`; an Ascend device needs `ascend`."""
-        if self.arch == "cuda" and (self.sm is None or self.throughput is None):
-            raise ValueError("a 'cuda' device needs both [sm] and [throughput] sections")
-        if self.arch == "ascend" and self.ascend is None:
-            raise ValueError("an 'ascend' device needs an [ascend] section")
-        return self
-
-    @property
-    def cuda(self) -> tuple[SmLimits, CudaThroughput]:
-        """The CUDA sections; raises if this is not a CUDA device."""
-        if self.sm is None or self.throughput is None:
-            raise ValueError(f"hardware {self.name!r} is not a CUDA device")
-        return self.sm, self.throughput
-
     def numeric_field_paths(self) -> list[str]:
         """Every numeric leaf as 'section.field' (the keys `sources` must cover)."""
         paths: list[str] = []
-        for section_name in ("memory", "sm", "throughput", "ascend"):
-            section = getattr(self, section_name)
+        for section_name in DEVICE_SECTIONS:
+            section = getattr(self, section_name, None)
             if section is None:
                 continue
             for field_name, value in section.model_dump().items():
                 if isinstance(value, int | float | tuple | list) and not isinstance(value, bool):
                     paths.append(f"{section_name}.{field_name}")
         return paths
+
+
+class CudaDevice(_Device):
+    """An NVIDIA GPU: streaming multiprocessors with CUDA's occupancy rules."""
+
+    arch: Literal["cuda"]
+    sm: SmLimits
+    throughput: CudaThroughput
+
+    @property
+    def compute_units(self) -> int:
+        """Streaming multiprocessors."""
+        return self.throughput.sm_count
+
+
+class AscendDevice(_Device):
+    """A Huawei Ascend NPU: DaVinci AI cores with their own buffer hierarchy."""
+
+    arch: Literal["ascend"]
+    ascend: AscendCore
+
+    @property
+    def compute_units(self) -> int:
+        """AI cores."""
+        return self.ascend.ai_core_count
+
+
+# One accelerator, as the model sees it: a discriminated union on `arch`. Shared code reads only
+# the common fields; a kernel family narrows to the device kind it runs on.
+HardwareSpec = CudaDevice | AscendDevice
+DEVICE_KINDS: dict[str, type[CudaDevice] | type[AscendDevice]] = {
+    "cuda": CudaDevice,
+    "ascend": AscendDevice,
+}
+# The sections a device may carry, in the order `hardware show` prints them.
+DEVICE_SECTIONS = ("memory", "sm", "throughput", "ascend")
+
+
+def parse_hardware(data: Any) -> HardwareSpec:
+    """A device description (a dict, e.g. from TOML or JSON), validated as its `arch` says.
+
+    Raises pydantic's ValidationError; errors carry field paths without the union's tag
+    (`sm.regs_per_sm`, not `cuda.sm.regs_per_sm`). An unknown or missing `arch` is an error on
+    `arch` listing the kinds.
+    """
+    arch = data.get("arch") if isinstance(data, dict) else None
+    kind = DEVICE_KINDS.get(arch) if isinstance(arch, str) else None
+    if kind is None:
+        allowed = ", ".join(repr(k) for k in DEVICE_KINDS)
+        raise ValidationError.from_exception_data(
+            "HardwareSpec",
+            [
+                {
+                    "type": "literal_error",
+                    "loc": ("arch",),
+                    "input": arch,
+                    "ctx": {"expected": allowed},
+                }
+            ],
+        )
+    return kind.model_validate(data)
 
 
 def _catalog_files() -> list[tuple[str, str]]:
@@ -209,7 +252,7 @@ def load_catalog() -> dict[str, HardwareSpec]:
     """All catalog devices by canonical name, validated; loaded once per process."""
     devices: dict[str, HardwareSpec] = {}
     for file_name, text in _catalog_files():
-        spec = HardwareSpec.model_validate(tomllib.loads(text))
+        spec = parse_hardware(tomllib.loads(text))
         if file_name != f"{spec.name}.toml":
             raise ValueError(f"catalog file {file_name} must be named {spec.name}.toml")
         devices[spec.name] = spec

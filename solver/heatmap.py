@@ -14,22 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .candidates import CandidateTable
-from .constraints import ConstraintName
 from .hardware import HardwareSpec
 from .problem import AttentionProblem, SolveOptions
 from .solve import prepare
-
-# Short names for cells too small for the full constraint name (plots, the text heatmap).
-SHORT_NAMES: dict[ConstraintName, str] = {
-    ConstraintName.ALIGNMENT: "align",
-    ConstraintName.THREADS: "thrds",
-    ConstraintName.PINS: "pins",
-    ConstraintName.SHARED_MEMORY: "smem",
-    ConstraintName.MAX_SMEM: "cap",
-    ConstraintName.REGISTERS: "regs",
-    ConstraintName.OCCUPANCY: "occ",
-    ConstraintName.DIVISIBILITY: "div",
-}
 
 
 @dataclass(frozen=True)
@@ -51,9 +38,11 @@ class HeatmapGrid:
     tflops: tuple[tuple[float | None, ...], ...]
     num_warps: tuple[tuple[int | None, ...], ...]
     num_stages: tuple[tuple[int | None, ...], ...]
-    labels: tuple[tuple[ConstraintName | None, ...], ...]
+    labels: tuple[tuple[str | None, ...], ...]
     winner: tuple[int, int] | None
     winner_tflops: float | None
+    short_names: dict[str, str]  # constraint name -> label for cells too small for the name
+    constraint_order: tuple[str, ...]  # the funnel order
 
     def cell(self, block_m: int, block_n: int) -> tuple[int, int]:
         """The (row, column) index of a tile shape; ValueError if it is not in the grid."""
@@ -63,49 +52,49 @@ class HeatmapGrid:
     def feasible_cells(self) -> int:
         return sum(value is not None for row in self.tflops for value in row)
 
-    def constraints_shown(self) -> list[ConstraintName]:
+    def constraints_shown(self) -> list[str]:
         """The constraints that label at least one cell, in funnel order."""
         present = {label for row in self.labels for label in row if label is not None}
-        return [name for name in ConstraintName if name in present]
+        return [name for name in self.constraint_order if name in present]
 
 
-def removing_constraint(table: CandidateTable, indices: np.ndarray) -> ConstraintName:
+def removing_constraint(table: CandidateTable, indices: np.ndarray) -> str:
     """The constraint that removes the last configurations of `indices` (a cell with no
-    feasible configuration): the cell's own funnel, constraints applied in `ConstraintName`
-    (funnel) order to the cell's configurations; the label is the constraint at which none
-    remain. Equivalently: of the cell's configurations that get furthest through the funnel,
+    feasible configuration): the cell's own funnel, constraints applied in funnel order to
+    the cell's configurations; the label is the constraint at which none remain.
+    Equivalently: of the cell's configurations that get furthest through the funnel,
     take the fastest (smallest objective); the label is the first constraint it violates.
     """
     alive = np.ones(len(indices), dtype=np.bool_)
-    for name in ConstraintName:
-        alive &= table.satisfied[name][indices]
+    for c in table.constraints:
+        alive &= table.satisfied[c.name][indices]
         if not alive.any():
-            return name
+            return c.name
     raise ValueError("the cell has a feasible configuration")
 
 
 def grid_from_table(table: CandidateTable) -> HeatmapGrid:
     """The heatmap grid of an evaluated candidate table."""
-    cfg = table.cfg
-    bm_values = tuple(sorted({int(v) for v in cfg.block_m}))
-    bn_values = tuple(sorted({int(v) for v in cfg.block_n}))
+    cfg = table.common
+    bm_values = tuple(sorted({int(v) for v in cfg["block_m"]}))
+    bn_values = tuple(sorted({int(v) for v in cfg["block_n"]}))
     tflops: list[tuple[float | None, ...]] = []
     warps: list[tuple[int | None, ...]] = []
     stages: list[tuple[int | None, ...]] = []
-    labels: list[tuple[ConstraintName | None, ...]] = []
+    labels: list[tuple[str | None, ...]] = []
     for bm in bm_values:
         row_t: list[float | None] = []
         row_w: list[int | None] = []
         row_s: list[int | None] = []
-        row_l: list[ConstraintName | None] = []
+        row_l: list[str | None] = []
         for bn in bn_values:
-            indices = np.flatnonzero((cfg.block_m == bm) & (cfg.block_n == bn))
+            indices = np.flatnonzero((cfg["block_m"] == bm) & (cfg["block_n"] == bn))
             ok = indices[table.feasible[indices]]
             if len(ok):
                 best = int(ok[np.argmin(table.objective[ok])])
                 row_t.append(float(table.perf.tflops[best]))
-                row_w.append(int(cfg.num_warps[best]))
-                row_s.append(int(cfg.num_stages[best]))
+                row_w.append(int(cfg["num_warps"][best]) if "num_warps" in cfg else None)
+                row_s.append(int(cfg["num_stages"][best]) if "num_stages" in cfg else None)
                 row_l.append(None)
             else:
                 row_t.append(None)
@@ -120,7 +109,7 @@ def grid_from_table(table: CandidateTable) -> HeatmapGrid:
     winner = winner_tflops = None
     if len(ranked):
         top = int(ranked[0])
-        winner = (int(cfg.block_m[top]), int(cfg.block_n[top]))
+        winner = (int(cfg["block_m"][top]), int(cfg["block_n"][top]))
         winner_tflops = float(table.perf.tflops[top])
     return HeatmapGrid(
         hardware=table.hardware.name,
@@ -133,6 +122,8 @@ def grid_from_table(table: CandidateTable) -> HeatmapGrid:
         labels=tuple(labels),
         winner=winner,
         winner_tflops=winner_tflops,
+        short_names={c.name: c.short for c in table.constraints},
+        constraint_order=tuple(c.name for c in table.constraints),
     )
 
 

@@ -1,17 +1,17 @@
 """The integer program, solved with OR-Tools CP-SAT.
 
-Variables: `tile`, the index of the chosen tile among the family's legal tile shapes (the
-shapes its MMA and copy instructions can tile, with a legal thread count: those rules define
-the domain, and the funnel and the validator still count and check them); the tile parameters
-`block_m`, `block_n`, `num_warps`, `num_stages`; and the quantities that depend on them
-non-linearly: `smem_bytes`, `spill_regs`, `blocks_per_sm`, `remainder` (seq_len mod block_m +
-seq_len_kv mod block_n) and `time_ns` (the modelled kernel time in whole nanoseconds).
-Element constraints tie each of them to `tile` through the candidate table's columns; the
-legal tiles are indexed in ranking order (time, then the fixed tie-break order). The resource
-limits are then plain constraints on single variables. Ranking solves them as they are; when
-the first solve proves the model infeasible, a second model guards each constraint with its own
-enforcement literal, passed as an assumption, so that CP-SAT names the constraints that
-conflict (assumptions cost about 2 ms a solve, so only an infeasible request pays for them).
+Variables: `tile`, the index of the chosen configuration among the family's legal ones (the
+configurations that satisfy every legality constraint: the shapes its instructions can tile,
+a legal thread count; those rules define the domain, and the funnel and the validator still
+count and check them); then one variable per column that a constraint's rules compare (a
+pinned parameter, `smem_bytes`, `spill_regs`, `blocks_per_sm`, Ascend's buffer sizes, ...) and
+`time_ns`, the modelled kernel time in whole nanoseconds. Element constraints tie each of them
+to `tile` through the candidate table's columns; the legal configurations are indexed in
+ranking order (time, then the fixed tie-break order). Each constraint object's rules are then
+plain comparisons of single variables. Ranking solves them as they are; when the first solve
+proves the model infeasible, a second model guards each constraint with its own enforcement
+literal, passed as an assumption, so that CP-SAT names the constraints that conflict
+(assumptions cost about 2 ms a solve, so only an infeasible request pays for them).
 
 The objective is `time_ns`. The search tries tiles in index order, so among equal times the
 first in the tie-break order is found first: CP-SAT and the exhaustive engine rank alike.
@@ -30,7 +30,7 @@ import numpy as np
 from ortools.sat.python import cp_model, cp_model_helper
 
 from .candidates import CandidateTable
-from .constraints import MAX_SPILL_REGS, ConstraintName
+from .constraints import ConstraintKind
 
 CPSAT_SEED = 20261129
 
@@ -42,7 +42,7 @@ class IpResult:
     ranked: list[int]
     proven_optimal: bool
     timed_out: bool  # the time limit ended the search before k ranks were proven or refuted
-    conflicting: list[ConstraintName]
+    conflicting: list[str]  # constraint names (an infeasible request's core)
     wall_ms: float
 
 
@@ -55,97 +55,60 @@ class TileProgram:
         self._cp = cp_model
         self.table = table
         self.model = cp_model.CpModel()
-        legal = table.satisfied[ConstraintName.ALIGNMENT] & table.satisfied[ConstraintName.THREADS]
         # rows[j]: the candidate-table index of the j-th allowed tuple.
-        legal_rows = np.flatnonzero(legal)
+        legal_rows = np.flatnonzero(table.legal())
         by_key = np.argsort(table.objective[legal_rows], kind="stable")
         self.rows = [int(i) for i in legal_rows[by_key]]
-        problem = table.problem
-        columns: dict[str, np.ndarray[Any, Any]] = {
-            "block_m": table.cfg.block_m,
-            "block_n": table.cfg.block_n,
-            "num_warps": table.cfg.num_warps,
-            "num_stages": table.cfg.num_stages,
-            "smem_bytes": table.res.smem_bytes,
-            "spill_regs": table.res.spill_regs,
-            "blocks_per_sm": table.res.occupancy.blocks_per_sm,
-            "remainder": (problem.seq_len % table.cfg.block_m)
-            + (problem.seq_len_kv_eff % table.cfg.block_n),
-            "time_ns": table.time_ns,
-        }
         # tile = j selects table row rows[j]; rows are sorted by the objective key.
         self.tile = self.model.new_int_var(0, max(len(self.rows) - 1, 0), "tile")
-        # Parameters without a pin, and the remainder without --require-divisible, take part
-        # in no constraint; they are left out to keep the model small.
-        used = {"smem_bytes", "spill_regs", "blocks_per_sm", "time_ns"}
-        used |= {
-            f
-            for f in ("block_m", "block_n", "num_warps", "num_stages")
-            if getattr(table.options, f) is not None
-        }
-        if table.options.require_divisible:
-            used.add("remainder")
-        self.var = {
-            name: self._element(name, values) for name, values in columns.items() if name in used
-        }
-        self.enforce: dict[ConstraintName, Any] = {}
+        self.var: dict[str, Any] = {}
+        self.enforce: dict[str, Any] = {}
         self._add_constraints()
-        self.model.minimize(self.var["time_ns"])
+        time_ns = self._element("time_ns", table.time_ns)
+        self.model.minimize(time_ns)
         # Try tiles in ranking order: the first solution found is the optimum.
         self.model.add_decision_strategy(
             [self.tile], cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE
         )
 
     def _element(self, name: str, column: np.ndarray[Any, Any]) -> Any:
-        """A variable equal to `column` at the chosen tile's table row."""
+        """A variable equal to `column` at the chosen tile's table row (one per name: rules
+        of several constraints that read the same column share it)."""
+        if name in self.var:
+            return self.var[name]
         values = [int(column[i]) for i in self.rows] or [0]
         var = self.model.new_int_var_from_domain(
             self._cp.Domain.from_values(sorted(set(values))), name
         )
         if self.rows:
             self.model.add_element(self.tile, values, var)
+        self.var[name] = var
         return var
 
-    def _literal(self, name: ConstraintName) -> list[Any]:
+    def _literal(self, name: str) -> list[Any]:
         """The enforcement literals for constraint `name`: its own literal, or none."""
         if not self._guarded:
             return []
-        literal = self.model.new_bool_var(f"enforce_{name.value}")
+        literal = self.model.new_bool_var(f"enforce_{name}")
         self.enforce[name] = literal
         return [literal]
 
     def _add_constraints(self) -> None:
-        t = self.table
-        sm, _ = t.hardware.cuda
-        opts = t.options
-        v = self.var
-        # Pinned parameters take the pinned value.
-        pins = self._literal(ConstraintName.PINS)
-        for field in ("block_m", "block_n", "num_warps", "num_stages"):
-            value = getattr(opts, field)
-            if value is not None:
-                self.model.add(v[field] == value).only_enforce_if(pins)
-        # Shared memory per block fits the opt-in maximum.
-        self.model.add(v["smem_bytes"] <= sm.smem_per_block_optin_bytes).only_enforce_if(
-            self._literal(ConstraintName.SHARED_MEMORY)
-        )
-        # Shared memory per block fits the user's cap.
-        cap_literal = self._literal(ConstraintName.MAX_SMEM)
-        if opts.max_smem is not None:
-            self.model.add(v["smem_bytes"] <= opts.max_smem).only_enforce_if(cap_literal)
-        # Registers the compiler would spill stay within the tolerance.
-        self.model.add(v["spill_regs"] <= MAX_SPILL_REGS).only_enforce_if(
-            self._literal(ConstraintName.REGISTERS)
-        )
-        # At least the required number of blocks are resident per SM (exact occupancy).
-        min_blocks = max(1, opts.min_blocks_per_sm or 1)
-        self.model.add(v["blocks_per_sm"] >= min_blocks).only_enforce_if(
-            self._literal(ConstraintName.OCCUPANCY)
-        )
-        # seq_len and seq_len_kv are multiples of the tile, when required.
-        divisible = self._literal(ConstraintName.DIVISIBILITY)
-        if opts.require_divisible:
-            self.model.add(v["remainder"] == 0).only_enforce_if(divisible)
+        """Every non-legality constraint's rules, as comparisons of element variables
+        (legality rules already define the domain of `tile`)."""
+        for constraint in self.table.constraints:
+            if constraint.kind is ConstraintKind.LEGALITY:
+                continue
+            rules = constraint.rules(self.table)
+            literal = self._literal(constraint.name)
+            for rule in rules:
+                var = self._element(rule.variable, rule.column)
+                if rule.op == "<=":
+                    self.model.add(var <= rule.bound).only_enforce_if(literal)
+                elif rule.op == ">=":
+                    self.model.add(var >= rule.bound).only_enforce_if(literal)
+                else:
+                    self.model.add(var == rule.bound).only_enforce_if(literal)
 
     def _solver(self, time_limit_s: float) -> Any:
         """One worker, a fixed seed, and the fixed smallest-time-first search.
@@ -178,7 +141,7 @@ class TileProgram:
         ranked: list[int] = []
         proven = True
         timed_out = False
-        conflicting: list[ConstraintName] = []
+        conflicting: list[str] = []
         solver = self._solver(time_limit_s)
         while len(ranked) < k and self.rows:
             remaining = deadline - time.perf_counter()
@@ -204,7 +167,7 @@ class TileProgram:
         wall_ms = (time.perf_counter() - started) * 1e3
         return IpResult(ranked, proven and not timed_out, timed_out, conflicting, wall_ms)
 
-    def core(self, time_limit_s: float) -> list[ConstraintName]:
+    def core(self, time_limit_s: float) -> list[str]:
         """Constraints whose enforcement literals CP-SAT finds sufficient for infeasibility
         (needs `explain_infeasibility`); empty if the time runs out first."""
         for literal in self.enforce.values():

@@ -41,18 +41,18 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .cost import LSE_BYTES_PER_ROW
 from .errors import FieldViolation, InvalidRequestError
-from .families import FAMILIES, PLANNED_FAMILIES
-from .hardware import HardwareSpec, get_hardware
-from .perf_model import LSE_BYTES_PER_ROW
-from .problem import MAX_SEQ_LEN, AttentionProblem, DType, Phase, TileConfig
+from .families import PLANNED_FAMILIES, family_names, find_family
+from .hardware import CudaDevice, HardwareSpec, get_hardware
+from .problem import MAX_SEQ_LEN, AttentionProblem, DType, Phase, SolveOptions
 from .space import ConfigArrays, ceil_div
 
-MAX_BLOCK = 4096  # the largest tile edge, as TileConfig bounds block_m and block_n
+MAX_BLOCK = 4096  # the largest tile edge, as SolveOptions bounds the block_m/block_n pins
 MAX_SWEEP_VALUES = 64  # values per axis of a sweep
-KERNELS = ("fa2", "triton", "fa3", "ascend")
 # Without a hardware description the family's problem rules are checked as on this device
 # (the newest architecture the fa2 and triton families both run on), so only the rules that
 # belong to the kernel itself (head dims, dtype) can make the family figure absent.
@@ -188,10 +188,11 @@ def _request_violations(
             violations.append(
                 FieldViolation(field, f"must be an integer from 1 to {MAX_BLOCK}; got {value!r}")
             )
-    if kernel not in KERNELS:
+    known = (*family_names(), *PLANNED_FAMILIES)
+    if kernel not in known:
         violations.append(
             FieldViolation(
-                "kernel", f"unknown kernel family {kernel!r}; allowed: {', '.join(KERNELS)}"
+                "kernel", f"unknown kernel family {kernel!r}; allowed: {', '.join(known)}"
             )
         )
     if problem.phase is not Phase.FORWARD:
@@ -213,36 +214,35 @@ def _family_smem(
     hardware: HardwareSpec | None,
 ) -> tuple[int | None, str | None]:
     """The family's shared-memory bytes for the tile, or None and the reason."""
-    family = FAMILIES.get(kernel)
+    family = find_family(kernel, problem.phase)
     if family is None:
-        assert kernel in PLANNED_FAMILIES
         return None, f"kernel family {kernel!r} is not modelled yet"
     reference = hardware if hardware is not None else get_hardware(FAMILY_REFERENCE_HARDWARE)
     violations = family.problem_violations(problem, reference)
     if violations:
         return None, "; ".join(f"{v.field}: {v.description}" for v in violations)
-    # The smem formulas do not depend on the warps; one K/V stage (triton adds a K/V tile
-    # per further stage).
-    one = ConfigArrays.single(
-        TileConfig(block_m=block_m, block_n=block_n, num_warps=4, num_stages=1)
-    )
-    return int(family.smem_bytes(one, problem)[0]), None
+    # The tile as given, every other parameter at the smallest value of its domain (one K/V
+    # stage: triton adds a K/V tile per further stage; the smem formulas ignore the warps).
+    values = {p.name: p.domain[0] for p in family.params(problem, reference)}
+    values.update(block_m=block_m, block_n=block_n)
+    one = ConfigArrays({k: np.array([v], dtype=np.int64) for k, v in values.items()})
+    uses = family.resources(reference, problem, SolveOptions(), one).uses(0)
+    smem = next((u.used for u in uses if u.name == "shared_memory"), None)
+    if smem is None:
+        return None, f"kernel family {kernel!r} has no shared-memory figure"
+    return smem, None
 
 
 def _peak(hardware: HardwareSpec, dtype: DType) -> tuple[float, str]:
     """The dense peak for the dtype (TFLOP/s) and what it is."""
-    if hardware.throughput is not None:
+    if isinstance(hardware, CudaDevice):
         tp = hardware.throughput
         if dtype is DType.FP8:
             if tp.tensor_fp8_dense_tflops is not None:
                 return tp.tensor_fp8_dense_tflops, "fp8 dense tensor"
             return tp.tensor_fp16_dense_tflops, "fp16 dense tensor (no fp8 tensor peak)"
         return tp.tensor_fp16_dense_tflops, f"{dtype.value} dense tensor"
-    if hardware.ascend is not None:
-        return hardware.ascend.cube_fp16_tflops, "fp16 cube"
-    raise InvalidRequestError(  # unreachable for a validated spec; stated, not assumed
-        [FieldViolation("hardware", f"{hardware.name} has no compute peak in its description")]
-    )
+    return hardware.ascend.cube_fp16_tflops, "fp16 cube"
 
 
 def _roofline(

@@ -8,9 +8,16 @@ head dims it supports) live with the family and are checked by `solve`.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -42,9 +49,6 @@ class Phase(StrEnum):
 class Engine(StrEnum):
     CPSAT = "cpsat"
     EXHAUSTIVE = "exhaustive"
-
-
-KernelName = Literal["fa2", "triton", "fa3", "ascend"]
 
 
 class AttentionProblem(BaseModel):
@@ -133,21 +137,8 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-class TileConfig(BaseModel):
-    """One kernel configuration: the answer's unit."""
-
-    model_config = _FROZEN
-
-    block_m: int = Field(ge=1, le=4096, description="query rows per thread block")
-    block_n: int = Field(ge=1, le=4096, description="key/value rows per inner iteration")
-    num_warps: int = Field(ge=1, le=64)
-    num_stages: int = Field(ge=1, le=16, description="K/V pipeline depth")
-
-    def key(self) -> tuple[int, int, int, int]:
-        return (self.block_m, self.block_n, self.num_warps, self.num_stages)
-
-    def __str__(self) -> str:
-        return f"{self.block_m}x{self.block_n} w{self.num_warps} s{self.num_stages}"
+ParamName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
+PinValue = Annotated[int, Field(ge=0, le=1 << 24)]
 
 
 class SolveOptions(BaseModel):
@@ -155,11 +146,20 @@ class SolveOptions(BaseModel):
 
     model_config = _FROZEN
 
-    kernel: KernelName | None = Field(None, description="kernel family; default from hardware")
+    kernel: str | None = Field(
+        None,
+        pattern=r"^[a-z][a-z0-9_-]{0,31}$",
+        description="kernel family (a registered name); default from the hardware",
+    )
     top_k: int = Field(5, ge=1, le=100)
     engine: Engine = Engine.CPSAT
     require_divisible: bool = Field(
         False, description="seq_len and seq_len_kv must be multiples of block_m / block_n"
+    )
+    parameter_pins: dict[ParamName, PinValue] = Field(
+        default_factory=dict,
+        max_length=32,
+        description="pin any parameter the family declares, by name (--param NAME=VALUE)",
     )
     block_m: int | None = Field(None, ge=1, le=4096, description="pin BLOCK_M")
     block_n: int | None = Field(None, ge=1, le=4096, description="pin BLOCK_N")
@@ -172,3 +172,9 @@ class SolveOptions(BaseModel):
         None, ge=1, le=64, description="require at least this many resident blocks per SM"
     )
     time_limit_s: float = Field(10.0, gt=0, le=600, description="CP-SAT wall-clock limit")
+
+    @field_validator("parameter_pins")
+    @classmethod
+    def _pins_in_name_order(cls, pins: dict[str, int]) -> dict[str, int]:
+        """The same pins give the same options (and cache key) in any order."""
+        return dict(sorted(pins.items()))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from .answer import Candidate, SolveAnswer, Status
+from .answer import Candidate, ResourceUse, SolveAnswer, Status
 from .candidates import CandidateTable, build_table
-from .constraints import ConstraintName
+from .constraints import ConstraintKind
 from .errors import (
     DeadlineExceededError,
     FieldViolation,
@@ -14,9 +14,9 @@ from .errors import (
     ModelInvariantError,
 )
 from .exhaustive import solve_exhaustive
-from .explain import binding_constraints, funnel, infeasibility, reasons
-from .families import get_family
-from .hardware import CATALOG_VERSION, HardwareSpec, get_hardware
+from .explain import binding_constraints, funnel, infeasibility, notes, reasons
+from .families import families_for, get_family
+from .hardware import CATALOG_VERSION, CudaDevice, HardwareSpec, get_hardware
 from .problem import AttentionProblem, Engine, SolveOptions
 from .validate import check_config, fresh_times_us, same_time
 
@@ -33,40 +33,52 @@ def prepare(
 ) -> CandidateTable:
     """Check the request against the family and evaluate the whole search space."""
     spec = resolve_hardware(hardware)
-    family = get_family(options.kernel, spec)
+    family = get_family(options.kernel, problem.phase, spec)
     violations = family.problem_violations(problem, spec)
-    sm, _ = spec.cuda if spec.arch == "cuda" else (None, None)
-    if sm is not None and (options.min_blocks_per_sm or 0) > sm.max_blocks_per_sm:
+    if (
+        isinstance(spec, CudaDevice)
+        and (options.min_blocks_per_sm or 0) > spec.sm.max_blocks_per_sm
+    ):
         violations.append(
             FieldViolation(
                 "min_blocks_per_sm",
-                f"at most {sm.max_blocks_per_sm} blocks fit on one SM of {spec.name}; "
+                f"at most {spec.sm.max_blocks_per_sm} blocks fit on one SM of {spec.name}; "
                 f"got {options.min_blocks_per_sm}",
             )
         )
     if violations:
-        raise InvalidRequestError(violations)
+        raise InvalidRequestError(_with_alternatives(violations, problem, spec))
     return build_table(family, spec, problem, options)
 
 
+def _with_alternatives(
+    violations: list[FieldViolation], problem: AttentionProblem, spec: HardwareSpec
+) -> list[FieldViolation]:
+    """A refusal of the problem by the family says which families would run it here."""
+    others = families_for(problem, spec)
+    if not others:
+        return violations
+    hint = f" (families that run this problem on {spec.name}: {', '.join(others)})"
+    return [
+        FieldViolation(v.field, v.description + hint)
+        if v.field in ("kernel", "dtype", "head_dim", "head_dim_v")
+        else v
+        for v in violations
+    ]
+
+
 def _candidate(table: CandidateTable, i: int, rank: int, winner: int) -> Candidate:
-    res, perf, cfg = table.res, table.perf, table.cfg
-    blocks = int(res.occupancy.blocks_per_sm[i])
-    sm, _ = table.hardware.cuda
+    perf = table.perf
+    common = {name: int(column[i]) for name, column in table.common.items()}
     return Candidate(
         rank=rank,
-        block_m=int(cfg.block_m[i]),
-        block_n=int(cfg.block_n[i]),
-        num_warps=int(cfg.num_warps[i]),
-        num_stages=int(cfg.num_stages[i]),
-        threads_per_block=int(res.threads[i]),
-        smem_bytes=int(res.smem_bytes[i]),
-        regs_per_thread=int(res.regs_allocated[i]),
-        regs_demand=int(res.regs_demand[i]),
-        spill_regs=int(res.spill_regs[i]),
-        blocks_per_sm=blocks,
-        occupancy_limiter="/".join(x.value for x in res.occupancy.limiters(i)),
-        occupancy=blocks * int(cfg.num_warps[i]) / sm.max_warps_per_sm,
+        **common,
+        parameters=table.cfg.config(i).as_dict(),
+        resources=[
+            ResourceUse(name=u.name, used=u.used, capacity=u.capacity, unit=u.unit)
+            for u in table.res.uses(i)
+        ],
+        **table.res.candidate_fields(i),
         predicted_time_us=float(perf.time_us[i]),
         predicted_tflops=float(perf.tflops[i]),
         compute_us=float(perf.compute_us[i]),
@@ -79,6 +91,7 @@ def _candidate(table: CandidateTable, i: int, rank: int, winner: int) -> Candida
         padding_waste=float(perf.padding_waste[i]),
         mma_utilization=float(perf.mma_utilization[i]),
         bottleneck=perf.bottleneck[i],
+        figures={name: float(values[i]) for name, values in perf.figures.items()},
         reasons=reasons(table, i, winner),
     )
 
@@ -90,15 +103,28 @@ def _validate(table: CandidateTable, ranked: list[int]) -> None:
     for config in configs:
         broken = check_config(*request, config)
         if broken:
-            raise ModelInvariantError(f"engine returned infeasible {config}: {broken}")
+            label = table.family.label(config)
+            raise ModelInvariantError(f"engine returned infeasible {label}: {broken}")
     for i, config, fresh in zip(ranked, configs, fresh_times_us(*request, configs), strict=True):
         if not same_time(fresh, float(table.perf.time_us[i])):
             raise ModelInvariantError(
-                f"{config}: table time {table.perf.time_us[i]} != fresh evaluation {fresh}"
+                f"{table.family.label(config)}: table time {table.perf.time_us[i]} != fresh "
+                f"evaluation {fresh}"
             )
     keys = [int(table.objective[i]) for i in ranked]
     if keys != sorted(keys):
         raise ModelInvariantError(f"ranking is not ordered by the objective: {keys}")
+
+
+def resolved_problem(problem: AttentionProblem) -> AttentionProblem:
+    """The problem with its defaults written out (kv_heads, seq_len_kv, head_dim_v)."""
+    return problem.model_copy(
+        update={
+            "kv_heads": problem.kv_heads_eff,
+            "seq_len_kv": problem.seq_len_kv_eff,
+            "head_dim_v": problem.head_dim_v_eff,
+        }
+    )
 
 
 def solve(
@@ -133,9 +159,10 @@ def solve(
         why_not = None
     else:
         status, candidates, binding = Status.INFEASIBLE, [], []
-        # CP-SAT's variables cover only legal tile shapes, so its core is read together with
-        # the two shape rules before the deletion filter makes it irreducible.
-        start = [*core, ConstraintName.ALIGNMENT, ConstraintName.THREADS] if core else None
+        # CP-SAT's variables cover only legal configurations, so its core is read together
+        # with the legality rules before the deletion filter makes it irreducible.
+        legality = [c.name for c in table.constraints if c.kind is ConstraintKind.LEGALITY]
+        start = [*core, *legality] if core else None
         why_not = infeasibility(table, start)
     return SolveAnswer(
         status=status,
@@ -152,6 +179,7 @@ def solve(
         solve_ms=(time.perf_counter() - started) * 1e3,
         model_version=MODEL_VERSION,
         catalog_version=CATALOG_VERSION,
-        problem=problem,
+        problem=resolved_problem(problem),
         options=options,
+        notes=notes(table, ranked),
     )

@@ -1,17 +1,28 @@
-"""The search space: every tile configuration of a family's domain, as parallel integer arrays."""
+"""The search space: the decision variables a family declares, and every configuration of
+their domains as parallel integer columns.
+
+A family declares its parameters (`Param`: name, domain, doc, pinnable); the space is their
+Cartesian product in declaration order, enumerated with the last parameter varying fastest.
+Every engine, the validator, pins, tie-breaking, explanations and the answer read the columns
+by name, so a family with other parameters (num_splits, page_size, Ascend's S1/S2 tiles) needs
+no change outside its own module.
+"""
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
 
-from .problem import TileConfig
-
 IntArray = npt.NDArray[np.int64]
+
+# The tile fields every candidate carries, whichever parameters its family declares (null on
+# the wire where a family has none of them, e.g. num_warps on Ascend).
+COMMON_FIELDS = ("block_m", "block_n", "num_warps", "num_stages")
 
 
 @overload
@@ -26,63 +37,117 @@ def ceil_div(x: Any, y: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class Domain:
-    """The values each tile parameter may take (before any constraint)."""
+class Param:
+    """One decision variable of a kernel family.
 
-    block_m: tuple[int, ...]
-    block_n: tuple[int, ...]
-    num_warps: tuple[int, ...]
-    num_stages: tuple[int, ...]
+    `domain` lists the values it may take before any constraint, increasing; `pinnable` says
+    whether a user may fix it (`--param NAME=VALUE`); a parameter that only exists to describe
+    the kernel's structure may refuse pins.
+    """
 
-    @property
-    def size(self) -> int:
-        return len(self.block_m) * len(self.block_n) * len(self.num_warps) * len(self.num_stages)
+    name: str
+    domain: tuple[int, ...]
+    doc: str
+    pinnable: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.domain or list(self.domain) != sorted(set(self.domain)):
+            raise ValueError(f"parameter {self.name}: domain must be non-empty and increasing")
 
 
 @dataclass(frozen=True)
+class Config:
+    """One configuration: a value for each declared parameter, in declaration order."""
+
+    values: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def of(cls, **values: int) -> Config:
+        return cls(tuple(values.items()))
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.values)
+
+    def __getitem__(self, name: str) -> int:
+        for key, value in self.values:
+            if key == name:
+                return value
+        raise KeyError(name)
+
+    def get(self, name: str) -> int | None:
+        return self.as_dict().get(name)
+
+
 class ConfigArrays:
-    """N configurations, one array entry each, in the space's fixed enumeration order."""
+    """N configurations as one int64 column per parameter, in the space's fixed order."""
 
-    block_m: IntArray
-    block_n: IntArray
-    num_warps: IntArray
-    num_stages: IntArray
-
-    @classmethod
-    def from_domain(cls, domain: Domain) -> ConfigArrays:
-        """All combinations, ordered by (block_m, block_n, num_warps, num_stages) ascending."""
-        rows = list(
-            itertools.product(domain.block_m, domain.block_n, domain.num_warps, domain.num_stages)
-        )
-        table = np.array(rows, dtype=np.int64).reshape(-1, 4)
-        return cls(table[:, 0], table[:, 1], table[:, 2], table[:, 3])
+    def __init__(self, columns: Mapping[str, IntArray]):
+        lengths = {len(v) for v in columns.values()}
+        if len(lengths) > 1:
+            raise ValueError("parameter columns must have equal lengths")
+        self.columns: dict[str, IntArray] = {
+            k: np.asarray(v, dtype=np.int64) for k, v in columns.items()
+        }
+        self._len = lengths.pop() if lengths else 0
 
     @classmethod
-    def from_configs(cls, configs: list[TileConfig]) -> ConfigArrays:
+    def product(cls, params: Iterable[Param]) -> ConfigArrays:
+        """All combinations of the domains, ordered lexicographically by declaration order."""
+        params = list(params)
+        rows = list(itertools.product(*(p.domain for p in params)))
+        table = np.array(rows, dtype=np.int64).reshape(-1, len(params))
+        return cls({p.name: table[:, j] for j, p in enumerate(params)})
+
+    @classmethod
+    def from_configs(cls, names: Iterable[str], configs: list[Config]) -> ConfigArrays:
         """The given configurations, in the given order."""
-        table = np.array([c.key() for c in configs], dtype=np.int64).reshape(-1, 4)
-        return cls(table[:, 0], table[:, 1], table[:, 2], table[:, 3])
-
-    @classmethod
-    def single(cls, config: TileConfig) -> ConfigArrays:
-        return cls.from_configs([config])
+        names = list(names)
+        return cls(
+            {n: np.array([c[n] for c in configs], dtype=np.int64).reshape(-1) for n in names}
+        )
 
     def __len__(self) -> int:
-        return len(self.block_m)
+        return self._len
 
-    def config(self, index: int) -> TileConfig:
-        return TileConfig(
-            block_m=int(self.block_m[index]),
-            block_n=int(self.block_n[index]),
-            num_warps=int(self.num_warps[index]),
-            num_stages=int(self.num_stages[index]),
-        )
+    def __getitem__(self, name: str) -> IntArray:
+        return self.columns[name]
 
-    def index_of(self, config: TileConfig) -> int | None:
-        hits = np.flatnonzero(
-            (self.block_m == config.block_m)
-            & (self.block_n == config.block_n)
-            & (self.num_warps == config.num_warps)
-            & (self.num_stages == config.num_stages)
-        )
-        return int(hits[0]) if len(hits) else None
+    def __contains__(self, name: object) -> bool:
+        return name in self.columns
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.columns)
+
+    # The common tile fields, for families that declare them (KeyError otherwise).
+    @property
+    def block_m(self) -> IntArray:
+        return self.columns["block_m"]
+
+    @property
+    def block_n(self) -> IntArray:
+        return self.columns["block_n"]
+
+    @property
+    def num_warps(self) -> IntArray:
+        return self.columns["num_warps"]
+
+    @property
+    def num_stages(self) -> IntArray:
+        return self.columns["num_stages"]
+
+    def config(self, index: int) -> Config:
+        return Config(tuple((n, int(col[index])) for n, col in self.columns.items()))
+
+    def index_of(self, config: Config) -> int | None:
+        hit = np.ones(len(self), dtype=np.bool_)
+        for name, value in config.values:
+            if name not in self.columns:
+                return None
+            hit &= self.columns[name] == value
+        found = np.flatnonzero(hit)
+        return int(found[0]) if len(found) else None
+
+    def take(self, indices: IntArray) -> ConfigArrays:
+        """The configurations at `indices`, in that order."""
+        return ConfigArrays({n: col[indices] for n, col in self.columns.items()})

@@ -13,7 +13,15 @@ import pydantic
 import pytest
 
 from tilesolve.solver.errors import UnknownHardwareError
-from tilesolve.solver.hardware import HardwareSpec, get_hardware, hardware_names, load_catalog
+from tilesolve.solver.hardware import (
+    AscendDevice,
+    CudaDevice,
+    HardwareSpec,
+    get_hardware,
+    hardware_names,
+    load_catalog,
+    parse_hardware,
+)
 
 from contracts import DESIGN_HARDWARE_NAMES
 
@@ -65,15 +73,16 @@ def test_required_device_loads(name: str) -> None:
 
 def test_sections_match_arch() -> None:
     for spec in load_catalog().values():
-        if spec.arch == "cuda":
-            assert spec.vendor == "nvidia"
-            assert spec.sm is not None and spec.throughput is not None and spec.ascend is None
+        if isinstance(spec, CudaDevice):
+            assert spec.vendor == "nvidia" and spec.arch == "cuda"
+            assert not hasattr(spec, "ascend")
             # FlashAttention-2 needs sm80+; Volta and Turing fall back to Triton.
             expected = "triton" if spec.sm.cc_major < 8 else "fa2"
             assert spec.default_kernel == expected, spec.name
         else:
-            assert spec.vendor == "huawei"
-            assert spec.ascend is not None and spec.sm is None and spec.throughput is None
+            assert isinstance(spec, AscendDevice)
+            assert spec.vendor == "huawei" and spec.arch == "ascend"
+            assert not hasattr(spec, "sm") and not hasattr(spec, "throughput")
             assert spec.default_kernel == "ascend"
 
 
@@ -97,7 +106,7 @@ def test_every_number_is_cited(name: str) -> None:
     fields = {
         f"{section}.{field}"
         for section in ("memory", "sm", "throughput", "ascend")
-        if getattr(spec, section) is not None
+        if getattr(spec, section, None) is not None
         for field in type(getattr(spec, section)).model_fields
     }
     stray = sorted(set(spec.sources) - fields)
@@ -167,7 +176,8 @@ PRODUCT_KEYS = {
 def test_product_figures_match_reference(name: str, reference: dict[str, Any]) -> None:
     ref = reference["products"][PRODUCT_KEYS[name]]
     spec = get_hardware(name)
-    sm, tp = spec.cuda
+    assert isinstance(spec, CudaDevice)
+    sm, tp = spec.sm, spec.throughput
     assert sm.compute_capability == ref["cc"]
     assert tp.sm_count == _ref_value(ref, "sm_count")
     assert tp.boost_clock_mhz == pytest.approx(_ref_value(ref, "boost_clock_mhz"))
@@ -202,7 +212,9 @@ CUDA_NAMES = [n for n in CATALOG_NAMES if load_catalog()[n].arch == "cuda"]
 
 @pytest.mark.parametrize("name", CUDA_NAMES)
 def test_sm_limits_match_reference(name: str, reference: dict[str, Any]) -> None:
-    sm, _ = get_hardware(name).cuda
+    device = get_hardware(name)
+    assert isinstance(device, CudaDevice)
+    sm = device.sm
     ref = reference["compute_capabilities"][sm.compute_capability]
     for ref_key, field in SM_REFERENCE_KEYS.items():
         got = getattr(sm, field)
@@ -213,8 +225,9 @@ def test_sm_limits_match_reference(name: str, reference: dict[str, Any]) -> None
 
 
 def test_derived_tensor_rate_per_sm() -> None:
-    _, a100 = get_hardware("a100-80gb").cuda
-    _, h100 = get_hardware("h100-sxm").cuda
+    a100_device, h100_device = get_hardware("a100-80gb"), get_hardware("h100-sxm")
+    assert isinstance(a100_device, CudaDevice) and isinstance(h100_device, CudaDevice)
+    a100, h100 = a100_device.throughput, h100_device.throughput
     assert a100.tensor_flops_per_clk_per_sm(2) == pytest.approx(2048, rel=0.01)
     assert h100.tensor_flops_per_clk_per_sm(2) == pytest.approx(989.4e12 / (132 * 1.98e9), rel=0.01)
     assert h100.tensor_flops_per_clk_per_sm(2) == pytest.approx(3786, rel=0.01)
@@ -234,7 +247,7 @@ def _dump(name: str) -> dict[str, Any]:
 
 def test_inline_copy_of_catalog_entry_validates() -> None:
     for name in ("a100-80gb", "ascend-910b"):
-        again = HardwareSpec.model_validate(_dump(name))
+        again = parse_hardware(_dump(name))
         assert again == get_hardware(name)
 
 
@@ -254,18 +267,34 @@ def test_inline_nonsense_is_rejected(section: str, field: str, value: Any) -> No
     data = _dump("a100-80gb")
     data[section][field] = value
     with pytest.raises(pydantic.ValidationError):
-        HardwareSpec.model_validate(data)
+        parse_hardware(data)
 
 
 def test_inline_cuda_without_sm_section_is_rejected() -> None:
     data = _dump("h100-sxm")
     data["sm"] = None
     with pytest.raises(pydantic.ValidationError):
-        HardwareSpec.model_validate(data)
+        parse_hardware(data)
+
+
+def test_inline_arch_names_the_device_kinds() -> None:
+    data = _dump("l4")
+    data["arch"] = "rocm"
+    with pytest.raises(pydantic.ValidationError) as caught:
+        parse_hardware(data)
+    (error,) = caught.value.errors()
+    assert error["loc"] == ("arch",) and "'cuda'" in str(error) and "'ascend'" in str(error)
+
+
+def test_inline_ascend_sections_on_a_cuda_device_are_rejected() -> None:
+    data = _dump("l4")
+    data["ascend"] = _dump("ascend-910b")["ascend"]
+    with pytest.raises(pydantic.ValidationError):
+        parse_hardware(data)
 
 
 def test_inline_unknown_field_is_rejected() -> None:
     data = _dump("l4")
     data["memory"]["hbm_stacks"] = 6
     with pytest.raises(pydantic.ValidationError):
-        HardwareSpec.model_validate(data)
+        parse_hardware(data)

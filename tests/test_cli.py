@@ -290,15 +290,62 @@ def test_infeasible_cap_exits_1_with_nearest_relaxation(
     assert all(len(line) <= 160 for line in out.splitlines())
 
 
-def test_pin_outside_the_domain_is_infeasible_not_invalid(
+@pytest.mark.parametrize(
+    ("flags", "field", "allowed"),
+    [
+        (("--block-m", "96"), "block_m", "16, 32, 64, 128, 256"),
+        (("--num-warps", "3"), "num_warps", "1, 2, 4, 8, 16"),
+        (("--num-stages", "2"), "num_stages", "allowed: 1"),
+        (("--param", "block_n=48"), "param", "16, 32, 64, 128, 256"),
+    ],
+)
+def test_pin_outside_the_domain_is_invalid_listing_the_domain(
+    capsys: pytest.CaptureFixture[str], flags: tuple[str, ...], field: str, allowed: str
+) -> None:
+    code, out, err = run(capsys, *QUICK_START, *flags)
+    assert code == 2 and out == ""
+    assert_error(err, field)
+    assert allowed in err and "outside fa2's domain" in err
+
+
+def test_pin_inside_the_domain_that_nothing_satisfies_is_infeasible(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, answer = run_json(capsys, *QUICK_START, "--block-m", "7")
+    """16 rows with 16 warps is in the domain but breaks fa2's 16-rows-per-warp rule."""
+    code, answer = run_json(capsys, *QUICK_START, "--block-m", "16", "--num-warps", "16")
     assert code == 1
     assert "pins" in answer["infeasibility"]["conflicting_constraints"]
-    code, out, _ = run(capsys, *QUICK_START, "--block-m", "7")
-    assert code == 1
-    assert "pins" in out
+    relaxation = answer["infeasibility"]["relaxation"]
+    assert relaxation["target_kind"] == "parameter"
+    assert relaxation["target"] in ("block_m", "num_warps")
+    assert isinstance(relaxation["suggested_value"], int)
+
+
+def test_param_pins_any_declared_parameter(capsys: pytest.CaptureFixture[str]) -> None:
+    code, answer = run_json(capsys, *QUICK_START, "--kernel", "triton", "--param", "num_stages=3")
+    assert code == 0
+    assert {c["num_stages"] for c in answer["candidates"]} == {3}
+    assert all(c["parameters"]["num_stages"] == 3 for c in answer["candidates"])
+    assert answer["options"]["parameter_pins"] == {"num_stages": 3}
+
+
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        (("--param", "warps_kv=2"), "its parameters: block_m, block_n, num_warps, num_stages"),
+        (("--param", "block_m"), "must be NAME=VALUE"),
+        (("--param", "block_m=abc"), "must be an integer"),
+        (("--param", "=4"), "must be NAME=VALUE"),
+        (("--param", "block_m=64", "--param", "block_m=128"), "given twice"),
+        (("--block-m", "64", "--param", "block_m=128"), "contradicts --param block_m=128"),
+    ],
+)
+def test_bad_param_is_exit_2(
+    capsys: pytest.CaptureFixture[str], flags: tuple[str, ...], needle: str
+) -> None:
+    code, out, err = run(capsys, *QUICK_START, *flags)
+    assert code == 2 and out == "", err
+    assert needle in err and "Traceback" not in err
 
 
 def test_time_limit_without_an_answer_is_not_reported_as_infeasible(

@@ -65,7 +65,8 @@ def test_solve_answers_with_ranked_candidates(address: str) -> None:
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)
     assert answer["status"] == "SOLVE_STATUS_OPTIMAL"
-    assert (answer["kernel"], answer["engine"]) == ("KERNEL_FAMILY_FA2", "ENGINE_CPSAT")
+    assert (answer["kernel"], answer["engine"]) == ("fa2", "ENGINE_CPSAT")
+    assert answer["kernelEnum"] == "KERNEL_FAMILY_FA2"  # the deprecated enum, for old clients
     assert [c["rank"] for c in answer["candidates"]] == [1, 2, 3, 4, 5]
 
 

@@ -421,13 +421,21 @@ def test_estimate_memory_raw_stub(target: str) -> None:
         stub = pb_grpc.TileSolveServiceStub(channel)
         request = wire.memory_request_to_proto(seed(), 128, 128, "a100")
         response = stub.EstimateMemory(request, timeout=10)
-        assert response.kernel == pb.KERNEL_FAMILY_FA2
+        assert response.kernel == "fa2" and response.kernel_enum == pb.KERNEL_FAMILY_FA2
         assert response.roofline.bound == "compute"
         assert response.family_smem_bytes == 98304
         no_kernel = pb.EstimateMemoryRequest(
             problem=pb.AttentionProblem(seq_len=4096, head_dim=128), block_m=128, block_n=128
         )
-        assert stub.EstimateMemory(no_kernel, timeout=10).kernel == pb.KERNEL_FAMILY_FA2
+        assert stub.EstimateMemory(no_kernel, timeout=10).kernel == "fa2"
+        # An old client naming the family by the deprecated enum is still understood.
+        legacy = pb.EstimateMemoryRequest(
+            problem=pb.AttentionProblem(seq_len=4096, head_dim=128),
+            block_m=128,
+            block_n=128,
+            kernel_enum=pb.KERNEL_FAMILY_TRITON,
+        )
+        assert stub.EstimateMemory(legacy, timeout=10).kernel == "triton"
 
 
 def test_async_client_estimate_memory(target: str) -> None:

@@ -178,8 +178,13 @@ def test_missing_parts_and_bad_options_are_reported_together(
 
 
 def test_family_violations_get_request_paths(stub: pb_grpc.TileSolveServiceStub) -> None:
-    error = call_error(stub.Solve, request("t4", pb.SolveOptions(kernel=pb.KERNEL_FAMILY_FA2)))
+    error = call_error(stub.Solve, request("t4", pb.SolveOptions(kernel="fa2")))
     assert "options.kernel" in violations(error)
+    # The deprecated enum still names a family for old clients.
+    legacy = call_error(
+        stub.Solve, request("t4", pb.SolveOptions(kernel_enum=pb.KERNEL_FAMILY_FA2))
+    )
+    assert "options.kernel" in violations(legacy)
     error = call_error(stub.Solve, request("ascend-910"))
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "options.kernel" in violations(error)
@@ -215,7 +220,7 @@ def test_short_deadlines_end_in_a_documented_outcome(
     channel: grpc.Channel, stub: pb_grpc.TileSolveServiceStub
 ) -> None:
     """DEADLINE_EXCEEDED, or an answer that says whether it is proven; never a hang."""
-    slow = request(options=pb.SolveOptions(kernel=pb.KERNEL_FAMILY_TRITON, top_k=100), seq_len=5000)
+    slow = request(options=pb.SolveOptions(kernel="triton", top_k=100), seq_len=5000)
     error = call_error(stub.Solve, slow, timeout=0.001)
     assert error.code() == grpc.StatusCode.DEADLINE_EXCEEDED
 
@@ -501,7 +506,7 @@ def test_sigterm_finishes_calls_in_flight_then_exits_0() -> None:
             outcomes: list[tuple[str, float]] = []
 
             def one(seq_len: int) -> None:
-                triton = pb.SolveOptions(kernel=pb.KERNEL_FAMILY_TRITON, top_k=10)
+                triton = pb.SolveOptions(kernel="triton", top_k=10)
                 try:
                     response = stub.Solve(request(options=triton, seq_len=seq_len), timeout=60)
                     outcomes.append(("OK" if response.candidates else "EMPTY", time.monotonic()))

@@ -21,7 +21,7 @@ import pytest
 
 from tilesolve.client.cli import main
 from tilesolve.solver import AttentionProblem, InvalidRequestError, SimulationResult, simulate
-from tilesolve.solver.perf_model import _causal_iterations
+from tilesolve.solver.cost import causal_iterations
 from tilesolve.solver.problem import DType
 from tilesolve.solver.simulate import (
     kv_tiles_to_visit,
@@ -164,7 +164,7 @@ def test_visited_tiles_are_those_holding_a_visible_key() -> None:
         ]
         assert kv_tiles_to_visit(problem, bm, bn).tolist() == from_mask, (sq, sk, bm, bn)
         assert modelled_kv_tiles(problem, bm, bn).tolist() == from_mask, (sq, sk, bm, bn)
-        total, _ = _causal_iterations(
+        total, _ = causal_iterations(
             np.array([n_m]), np.array([bm], float), np.array([bn], float), np.array([n_kv]), sk - sq
         )
         assert abs(float(total[0]) - sum(from_mask)) <= 0.5 * n_m + 1e-9, (sq, sk, bm, bn)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from tilesolve.solver import AttentionProblem, SolveOptions, TileConfig, get_hardware, solve
+from tilesolve.solver import AttentionProblem, Config, Phase, SolveOptions, get_hardware, solve
 from tilesolve.solver.errors import InvalidRequestError, UnknownHardwareError
 from tilesolve.solver.families import get_family
 from tilesolve.solver.validate import check_config
@@ -153,7 +153,7 @@ def test_candidates_are_ranked_and_carry_reasons() -> None:
 
 def test_validator_rejects_broken_configurations() -> None:
     hardware = get_hardware(A100)
-    family = get_family("fa2", hardware)
+    family = get_family("fa2", Phase.FORWARD, hardware)
     p = problem()
     # 8 rows per warp is not a multiple of the 16-row mma; 256x256 needs 192 KiB of smem.
     assert any(
@@ -163,7 +163,7 @@ def test_validator_rejects_broken_configurations() -> None:
             hardware,
             p,
             SolveOptions(),
-            TileConfig(block_m=32, block_n=64, num_warps=4, num_stages=1),
+            Config.of(block_m=32, block_n=64, num_warps=4, num_stages=1),
         )
     )
     assert any(
@@ -173,7 +173,7 @@ def test_validator_rejects_broken_configurations() -> None:
             hardware,
             p,
             SolveOptions(),
-            TileConfig(block_m=256, block_n=256, num_warps=16, num_stages=1),
+            Config.of(block_m=256, block_n=256, num_warps=16, num_stages=1),
         )
     )
     assert (
@@ -182,7 +182,7 @@ def test_validator_rejects_broken_configurations() -> None:
             hardware,
             p,
             SolveOptions(),
-            TileConfig(block_m=128, block_n=64, num_warps=4, num_stages=1),
+            Config.of(block_m=128, block_n=64, num_warps=4, num_stages=1),
         )
         == []
     )
@@ -192,9 +192,9 @@ def test_inline_hardware_description_is_accepted() -> None:
     spec = get_hardware(A100).model_dump()
     spec["name"] = "a100-half"
     spec["throughput"]["sm_count"] = 54
-    from tilesolve.solver import HardwareSpec
+    from tilesolve.solver import parse_hardware
 
-    half = HardwareSpec.model_validate(spec)
+    half = parse_hardware(spec)
     full_answer = solve(problem(), A100)
     half_answer = solve(problem(), half)
     assert half_answer.hardware == "a100-half"

@@ -19,14 +19,18 @@ from pydantic import BaseModel, ValidationError
 
 from tilesolve.solver import (
     AttentionProblem,
+    CudaDevice,
     FieldViolation,
     HardwareSpec,
     InvalidRequestError,
     MemoryEstimate,
     SolveAnswer,
     SolveOptions,
+    parse_hardware,
 )
+from tilesolve.solver.hardware import DEVICE_KINDS
 from tilesolve.solver.occupancy import Occupancy
+from tilesolve.solver.violations import violations_from_validation
 from tilesolve.v1 import tilesolve_pb2 as pb
 
 # (message field name) -> {wire enum name: solver value}; UNSPECIFIED means "absent".
@@ -37,7 +41,7 @@ _ENUMS: dict[str, dict[str, str]] = {
         "PHASE_BACKWARD": "backward",
         "PHASE_DECODE": "decode",
     },
-    "kernel": {
+    "kernel_enum": {
         "KERNEL_FAMILY_FA2": "fa2",
         "KERNEL_FAMILY_TRITON": "triton",
         "KERNEL_FAMILY_FA3": "fa3",
@@ -63,7 +67,8 @@ def _to_dict(message: Message, with_defaults: bool = False) -> dict[str, Any]:
 
 def _enums_to_solver(data: dict[str, Any]) -> dict[str, Any]:
     """Wire enum names -> solver strings; UNSPECIFIED -> absent. An unknown enum number is
-    passed through unchanged, so the schema rejects it and names the field."""
+    passed through unchanged, so the schema rejects it and names the field. The deprecated
+    `kernel_enum` is read as `kernel` only where `kernel` (the family's name) is empty."""
     out: dict[str, Any] = {}
     for key, value in data.items():
         table = _ENUMS.get(key)
@@ -73,6 +78,11 @@ def _enums_to_solver(data: dict[str, Any]) -> dict[str, Any]:
             out[key] = table.get(value, value) if isinstance(value, str) else value
         else:
             out[key] = value
+    legacy = out.pop("kernel_enum", None)
+    if not out.get("kernel"):
+        out.pop("kernel", None)
+        if legacy is not None:
+            out["kernel"] = legacy
     return out
 
 
@@ -81,6 +91,13 @@ def _enums_to_wire(data: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in data.items():
         if value is None:
+            continue
+        if key == "kernel" and isinstance(value, str):
+            out[key] = value
+            # Old clients read the deprecated enum: fill it in where the family has a value.
+            legacy = [wire for wire, name in _ENUMS["kernel_enum"].items() if name == value]
+            if legacy:
+                out["kernel_enum"] = legacy[0]
             continue
         table = _ENUMS.get(key)
         if table is not None and isinstance(value, str):
@@ -94,37 +111,11 @@ def _enums_to_wire(data: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _field_named_in(message: str, model: type[BaseModel] | None) -> str:
-    """For a rule over several fields: the first field of `model` the message names."""
-    if model is None:
-        return ""
-    hits = [(message.find(name), name) for name in model.model_fields if name in message]
-    return min(hits)[1] if hits else ""
-
-
-def violations_from_validation(
-    exc: ValidationError, prefix: str, model: type[BaseModel] | None = None
-) -> list[FieldViolation]:
-    """Pydantic errors as field violations with request paths (`problem.head_dim`)."""
-    out = []
-    for error in exc.errors():
-        loc = ".".join(str(part) for part in error["loc"]) or _field_named_in(error["msg"], model)
-        field = f"{prefix}.{loc}" if loc else prefix
-        detail = error["msg"]
-        given = error.get("input")
-        if given is not None and not isinstance(given, dict | list):
-            # int64 fields arrive as JSON strings; show them as the number that was sent.
-            shown = given if isinstance(given, str) and given.lstrip("-").isdigit() else repr(given)
-            detail = f"{detail} (got {shown})"
-        out.append(FieldViolation(field, detail))
-    return out
-
-
 def _validate(model: type[BaseModel], data: dict[str, Any], prefix: str) -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise InvalidRequestError(violations_from_validation(exc, prefix, model)) from None
+        raise InvalidRequestError(violations_from_validation(exc, model, prefix)) from None
 
 
 def _decode(model: type[BaseModel], message: Message, prefix: str) -> Any:
@@ -209,7 +200,12 @@ def spec_to_proto(spec: HardwareSpec) -> pb.HardwareSpec:
 
 def _spec(message: pb.HardwareSpec, prefix: str) -> HardwareSpec:
     # With defaults: a real 0 (T4's reserved shared memory) must not read as "missing".
-    return _validate(HardwareSpec, _to_dict(message, with_defaults=True), prefix)  # type: ignore[no-any-return]
+    data = _to_dict(message, with_defaults=True)
+    try:
+        return parse_hardware(data)
+    except ValidationError as exc:
+        kind = DEVICE_KINDS.get(str(data.get("arch")), CudaDevice)
+        raise InvalidRequestError(violations_from_validation(exc, kind, prefix)) from None
 
 
 def spec_from_proto(message: pb.HardwareSpec) -> HardwareSpec:
@@ -274,7 +270,7 @@ def memory_request_to_proto(
         problem=problem_to_proto(problem),
         block_m=block_m,
         block_n=block_n,
-        kernel=_enums_to_wire({"kernel": kernel})["kernel"],
+        kernel=kernel,
     )
     if isinstance(hardware, HardwareSpec):
         request.hardware.spec.CopyFrom(spec_to_proto(hardware))
@@ -308,15 +304,19 @@ def memory_request_from_proto(
             hardware = hardware_from_proto(request.hardware)
         except InvalidRequestError as exc:
             violations.extend(exc.violations)
-    kernel = DEFAULT_MEMORY_KERNEL
-    if request.kernel:
-        wire_name = pb.KernelFamily.Name(request.kernel) if _known_kernel(request.kernel) else ""
-        kernel = _ENUMS["kernel"].get(wire_name, "")
+    # The family's name; the solver checks it against the registry (naming the allowed ones).
+    kernel = request.kernel or DEFAULT_MEMORY_KERNEL
+    if not request.kernel and request.kernel_enum:
+        wire_name = (
+            pb.KernelFamily.Name(request.kernel_enum) if _known_kernel(request.kernel_enum) else ""
+        )
+        kernel = _ENUMS["kernel_enum"].get(wire_name, "")
         if not kernel:
-            allowed = ", ".join(_ENUMS["kernel"])
+            allowed = ", ".join(_ENUMS["kernel_enum"])
             violations.append(
                 FieldViolation(
-                    "kernel", f"unknown KernelFamily {request.kernel}; allowed: {allowed}"
+                    "kernel_enum",
+                    f"unknown KernelFamily {request.kernel_enum}; allowed: {allowed}",
                 )
             )
     if violations:

@@ -1,134 +1,161 @@
-"""What a kernel family must state: its tile domain, legality rules and resource formulas.
+"""What a kernel family must state: its parameters, resources, constraints and cost.
 
-A family describes one kernel design. The formulas belong to the kernel, not to the chip: the
-same A100 runs FlashAttention-2's CUDA kernel and a Triton kernel with different shared-memory
-layouts and register footprints. Every method works on whole `ConfigArrays` at once.
-Formulas and their sources are in `docs/model.md` ("Kernel families").
+A family describes one kernel design for one phase. The formulas belong to the kernel, not to
+the chip: the same A100 runs FlashAttention-2's CUDA kernel and a Triton kernel with different
+shared-memory layouts and register footprints. A family is registered under (name, phase) in
+`families/__init__.py`; everything else (the candidate table, both engines, the validator,
+pins, tie-breaking, explanations, the heatmap, the answer, the wire and the CLI) works from
+what it declares here. `docs/architecture.md` walks through adding one.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from ..errors import FieldViolation
 from ..hardware import HardwareSpec
-from ..problem import AttentionProblem, Phase
-from ..space import ConfigArrays, Domain, IntArray
+from ..problem import AttentionProblem, Phase, SolveOptions
+from ..space import COMMON_FIELDS, Config, ConfigArrays, IntArray, Param
+
+if TYPE_CHECKING:
+    from ..candidates import CandidateTable, Evaluation
+    from ..constraints import Constraint
+    from ..cost import Perf
 
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
 
-# Register-estimate constants (32-bit registers per thread); see docs/model.md "Registers".
-MMA_ROWS = 16  # rows of one mma.m16n8k16 A tile; a warp's rows come in slabs of 16
-FIXED_OVERHEAD_REGS = 36  # pointers, indices, loop state, predicates, B-operand staging
-DROPOUT_EXTRA_REGS = 12  # Philox 4x32 counter + key and one batch of 4 random words
-SOFTMAX_REGS_PER_SLAB = 4  # running max and sum for the 2 rows a thread owns per slab
-A_FRAGMENT_REGS_PER_SLAB = 4  # one m16k16 fp16 A fragment (8 halves)
+
+@dataclass(frozen=True)
+class ResourceUse:
+    """One resource of one configuration: how much it uses of what the hardware grants."""
+
+    name: str
+    used: int
+    capacity: int
+    unit: str
+
+
+class Resources(ABC):
+    """What every candidate needs of the hardware (arrays over the candidates)."""
+
+    @abstractmethod
+    def uses(self, i: int) -> list[ResourceUse]:
+        """Configuration i's use of each resource, for the answer."""
+
+    def candidate_fields(self, i: int) -> dict[str, Any]:
+        """Values of the answer's optional common fields (smem_bytes, regs_per_thread, ...)
+        that this kind of resource record knows, for configuration i."""
+        return {}
 
 
 class KernelFamily(ABC):
-    """A kernel design: which tiles it can run and what each costs in resources."""
+    """A kernel design for one phase: which configurations it can run, what each needs of
+    the hardware, which constraints apply, and how long each takes."""
 
     name: ClassVar[str]
+    phase: ClassVar[Phase] = Phase.FORWARD
+    device_kind: ClassVar[str]  # the `arch` of the devices it runs on ("cuda", "ascend", ...)
     summary: ClassVar[str]
-    alignment_rule: ClassVar[str]
-    pipeline_note: ClassVar[str]
 
     # ---- the problem ---------------------------------------------------------------------
     def problem_violations(
         self, problem: AttentionProblem, hardware: HardwareSpec
     ) -> list[FieldViolation]:
         """Reasons this family cannot run the problem on the hardware (empty if it can)."""
-        violations: list[FieldViolation] = []
-        if hardware.arch != "cuda":
-            violations.append(
+        if hardware.arch != self.device_kind:
+            return [
                 FieldViolation(
                     "kernel",
-                    f"kernel family {self.name!r} runs on CUDA devices; {hardware.name} is an "
-                    f"{hardware.arch} device (allowed kernel for it: {hardware.default_kernel!r})",
+                    f"kernel family {self.name!r} runs on {self.device_kind} devices; "
+                    f"{hardware.name} is an {hardware.arch} device",
                 )
-            )
-            return violations
-        if problem.phase is not Phase.FORWARD:
-            violations.append(
-                FieldViolation(
-                    "phase",
-                    f"phase {problem.phase.value!r} is not modelled yet for kernel {self.name!r}; "
-                    "allowed: forward",
-                )
-            )
-        violations.extend(self._family_violations(problem, hardware))
-        return violations
+            ]
+        return self._family_violations(problem, hardware)
 
     @abstractmethod
     def _family_violations(
         self, problem: AttentionProblem, hardware: HardwareSpec
-    ) -> list[FieldViolation]: ...
+    ) -> list[FieldViolation]:
+        """The family's own rules (compute capability, dtypes, head dims), on its device kind."""
+
+    # ---- the decision variables ------------------------------------------------------------
+    @abstractmethod
+    def params(self, problem: AttentionProblem, hardware: HardwareSpec) -> tuple[Param, ...]:
+        """The decision variables and their domains for this problem on this hardware."""
+
+    def common_fields(self, cfg: ConfigArrays) -> dict[str, IntArray]:
+        """The common tile fields (block_m, block_n, num_warps, num_stages) this family has,
+        declared or derived from its parameters. Default: those it declares."""
+        return {name: cfg[name] for name in COMMON_FIELDS if name in cfg}
+
+    def label(self, config: Config) -> str:
+        """A configuration as people write it: '128x64 w4 s1', then other parameters."""
+        values = config.as_dict()
+        common = {**values, **self.derived(values)}
+        parts = []
+        if "block_m" in common and "block_n" in common:
+            parts.append(f"{common['block_m']}x{common['block_n']}")
+        if "num_warps" in common:
+            parts.append(f"w{common['num_warps']}")
+        if "num_stages" in common:
+            parts.append(f"s{common['num_stages']}")
+        parts.extend(f"{k}={v}" for k, v in values.items() if k not in COMMON_FIELDS)
+        return " ".join(parts)
+
+    def derived(self, values: dict[str, int]) -> dict[str, int]:
+        """The derived common fields of one configuration (by its common_fields)."""
+        one = ConfigArrays({k: np.array([v], dtype=np.int64) for k, v in values.items()})
+        return {k: int(v[0]) for k, v in self.common_fields(one).items()}
+
+    # ---- what a configuration needs, what limits it, what it costs -------------------------
+    @abstractmethod
+    def resources(
+        self,
+        hardware: HardwareSpec,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        cfg: ConfigArrays,
+    ) -> Resources:
+        """Every configuration's use of the hardware's resources."""
 
     @abstractmethod
-    def kernel_head_dims(self, problem: AttentionProblem) -> tuple[int, int]:
-        """The head dims (Q/K, V) the compiled kernel actually uses, after padding."""
-
-    # ---- the tile ------------------------------------------------------------------------
-    @abstractmethod
-    def domain(self, problem: AttentionProblem, hardware: HardwareSpec) -> Domain: ...
-
-    @abstractmethod
-    def alignment_ok(
-        self, cfg: ConfigArrays, problem: AttentionProblem, hardware: HardwareSpec
-    ) -> BoolArray:
-        """Whether each tile shape is one the kernel's instructions and copies can tile."""
-
-    def threads_per_block(self, cfg: ConfigArrays, hardware: HardwareSpec) -> IntArray:
-        sm, _ = hardware.cuda
-        return cfg.num_warps * sm.warp_size_threads
+    def constraints(
+        self, hardware: HardwareSpec, problem: AttentionProblem, options: SolveOptions
+    ) -> Sequence[Constraint]:
+        """The family's constraints in funnel order: its legality rules first, then the
+        hardware's capacities and the caps the user sets on them. The shared ones (pins,
+        divisibility) are added around them by the candidate table."""
 
     @abstractmethod
-    def smem_bytes(self, cfg: ConfigArrays, problem: AttentionProblem) -> IntArray:
-        """Dynamic shared memory of one block, bytes."""
+    def evaluate(self, ev: Evaluation) -> Perf:
+        """The cost model: predicted time and its parts for every configuration."""
+
+    def tie_keys(self, cfg: ConfigArrays, res: Resources) -> list[IntArray]:
+        """Keys of the fixed tie-break order for equal modelled times, most significant first
+        (smaller wins). The enumeration order closes any remaining tie."""
+        return []
+
+    def reason_lines(self, table: CandidateTable, i: int) -> list[str]:
+        """Family-specific lines of configuration i's reasons (after the rank line)."""
+        return []
 
     @abstractmethod
-    def q_in_registers(self) -> bool:
-        """True if Q fragments stay in registers; False if re-read from shared memory."""
-
-    @abstractmethod
-    def prefetch_iterations(self, cfg: ConfigArrays) -> IntArray:
-        """Iterations of compute available to hide one K/V tile load (0 = none)."""
-
-    def tile_readers(self, cfg: ConfigArrays, hardware: HardwareSpec) -> FloatArray:
-        """How many times each K/V tile is read from shared memory per iteration: once per
-        warp for warp-level mma.sync (each warp loads its own B fragments)."""
-        return cfg.num_warps.astype(np.float64)
-
-    def tensor_efficiency(self, cfg: ConfigArrays, hardware: HardwareSpec) -> FloatArray:
-        """Fraction of the dense tensor peak this family's MMA instruction can reach."""
-        _, tp = hardware.cuda
-        return np.full(len(cfg), tp.mma_sync_efficiency, dtype=np.float64)
-
-    def regs_demand(self, cfg: ConfigArrays, problem: AttentionProblem) -> IntArray:
-        """Estimated 32-bit registers per thread the kernel wants before any spilling.
-
-        Accumulators are FP32 and spread over the 32 lanes of the warp that owns the rows:
-        O holds rows_per_warp x dv, S holds rows_per_warp x block_n. Softmax keeps a max and a
-        sum per owned row; one A fragment (Q, or P) is staged per 16-row slab; Q stays in
-        registers for families that keep it there (fp16 packed two per register).
-        """
-        d, dv = self.kernel_head_dims(problem)
-        elem = problem.dtype.bytes
-        rows_per_warp = cfg.block_m // cfg.num_warps
-        slabs = np.maximum(rows_per_warp // MMA_ROWS, 1)
-        o_acc = -(-rows_per_warp * dv // 32)
-        s_acc = -(-rows_per_warp * cfg.block_n // 32)
-        softmax = SOFTMAX_REGS_PER_SLAB * slabs
-        a_frag = A_FRAGMENT_REGS_PER_SLAB * slabs
-        q_regs = -(-rows_per_warp * d * elem // (32 * 4)) if self.q_in_registers() else 0
-        dropout = DROPOUT_EXTRA_REGS if problem.dropout > 0 else 0
-        total = o_acc + s_acc + softmax + a_frag + q_regs + FIXED_OVERHEAD_REGS + dropout
-        return np.asarray(total, dtype=np.int64)
+    def check(
+        self,
+        hardware: HardwareSpec,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        config: Config,
+    ) -> list[str]:
+        """The validator's independent statement of the family's rules for one
+        configuration: every rule it breaks, as '<constraint>: <why>' (empty if none)."""
 
 
 def pow2_range(lo: int, hi: int) -> tuple[int, ...]:

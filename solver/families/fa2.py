@@ -13,17 +13,19 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import FieldViolation
-from ..hardware import HardwareSpec
+from ..hardware import CudaDevice, HardwareSpec
 from ..problem import AttentionProblem, DType
-from ..space import ConfigArrays, Domain, IntArray
-from .base import MMA_ROWS, BoolArray, KernelFamily, pow2_range
+from ..space import ConfigArrays, IntArray, Param
+from .base import BoolArray
+from .cuda import MMA_ROWS, cuda_device
+from .cuda_forward import FlashForwardFamily, tile_params
 
 # Head dims FlashAttention-2 compiles kernels for; a problem's head_dim is padded up to one.
 FA2_HEAD_DIMS = (32, 64, 96, 128, 160, 192, 224, 256)
 GMEM_LOAD_ELEMENTS = 8  # 16-byte cp.async of fp16/bf16
 
 
-class FlashAttention2(KernelFamily):
+class FlashAttention2(FlashForwardFamily):
     name = "fa2"
     summary = "FlashAttention-2 forward (mma.sync, cp.async, Q split across warps)"
     alignment_rule = (
@@ -36,7 +38,7 @@ class FlashAttention2(KernelFamily):
         self, problem: AttentionProblem, hardware: HardwareSpec
     ) -> list[FieldViolation]:
         violations = []
-        sm, _ = hardware.cuda
+        sm = cuda_device(hardware).sm
         if sm.cc_major < 8:
             violations.append(
                 FieldViolation(
@@ -70,12 +72,9 @@ class FlashAttention2(KernelFamily):
         d = next((h for h in FA2_HEAD_DIMS if h >= problem.head_dim), FA2_HEAD_DIMS[-1])
         return d, d
 
-    def domain(self, problem: AttentionProblem, hardware: HardwareSpec) -> Domain:
-        return Domain(
-            block_m=pow2_range(16, 256),
-            block_n=pow2_range(16, 256),
-            num_warps=pow2_range(1, 16),
-            num_stages=(1,),
+    def params(self, problem: AttentionProblem, hardware: HardwareSpec) -> tuple[Param, ...]:
+        return tile_params(
+            Param("num_stages", (1,), "K/V pipeline depth (FlashAttention-2 is single-buffered: 1)")
         )
 
     def _rows_per_copy_pass(self, cfg: ConfigArrays, problem: AttentionProblem) -> IntArray:
@@ -85,7 +84,7 @@ class FlashAttention2(KernelFamily):
         return np.asarray(cfg.num_warps * 32 // threads_per_row, dtype=np.int64)
 
     def alignment_ok(
-        self, cfg: ConfigArrays, problem: AttentionProblem, hardware: HardwareSpec
+        self, cfg: ConfigArrays, problem: AttentionProblem, device: CudaDevice
     ) -> BoolArray:
         rows_per_warp_ok = (cfg.block_m % (MMA_ROWS * cfg.num_warps)) == 0
         block_n_ok = (cfg.block_n % MMA_ROWS) == 0

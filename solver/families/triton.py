@@ -12,10 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import FieldViolation
-from ..hardware import HardwareSpec
+from ..hardware import CudaDevice, HardwareSpec
 from ..problem import AttentionProblem, DType
-from ..space import ConfigArrays, Domain, IntArray
-from .base import BoolArray, FloatArray, KernelFamily, pow2_range
+from ..space import ConfigArrays, IntArray, Param
+from .base import BoolArray, FloatArray
+from .cuda import cuda_device
+from .cuda_forward import FlashForwardFamily, tile_params
 
 WGMMA_ROWS_PER_WARPGROUP = 64
 
@@ -24,7 +26,7 @@ def _next_pow2(value: int) -> int:
     return 1 << max(4, (value - 1).bit_length())
 
 
-class TritonFlashAttention(KernelFamily):
+class TritonFlashAttention(FlashForwardFamily):
     name = "triton"
     summary = "Triton fused attention (tl.dot, software-pipelined K/V, num_stages buffers)"
     alignment_rule = (
@@ -37,7 +39,7 @@ class TritonFlashAttention(KernelFamily):
         self, problem: AttentionProblem, hardware: HardwareSpec
     ) -> list[FieldViolation]:
         violations = []
-        sm, _ = hardware.cuda
+        sm = cuda_device(hardware).sm
         cc = (sm.cc_major, sm.cc_minor)
         if cc < (7, 0):
             violations.append(
@@ -75,16 +77,17 @@ class TritonFlashAttention(KernelFamily):
     def kernel_head_dims(self, problem: AttentionProblem) -> tuple[int, int]:
         return _next_pow2(problem.head_dim), _next_pow2(problem.head_dim_v_eff)
 
-    def domain(self, problem: AttentionProblem, hardware: HardwareSpec) -> Domain:
-        return Domain(
-            block_m=pow2_range(16, 256),
-            block_n=pow2_range(16, 256),
-            num_warps=pow2_range(1, 16),
-            num_stages=(1, 2, 3, 4, 5),
+    def params(self, problem: AttentionProblem, hardware: HardwareSpec) -> tuple[Param, ...]:
+        return tile_params(
+            Param(
+                "num_stages",
+                (1, 2, 3, 4, 5),
+                "K/V buffers the software pipeliner keeps (num_stages)",
+            )
         )
 
     def alignment_ok(
-        self, cfg: ConfigArrays, problem: AttentionProblem, hardware: HardwareSpec
+        self, cfg: ConfigArrays, problem: AttentionProblem, device: CudaDevice
     ) -> BoolArray:
         mma_tiles = (cfg.block_m // 16) * (cfg.block_n // 8)
         ok = (cfg.block_m % 16 == 0) & (cfg.block_n % 16 == 0) & (mma_tiles >= cfg.num_warps)
@@ -103,18 +106,18 @@ class TritonFlashAttention(KernelFamily):
     def prefetch_iterations(self, cfg: ConfigArrays) -> IntArray:
         return np.asarray(cfg.num_stages - 1, dtype=np.int64)
 
-    def _uses_wgmma(self, cfg: ConfigArrays, hardware: HardwareSpec) -> BoolArray:
+    def _uses_wgmma(self, cfg: ConfigArrays, device: CudaDevice) -> BoolArray:
         """tl.dot lowers to wgmma on cc >= 9 when whole warpgroups own >= 64 rows each."""
-        sm, _ = hardware.cuda
+        sm = device.sm
         warpgroups = np.maximum(cfg.num_warps // 4, 1)
         ok = (cfg.num_warps % 4 == 0) & (cfg.block_m >= WGMMA_ROWS_PER_WARPGROUP * warpgroups)
         return np.asarray(ok & (sm.cc_major >= 9), dtype=np.bool_)
 
-    def tensor_efficiency(self, cfg: ConfigArrays, hardware: HardwareSpec) -> FloatArray:
-        _, tp = hardware.cuda
-        return np.where(self._uses_wgmma(cfg, hardware), 1.0, tp.mma_sync_efficiency)
+    def tensor_efficiency(self, cfg: ConfigArrays, device: CudaDevice) -> FloatArray:
+        tp = device.throughput
+        return np.where(self._uses_wgmma(cfg, device), 1.0, tp.mma_sync_efficiency)
 
-    def tile_readers(self, cfg: ConfigArrays, hardware: HardwareSpec) -> FloatArray:
+    def tile_readers(self, cfg: ConfigArrays, device: CudaDevice) -> FloatArray:
         """wgmma reads its B operand from shared memory once per warpgroup (4 warps)."""
         warps = cfg.num_warps.astype(np.float64)
-        return np.where(self._uses_wgmma(cfg, hardware), warps / 4.0, warps)
+        return np.where(self._uses_wgmma(cfg, device), warps / 4.0, warps)

@@ -89,8 +89,15 @@ class AttentionProblem(_message.Message):
     def __init__(self, batch: _Optional[int] = ..., heads: _Optional[int] = ..., kv_heads: _Optional[int] = ..., seq_len: _Optional[int] = ..., seq_len_kv: _Optional[int] = ..., head_dim: _Optional[int] = ..., head_dim_v: _Optional[int] = ..., dtype: _Optional[_Union[DataType, str]] = ..., causal: _Optional[bool] = ..., dropout: _Optional[float] = ..., phase: _Optional[_Union[Phase, str]] = ...) -> None: ...
 
 class SolveOptions(_message.Message):
-    __slots__ = ("kernel", "top_k", "engine", "require_divisible", "block_m", "block_n", "num_warps", "num_stages", "max_smem", "min_blocks_per_sm", "time_limit_s")
-    KERNEL_FIELD_NUMBER: _ClassVar[int]
+    __slots__ = ("kernel_enum", "top_k", "engine", "require_divisible", "block_m", "block_n", "num_warps", "num_stages", "max_smem", "min_blocks_per_sm", "time_limit_s", "kernel", "parameter_pins")
+    class ParameterPinsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    KERNEL_ENUM_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     ENGINE_FIELD_NUMBER: _ClassVar[int]
     REQUIRE_DIVISIBLE_FIELD_NUMBER: _ClassVar[int]
@@ -101,7 +108,9 @@ class SolveOptions(_message.Message):
     MAX_SMEM_FIELD_NUMBER: _ClassVar[int]
     MIN_BLOCKS_PER_SM_FIELD_NUMBER: _ClassVar[int]
     TIME_LIMIT_S_FIELD_NUMBER: _ClassVar[int]
-    kernel: KernelFamily
+    KERNEL_FIELD_NUMBER: _ClassVar[int]
+    PARAMETER_PINS_FIELD_NUMBER: _ClassVar[int]
+    kernel_enum: KernelFamily
     top_k: int
     engine: Engine
     require_divisible: bool
@@ -112,7 +121,9 @@ class SolveOptions(_message.Message):
     max_smem: int
     min_blocks_per_sm: int
     time_limit_s: float
-    def __init__(self, kernel: _Optional[_Union[KernelFamily, str]] = ..., top_k: _Optional[int] = ..., engine: _Optional[_Union[Engine, str]] = ..., require_divisible: _Optional[bool] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., num_warps: _Optional[int] = ..., num_stages: _Optional[int] = ..., max_smem: _Optional[int] = ..., min_blocks_per_sm: _Optional[int] = ..., time_limit_s: _Optional[float] = ...) -> None: ...
+    kernel: str
+    parameter_pins: _containers.ScalarMap[str, int]
+    def __init__(self, kernel_enum: _Optional[_Union[KernelFamily, str]] = ..., top_k: _Optional[int] = ..., engine: _Optional[_Union[Engine, str]] = ..., require_divisible: _Optional[bool] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., num_warps: _Optional[int] = ..., num_stages: _Optional[int] = ..., max_smem: _Optional[int] = ..., min_blocks_per_sm: _Optional[int] = ..., time_limit_s: _Optional[float] = ..., kernel: _Optional[str] = ..., parameter_pins: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class SmLimits(_message.Message):
     __slots__ = ("compute_capability", "warp_size_threads", "max_threads_per_block", "max_threads_per_sm", "max_blocks_per_sm", "regs_per_sm", "max_regs_per_block", "max_regs_per_thread", "reg_alloc_unit_regs", "reg_file_subpartitions", "smem_per_sm_bytes", "smem_per_block_default_bytes", "smem_per_block_optin_bytes", "smem_alloc_granularity_bytes", "reserved_smem_per_block_bytes", "smem_carveout_options_kib")
@@ -263,8 +274,34 @@ class SolveRequest(_message.Message):
     options: SolveOptions
     def __init__(self, hardware: _Optional[_Union[HardwareRef, _Mapping]] = ..., problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., options: _Optional[_Union[SolveOptions, _Mapping]] = ...) -> None: ...
 
+class ResourceUse(_message.Message):
+    __slots__ = ("name", "used", "capacity", "unit")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    USED_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    UNIT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    used: int
+    capacity: int
+    unit: str
+    def __init__(self, name: _Optional[str] = ..., used: _Optional[int] = ..., capacity: _Optional[int] = ..., unit: _Optional[str] = ...) -> None: ...
+
 class Candidate(_message.Message):
-    __slots__ = ("rank", "block_m", "block_n", "num_warps", "num_stages", "threads_per_block", "smem_bytes", "regs_per_thread", "regs_demand", "spill_regs", "blocks_per_sm", "occupancy_limiter", "occupancy", "predicted_time_us", "predicted_tflops", "compute_us", "load_us", "overlap", "arithmetic_intensity", "hbm_bytes", "waves", "tail_efficiency", "padding_waste", "mma_utilization", "bottleneck", "reasons")
+    __slots__ = ("rank", "block_m", "block_n", "num_warps", "num_stages", "threads_per_block", "smem_bytes", "regs_per_thread", "regs_demand", "spill_regs", "blocks_per_sm", "occupancy_limiter", "occupancy", "predicted_time_us", "predicted_tflops", "compute_us", "load_us", "overlap", "arithmetic_intensity", "hbm_bytes", "waves", "tail_efficiency", "padding_waste", "mma_utilization", "bottleneck", "reasons", "parameters", "resources", "figures")
+    class ParametersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class FiguresEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
     RANK_FIELD_NUMBER: _ClassVar[int]
     BLOCK_M_FIELD_NUMBER: _ClassVar[int]
     BLOCK_N_FIELD_NUMBER: _ClassVar[int]
@@ -291,6 +328,9 @@ class Candidate(_message.Message):
     MMA_UTILIZATION_FIELD_NUMBER: _ClassVar[int]
     BOTTLENECK_FIELD_NUMBER: _ClassVar[int]
     REASONS_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    FIGURES_FIELD_NUMBER: _ClassVar[int]
     rank: int
     block_m: int
     block_n: int
@@ -317,7 +357,10 @@ class Candidate(_message.Message):
     mma_utilization: float
     bottleneck: str
     reasons: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, rank: _Optional[int] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., num_warps: _Optional[int] = ..., num_stages: _Optional[int] = ..., threads_per_block: _Optional[int] = ..., smem_bytes: _Optional[int] = ..., regs_per_thread: _Optional[int] = ..., regs_demand: _Optional[int] = ..., spill_regs: _Optional[int] = ..., blocks_per_sm: _Optional[int] = ..., occupancy_limiter: _Optional[str] = ..., occupancy: _Optional[float] = ..., predicted_time_us: _Optional[float] = ..., predicted_tflops: _Optional[float] = ..., compute_us: _Optional[float] = ..., load_us: _Optional[float] = ..., overlap: _Optional[float] = ..., arithmetic_intensity: _Optional[float] = ..., hbm_bytes: _Optional[float] = ..., waves: _Optional[float] = ..., tail_efficiency: _Optional[float] = ..., padding_waste: _Optional[float] = ..., mma_utilization: _Optional[float] = ..., bottleneck: _Optional[str] = ..., reasons: _Optional[_Iterable[str]] = ...) -> None: ...
+    parameters: _containers.ScalarMap[str, int]
+    resources: _containers.RepeatedCompositeFieldContainer[ResourceUse]
+    figures: _containers.ScalarMap[str, float]
+    def __init__(self, rank: _Optional[int] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., num_warps: _Optional[int] = ..., num_stages: _Optional[int] = ..., threads_per_block: _Optional[int] = ..., smem_bytes: _Optional[int] = ..., regs_per_thread: _Optional[int] = ..., regs_demand: _Optional[int] = ..., spill_regs: _Optional[int] = ..., blocks_per_sm: _Optional[int] = ..., occupancy_limiter: _Optional[str] = ..., occupancy: _Optional[float] = ..., predicted_time_us: _Optional[float] = ..., predicted_tflops: _Optional[float] = ..., compute_us: _Optional[float] = ..., load_us: _Optional[float] = ..., overlap: _Optional[float] = ..., arithmetic_intensity: _Optional[float] = ..., hbm_bytes: _Optional[float] = ..., waves: _Optional[float] = ..., tail_efficiency: _Optional[float] = ..., padding_waste: _Optional[float] = ..., mma_utilization: _Optional[float] = ..., bottleneck: _Optional[str] = ..., reasons: _Optional[_Iterable[str]] = ..., parameters: _Optional[_Mapping[str, int]] = ..., resources: _Optional[_Iterable[_Union[ResourceUse, _Mapping]]] = ..., figures: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class FunnelStep(_message.Message):
     __slots__ = ("constraint", "rule", "removed", "remaining")
@@ -339,22 +382,48 @@ class BindingConstraint(_message.Message):
     detail: str
     def __init__(self, constraint: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
 
+class Relaxation(_message.Message):
+    __slots__ = ("constraint", "target_kind", "target", "suggested_value")
+    CONSTRAINT_FIELD_NUMBER: _ClassVar[int]
+    TARGET_KIND_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    SUGGESTED_VALUE_FIELD_NUMBER: _ClassVar[int]
+    constraint: str
+    target_kind: str
+    target: str
+    suggested_value: int
+    def __init__(self, constraint: _Optional[str] = ..., target_kind: _Optional[str] = ..., target: _Optional[str] = ..., suggested_value: _Optional[int] = ...) -> None: ...
+
+class PaddingOption(_message.Message):
+    __slots__ = ("block", "padded_seq_len", "waste_fraction")
+    BLOCK_FIELD_NUMBER: _ClassVar[int]
+    PADDED_SEQ_LEN_FIELD_NUMBER: _ClassVar[int]
+    WASTE_FRACTION_FIELD_NUMBER: _ClassVar[int]
+    block: int
+    padded_seq_len: int
+    waste_fraction: float
+    def __init__(self, block: _Optional[int] = ..., padded_seq_len: _Optional[int] = ..., waste_fraction: _Optional[float] = ...) -> None: ...
+
 class Infeasibility(_message.Message):
-    __slots__ = ("conflicting_constraints", "explanation", "nearest_relaxation")
+    __slots__ = ("conflicting_constraints", "explanation", "nearest_relaxation", "relaxation", "padding")
     CONFLICTING_CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
     EXPLANATION_FIELD_NUMBER: _ClassVar[int]
     NEAREST_RELAXATION_FIELD_NUMBER: _ClassVar[int]
+    RELAXATION_FIELD_NUMBER: _ClassVar[int]
+    PADDING_FIELD_NUMBER: _ClassVar[int]
     conflicting_constraints: _containers.RepeatedScalarFieldContainer[str]
     explanation: str
     nearest_relaxation: str
-    def __init__(self, conflicting_constraints: _Optional[_Iterable[str]] = ..., explanation: _Optional[str] = ..., nearest_relaxation: _Optional[str] = ...) -> None: ...
+    relaxation: Relaxation
+    padding: _containers.RepeatedCompositeFieldContainer[PaddingOption]
+    def __init__(self, conflicting_constraints: _Optional[_Iterable[str]] = ..., explanation: _Optional[str] = ..., nearest_relaxation: _Optional[str] = ..., relaxation: _Optional[_Union[Relaxation, _Mapping]] = ..., padding: _Optional[_Iterable[_Union[PaddingOption, _Mapping]]] = ...) -> None: ...
 
 class SolveResponse(_message.Message):
-    __slots__ = ("status", "proven_optimal", "hardware", "kernel", "engine", "candidates", "funnel", "binding_constraints", "infeasibility", "search_space_size", "feasible_count", "solve_ms", "model_version", "catalog_version", "problem", "options", "cache_hit")
+    __slots__ = ("status", "proven_optimal", "hardware", "kernel_enum", "engine", "candidates", "funnel", "binding_constraints", "infeasibility", "search_space_size", "feasible_count", "solve_ms", "model_version", "catalog_version", "problem", "options", "cache_hit", "kernel", "notes")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     PROVEN_OPTIMAL_FIELD_NUMBER: _ClassVar[int]
     HARDWARE_FIELD_NUMBER: _ClassVar[int]
-    KERNEL_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_ENUM_FIELD_NUMBER: _ClassVar[int]
     ENGINE_FIELD_NUMBER: _ClassVar[int]
     CANDIDATES_FIELD_NUMBER: _ClassVar[int]
     FUNNEL_FIELD_NUMBER: _ClassVar[int]
@@ -368,10 +437,12 @@ class SolveResponse(_message.Message):
     PROBLEM_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     CACHE_HIT_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_FIELD_NUMBER: _ClassVar[int]
+    NOTES_FIELD_NUMBER: _ClassVar[int]
     status: SolveStatus
     proven_optimal: bool
     hardware: str
-    kernel: KernelFamily
+    kernel_enum: KernelFamily
     engine: Engine
     candidates: _containers.RepeatedCompositeFieldContainer[Candidate]
     funnel: _containers.RepeatedCompositeFieldContainer[FunnelStep]
@@ -385,7 +456,9 @@ class SolveResponse(_message.Message):
     problem: AttentionProblem
     options: SolveOptions
     cache_hit: bool
-    def __init__(self, status: _Optional[_Union[SolveStatus, str]] = ..., proven_optimal: _Optional[bool] = ..., hardware: _Optional[str] = ..., kernel: _Optional[_Union[KernelFamily, str]] = ..., engine: _Optional[_Union[Engine, str]] = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., funnel: _Optional[_Iterable[_Union[FunnelStep, _Mapping]]] = ..., binding_constraints: _Optional[_Iterable[_Union[BindingConstraint, _Mapping]]] = ..., infeasibility: _Optional[_Union[Infeasibility, _Mapping]] = ..., search_space_size: _Optional[int] = ..., feasible_count: _Optional[int] = ..., solve_ms: _Optional[float] = ..., model_version: _Optional[str] = ..., catalog_version: _Optional[str] = ..., problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., options: _Optional[_Union[SolveOptions, _Mapping]] = ..., cache_hit: _Optional[bool] = ...) -> None: ...
+    kernel: str
+    notes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, status: _Optional[_Union[SolveStatus, str]] = ..., proven_optimal: _Optional[bool] = ..., hardware: _Optional[str] = ..., kernel_enum: _Optional[_Union[KernelFamily, str]] = ..., engine: _Optional[_Union[Engine, str]] = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., funnel: _Optional[_Iterable[_Union[FunnelStep, _Mapping]]] = ..., binding_constraints: _Optional[_Iterable[_Union[BindingConstraint, _Mapping]]] = ..., infeasibility: _Optional[_Union[Infeasibility, _Mapping]] = ..., search_space_size: _Optional[int] = ..., feasible_count: _Optional[int] = ..., solve_ms: _Optional[float] = ..., model_version: _Optional[str] = ..., catalog_version: _Optional[str] = ..., problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., options: _Optional[_Union[SolveOptions, _Mapping]] = ..., cache_hit: _Optional[bool] = ..., kernel: _Optional[str] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SolveBatchRequest(_message.Message):
     __slots__ = ("requests",)
@@ -470,18 +543,20 @@ class GetHardwareResponse(_message.Message):
     def __init__(self, hardware: _Optional[_Union[HardwareSpec, _Mapping]] = ..., catalog_version: _Optional[str] = ...) -> None: ...
 
 class EstimateMemoryRequest(_message.Message):
-    __slots__ = ("problem", "block_m", "block_n", "hardware", "kernel")
+    __slots__ = ("problem", "block_m", "block_n", "hardware", "kernel_enum", "kernel")
     PROBLEM_FIELD_NUMBER: _ClassVar[int]
     BLOCK_M_FIELD_NUMBER: _ClassVar[int]
     BLOCK_N_FIELD_NUMBER: _ClassVar[int]
     HARDWARE_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_ENUM_FIELD_NUMBER: _ClassVar[int]
     KERNEL_FIELD_NUMBER: _ClassVar[int]
     problem: AttentionProblem
     block_m: int
     block_n: int
     hardware: HardwareRef
-    kernel: KernelFamily
-    def __init__(self, problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., hardware: _Optional[_Union[HardwareRef, _Mapping]] = ..., kernel: _Optional[_Union[KernelFamily, str]] = ...) -> None: ...
+    kernel_enum: KernelFamily
+    kernel: str
+    def __init__(self, problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., hardware: _Optional[_Union[HardwareRef, _Mapping]] = ..., kernel_enum: _Optional[_Union[KernelFamily, str]] = ..., kernel: _Optional[str] = ...) -> None: ...
 
 class Roofline(_message.Message):
     __slots__ = ("hardware", "peak_tflops", "peak_kind", "dram_bandwidth_gb_per_s", "ridge_point_flops_per_byte", "attainable_tflops", "attainable_tflops_tiled_no_l2", "attainable_tflops_naive", "bound")
@@ -506,7 +581,7 @@ class Roofline(_message.Message):
     def __init__(self, hardware: _Optional[str] = ..., peak_tflops: _Optional[float] = ..., peak_kind: _Optional[str] = ..., dram_bandwidth_gb_per_s: _Optional[float] = ..., ridge_point_flops_per_byte: _Optional[float] = ..., attainable_tflops: _Optional[float] = ..., attainable_tflops_tiled_no_l2: _Optional[float] = ..., attainable_tflops_naive: _Optional[float] = ..., bound: _Optional[str] = ...) -> None: ...
 
 class EstimateMemoryResponse(_message.Message):
-    __slots__ = ("score_matrix_bytes", "tiles_1d", "tiles_1d_kv", "score_tiles", "score_tile_bytes", "working_set_bytes", "family_smem_bytes", "family_smem_note", "materialization_ratio", "hbm_bytes_naive", "hbm_bytes_tiled", "hbm_bytes_tiled_l2", "flops", "arithmetic_intensity", "arithmetic_intensity_naive", "arithmetic_intensity_tiled_no_l2", "roofline", "problem", "block_m", "block_n", "kernel", "dtype_bytes")
+    __slots__ = ("score_matrix_bytes", "tiles_1d", "tiles_1d_kv", "score_tiles", "score_tile_bytes", "working_set_bytes", "family_smem_bytes", "family_smem_note", "materialization_ratio", "hbm_bytes_naive", "hbm_bytes_tiled", "hbm_bytes_tiled_l2", "flops", "arithmetic_intensity", "arithmetic_intensity_naive", "arithmetic_intensity_tiled_no_l2", "roofline", "problem", "block_m", "block_n", "kernel_enum", "kernel", "dtype_bytes")
     SCORE_MATRIX_BYTES_FIELD_NUMBER: _ClassVar[int]
     TILES_1D_FIELD_NUMBER: _ClassVar[int]
     TILES_1D_KV_FIELD_NUMBER: _ClassVar[int]
@@ -527,6 +602,7 @@ class EstimateMemoryResponse(_message.Message):
     PROBLEM_FIELD_NUMBER: _ClassVar[int]
     BLOCK_M_FIELD_NUMBER: _ClassVar[int]
     BLOCK_N_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_ENUM_FIELD_NUMBER: _ClassVar[int]
     KERNEL_FIELD_NUMBER: _ClassVar[int]
     DTYPE_BYTES_FIELD_NUMBER: _ClassVar[int]
     score_matrix_bytes: float
@@ -549,9 +625,10 @@ class EstimateMemoryResponse(_message.Message):
     problem: AttentionProblem
     block_m: int
     block_n: int
-    kernel: KernelFamily
+    kernel_enum: KernelFamily
+    kernel: str
     dtype_bytes: int
-    def __init__(self, score_matrix_bytes: _Optional[float] = ..., tiles_1d: _Optional[int] = ..., tiles_1d_kv: _Optional[int] = ..., score_tiles: _Optional[int] = ..., score_tile_bytes: _Optional[int] = ..., working_set_bytes: _Optional[int] = ..., family_smem_bytes: _Optional[int] = ..., family_smem_note: _Optional[str] = ..., materialization_ratio: _Optional[float] = ..., hbm_bytes_naive: _Optional[int] = ..., hbm_bytes_tiled: _Optional[int] = ..., hbm_bytes_tiled_l2: _Optional[int] = ..., flops: _Optional[float] = ..., arithmetic_intensity: _Optional[float] = ..., arithmetic_intensity_naive: _Optional[float] = ..., arithmetic_intensity_tiled_no_l2: _Optional[float] = ..., roofline: _Optional[_Union[Roofline, _Mapping]] = ..., problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., kernel: _Optional[_Union[KernelFamily, str]] = ..., dtype_bytes: _Optional[int] = ...) -> None: ...
+    def __init__(self, score_matrix_bytes: _Optional[float] = ..., tiles_1d: _Optional[int] = ..., tiles_1d_kv: _Optional[int] = ..., score_tiles: _Optional[int] = ..., score_tile_bytes: _Optional[int] = ..., working_set_bytes: _Optional[int] = ..., family_smem_bytes: _Optional[int] = ..., family_smem_note: _Optional[str] = ..., materialization_ratio: _Optional[float] = ..., hbm_bytes_naive: _Optional[int] = ..., hbm_bytes_tiled: _Optional[int] = ..., hbm_bytes_tiled_l2: _Optional[int] = ..., flops: _Optional[float] = ..., arithmetic_intensity: _Optional[float] = ..., arithmetic_intensity_naive: _Optional[float] = ..., arithmetic_intensity_tiled_no_l2: _Optional[float] = ..., roofline: _Optional[_Union[Roofline, _Mapping]] = ..., problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., kernel_enum: _Optional[_Union[KernelFamily, str]] = ..., kernel: _Optional[str] = ..., dtype_bytes: _Optional[int] = ...) -> None: ...
 
 class OccupancyRequest(_message.Message):
     __slots__ = ("hardware", "threads", "regs", "smem_bytes", "carveout_percent")

@@ -1,4 +1,5 @@
-"""The performance model: predicted kernel time of every candidate, with its parts.
+"""The cost model of FlashAttention-style forward kernels on CUDA (fa2, triton): predicted
+kernel time of every candidate, with its parts.
 
 Units: cycles are SM clock cycles at the boost clock; bytes are bytes; times in the result are
 microseconds. Every formula is written out with its source in `docs/model.md`; the names here
@@ -10,29 +11,43 @@ follow that document. In short, per thread block (CTA) and per K/V tile iteratio
     W  = max(b*C, (C + Lt) / (1 + p), b*bytes/bandwidth)       one round of b resident blocks
     overlap = 1 - idle / Lt, where idle = W - b*C is the SM time no block can compute
 
-and the kernel time is the wave schedule of the blocks' durations over the SMs.
+and the kernel time is the wave schedule of the blocks' durations over the SMs. The shared
+parts (causal work, waves, L2 reuse, DRAM traffic, padding) come from `solver/cost.py`.
 """
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .families.base import FloatArray, KernelFamily
-from .hardware import HardwareSpec
-from .problem import AttentionProblem
-from .space import ConfigArrays, IntArray, ceil_div
+from ..cost import (
+    LSE_BYTES_PER_ROW,
+    Perf,
+    causal_iterations,
+    forward_hbm_bytes,
+    kv_dram_miss,
+    padding_waste,
+    wave_schedule,
+)
+from ..hardware import CudaDevice
+from ..problem import AttentionProblem
+from ..space import ConfigArrays, IntArray, Param, ceil_div
+from .base import FloatArray, pow2_range
+from .cuda import CudaFamily, CudaResources, cuda_device
+
+if TYPE_CHECKING:
+    from ..candidates import Evaluation
 
 # ---- model constants (docs/model.md, "Constants") -------------------------------------------
 ALU_OPS_PER_SCORE = 4.0  # FP32 ops per score element: scale-and-subtract FFMA, max, sum, convert
 MASK_OPS_PER_SCORE = 2.0  # index compare + select on a tile that crosses the causal diagonal
 DROPOUT_OPS_PER_SCORE = 8.0  # Philox 4x32-10 amortised over 4 outputs, compare and scale
 BARRIERS_PER_ITERATION = 2  # __syncthreads before reusing the K and the V buffer
-L2_USABLE_FRACTION = 0.5  # share of L2 that holds K/V of the concurrently running heads
 MMA_K = 16  # k of one mma.m16n8k16 step
 SUBPARTITIONS_PER_SM = 4  # warp schedulers per SM; each owns 1/4 of the tensor cores
-LSE_BYTES_PER_ROW = 4  # the FP32 log-sum-exp the forward kernel writes per query row
 # Dependent-latency chain of one iteration of one warp (docs/model.md, "Latency chain"):
 # S = QK^T accumulates d/16 chained mma k-steps, the softmax waits on quad shuffles for the
 # row max and sum and on the MUFU for exp, then O += PV accumulates block_n/16 chained k-steps.
@@ -42,24 +57,6 @@ SOFTMAX_CHAIN_CYCLES = (
 )
 INSTRUCTION_LEVEL_PARALLELISM = 8.0  # independent mma tiles and rows one warp interleaves
 L2_BW_FACTOR = 1.0  # achievable fraction of the catalogued L2 read bandwidth
-
-
-@dataclass(frozen=True)
-class PerfArrays:
-    """Per-candidate model outputs (one entry per configuration)."""
-
-    time_us: FloatArray
-    tflops: FloatArray
-    compute_us: FloatArray
-    load_us: FloatArray
-    overlap: FloatArray
-    arithmetic_intensity: FloatArray
-    hbm_bytes: FloatArray
-    waves: FloatArray
-    tail_efficiency: FloatArray
-    padding_waste: FloatArray
-    mma_utilization: FloatArray
-    bottleneck: list[str]
 
 
 @dataclass(frozen=True)
@@ -77,15 +74,15 @@ class _Iteration:
 
 
 def _iteration_cycles(
-    family: KernelFamily,
-    hardware: HardwareSpec,
+    family: FlashForwardFamily,
+    device: CudaDevice,
     problem: AttentionProblem,
     cfg: ConfigArrays,
     resident_blocks: IntArray,
     spill_regs: IntArray,
     dram_miss: FloatArray,
 ) -> _Iteration:
-    sm, tp = hardware.cuda
+    sm, tp = device.sm, device.throughput
     d, dv = family.kernel_head_dims(problem)
     elem = problem.dtype.bytes
     bm = cfg.block_m.astype(np.float64)
@@ -93,12 +90,12 @@ def _iteration_cycles(
     warps = cfg.num_warps.astype(np.float64)
     blocks = np.maximum(resident_blocks, 1).astype(np.float64)
 
-    tensor_rate = tp.tensor_flops_per_clk_per_sm(elem) * family.tensor_efficiency(cfg, hardware)
+    tensor_rate = tp.tensor_flops_per_clk_per_sm(elem) * family.tensor_efficiency(cfg, device)
     tensor = 2.0 * bm * bn * (d + dv) / tensor_rate
 
     kv_tile_bytes = bn * (d + dv) * elem
     q_reread = 0.0 if family.q_in_registers() else 1.0
-    readers = family.tile_readers(cfg, hardware)
+    readers = family.tile_readers(cfg, device)
     smem_bytes = readers * kv_tile_bytes + q_reread * bm * d * elem + kv_tile_bytes
     spill_bytes = spill_regs * 4.0 * 2.0 * warps * sm.warp_size_threads
     smem = (smem_bytes + spill_bytes) / tp.smem_bandwidth_bytes_per_clk_per_sm
@@ -131,8 +128,8 @@ def _iteration_cycles(
     chain = chain_cycles * latency_exposed
     compute = (busiest + rest * serial) / active_fraction + chain
 
-    l2_share = _l2_bytes_per_clk_per_sm(hardware)
-    dram_share = _dram_bytes_per_clk(hardware) / tp.sm_count
+    l2_share = _l2_bytes_per_clk_per_sm(device)
+    dram_share = _dram_bytes_per_clk(device) / tp.sm_count
     transfer = kv_tile_bytes * ((1.0 - dram_miss) / l2_share + dram_miss / dram_share)
     latency = (1.0 - dram_miss) * tp.l2_hit_latency_cycles + dram_miss * tp.dram_latency_cycles
     mask_extra = scores * MASK_OPS_PER_SCORE / tp.fp32_ops_per_clk_per_sm / active_fraction
@@ -148,22 +145,21 @@ def _iteration_cycles(
     )
 
 
-def _l2_bytes_per_clk_per_sm(hardware: HardwareSpec) -> float:
+def _l2_bytes_per_clk_per_sm(device: CudaDevice) -> float:
     """Achievable L2 read bandwidth per SM when every SM streams (bytes per cycle)."""
-    _, tp = hardware.cuda
-    return L2_BW_FACTOR * hardware.memory.l2_bandwidth_bytes_per_clk / tp.sm_count
+    return L2_BW_FACTOR * device.memory.l2_bandwidth_bytes_per_clk / device.throughput.sm_count
 
 
-def _dram_bytes_per_clk(hardware: HardwareSpec) -> float:
-    _, tp = hardware.cuda
-    return hardware.memory.dram_bandwidth_gb_per_s * 1e9 / (tp.boost_clock_mhz * 1e6)
+def _dram_bytes_per_clk(device: CudaDevice) -> float:
+    clock_hz = device.throughput.boost_clock_mhz * 1e6
+    return device.memory.dram_bandwidth_gb_per_s * 1e9 / clock_hz
 
 
 def _round_cycles(
-    it: _Iteration, blocks: FloatArray, prefetch: IntArray, hardware: HardwareSpec
+    it: _Iteration, blocks: FloatArray, prefetch: IntArray, device: CudaDevice
 ) -> tuple[FloatArray, FloatArray]:
     """Cycles for each of `blocks` resident blocks to finish one iteration, and the overlap."""
-    l2_share = _l2_bytes_per_clk_per_sm(hardware)
+    l2_share = _l2_bytes_per_clk_per_sm(device)
     p = prefetch.astype(np.float64)
     round_cycles = np.maximum.reduce(
         [
@@ -177,42 +173,48 @@ def _round_cycles(
     return round_cycles, overlap
 
 
-def _causal_iterations(
-    n_m: IntArray, bm: FloatArray, bn: FloatArray, n_kv: IntArray, offset: int
-) -> tuple[FloatArray, FloatArray]:
-    """Total K/V iterations over all query blocks of one head, and diagonal tiles among them.
-
-    Query block i (rows i*bm .. (i+1)*bm - 1) needs keys up to (i+1)*bm + offset - 1, i.e.
-    ceil(((i+1)*bm + offset) / bn) tiles, clipped to [0, n_kv]. The sum of a clipped linear
-    function is taken in closed form; the ceiling adds half a tile on average where the line
-    is strictly inside (0, n_kv). Diagonal tiles per partially visible block: ceil(bm/bn)+1.
-    """
-    # f(i) = a*i + c, a = bm/bn, c = (bm + offset)/bn
-    a = bm / bn
-    c = (bm + offset) / bn
-    n = n_m.astype(np.float64)
-    top = n_kv.astype(np.float64)
-    i_start = np.clip(np.ceil((0.0 - c) / a + 1e-12), 0, n)  # first i with f(i) > 0
-    i_full = np.clip(np.ceil((top - c) / a - 1e-12), 0, n)  # first i with f(i) >= n_kv
-    i_full = np.maximum(i_full, i_start)
-    count = i_full - i_start
-    partial_sum = a * (i_start + i_full - 1.0) * count / 2.0 + c * count + 0.5 * count
-    total = partial_sum + (n - i_full) * top
-    diagonal_per_block = np.minimum(np.ceil(bm / bn) + 1.0, top)
-    diagonal = diagonal_per_block * (count + np.minimum(n - i_full, 1.0))
-    return total, np.minimum(diagonal, total)
+def tile_params(num_stages: Param) -> tuple[Param, ...]:
+    """The decision variables of a FlashAttention forward tile: power-of-two BLOCK_M and
+    BLOCK_N from 16 to 256, 1 to 16 warps, and the family's pipeline depths."""
+    return (
+        Param("block_m", pow2_range(16, 256), "query rows per thread block (BLOCK_M)"),
+        Param("block_n", pow2_range(16, 256), "key/value rows per inner-loop iteration (BLOCK_N)"),
+        Param("num_warps", pow2_range(1, 16), "warps per thread block"),
+        num_stages,
+    )
 
 
-def evaluate(
-    family: KernelFamily,
-    hardware: HardwareSpec,
+class FlashForwardFamily(CudaFamily):
+    """A FlashAttention-style forward kernel on CUDA: Q tile resident, K/V tiles streamed
+    through shared memory, online softmax. fa2 and triton differ in the hooks below."""
+
+    @abstractmethod
+    def prefetch_iterations(self, cfg: ConfigArrays) -> IntArray:
+        """Iterations of compute available to hide one K/V tile load (0 = none)."""
+
+    def tile_readers(self, cfg: ConfigArrays, device: CudaDevice) -> FloatArray:
+        """How many times each K/V tile is read from shared memory per iteration: once per
+        warp for warp-level mma.sync (each warp loads its own B fragments)."""
+        return cfg.num_warps.astype(np.float64)
+
+    def tensor_efficiency(self, cfg: ConfigArrays, device: CudaDevice) -> FloatArray:
+        """Fraction of the dense tensor peak this family's MMA instruction can reach."""
+        return np.full(len(cfg), device.throughput.mma_sync_efficiency, dtype=np.float64)
+
+    def evaluate(self, ev: Evaluation) -> Perf:
+        """Predicted time and its components for every configuration."""
+        assert isinstance(ev.res, CudaResources)
+        return _evaluate(self, cuda_device(ev.hardware), ev.problem, ev.cfg, ev.res)
+
+
+def _evaluate(
+    family: FlashForwardFamily,
+    device: CudaDevice,
     problem: AttentionProblem,
     cfg: ConfigArrays,
-    resident_blocks: IntArray,
-    spill_regs: IntArray,
-) -> PerfArrays:
-    """Predicted time and its components for every configuration in `cfg`."""
-    _, tp = hardware.cuda
+    res: CudaResources,
+) -> Perf:
+    tp = device.throughput
     d, dv = family.kernel_head_dims(problem)
     elem = problem.dtype.bytes
     n_sm = tp.sm_count
@@ -221,7 +223,7 @@ def evaluate(
     bn = cfg.block_n.astype(np.float64)
     sq, sk = problem.seq_len, problem.seq_len_kv_eff
     heads_total = problem.batch * problem.heads
-    blocks = np.maximum(resident_blocks, 1)
+    blocks = np.maximum(res.occupancy.blocks_per_sm, 1)
 
     n_m = ceil_div(sq, cfg.block_m)
     n_kv = ceil_div(sk, cfg.block_n)
@@ -229,31 +231,22 @@ def evaluate(
     slots = blocks * n_sm
 
     # ---- DRAM traffic: Q and O once, K/V once per KV head unless L2 cannot hold them ----
-    group = problem.heads // problem.kv_heads_eff
     kv_head_bytes = float(sk) * (d + dv) * elem
-    heads_in_flight = np.minimum(heads_total, ceil_div(slots, n_m) + 1)
-    kv_heads_in_flight = np.asarray(ceil_div(heads_in_flight, group), dtype=np.float64)
-    footprint = kv_heads_in_flight * kv_head_bytes
-    l2_usable = L2_USABLE_FRACTION * hardware.memory.l2_bytes
-    dram_miss = np.clip(1.0 - l2_usable / np.maximum(footprint, 1.0), 0.0, 1.0)
-    kv_unique = float(problem.batch * problem.kv_heads_eff) * kv_head_bytes
-    rereads = 1.0 + (n_m - 1) * dram_miss
-    q_bytes = float(heads_total) * sq * d * elem
-    o_bytes = float(heads_total) * sq * (dv * elem + LSE_BYTES_PER_ROW)
-    hbm_bytes = q_bytes + o_bytes + kv_unique * rereads
+    dram_miss = kv_dram_miss(problem, kv_head_bytes, n_m, slots, device.memory.l2_bytes)
+    hbm_bytes = forward_hbm_bytes(problem, d, dv, n_m, dram_miss)
 
     # ---- one iteration, one round of resident blocks ----------------------------------
-    it = _iteration_cycles(family, hardware, problem, cfg, blocks, spill_regs, dram_miss)
+    it = _iteration_cycles(family, device, problem, cfg, blocks, res.spill_regs, dram_miss)
     prefetch = family.prefetch_iterations(cfg)
-    round_full, overlap = _round_cycles(it, blocks.astype(np.float64), prefetch, hardware)
+    round_full, overlap = _round_cycles(it, blocks.astype(np.float64), prefetch, device)
 
-    dram_share = _dram_bytes_per_clk(hardware) / n_sm
+    dram_share = _dram_bytes_per_clk(device) / n_sm
     prologue = tp.dram_latency_cycles + bm * d * elem / dram_share + it.tile_load
     epilogue = bm * (dv * elem + LSE_BYTES_PER_ROW) / dram_share
 
     # ---- iterations per block: all of K/V, or the causal triangle ----------------------
     if problem.causal:
-        total_iters, diag_iters = _causal_iterations(n_m, bm, bn, n_kv, sk - sq)
+        total_iters, diag_iters = causal_iterations(n_m, bm, bn, n_kv, sk - sq)
         max_iters = n_kv.astype(np.float64)
     else:
         total_iters = (n_m * n_kv).astype(np.float64)
@@ -266,11 +259,10 @@ def evaluate(
         return prologue + epilogue + iters * round_cycles + diag * it.mask_extra
 
     # ---- waves over the SMs --------------------------------------------------------------
-    waves_exact = ctas / slots
-    waves = np.ceil(waves_exact)
-    last_wave_ctas = ctas - (waves - 1) * slots
-    last_blocks = np.minimum(blocks, ceil_div(last_wave_ctas, n_sm)).astype(np.float64)
-    round_last, _ = _round_cycles(it, last_blocks, prefetch, hardware)
+    waves = wave_schedule(ctas, slots)
+    last_ctas = waves.last_wave_ctas.astype(np.int64)
+    last_blocks = np.minimum(blocks, ceil_div(last_ctas, n_sm)).astype(np.float64)
+    round_last, _ = _round_cycles(it, last_blocks, prefetch, device)
     diag_mean = diag_iters / n_m
     if problem.causal:
         work = heads_total * duration(total_iters, diag_iters, round_full)
@@ -281,26 +273,23 @@ def evaluate(
     else:
         full = duration(mean_iters, diag_mean, round_full)
         last = duration(mean_iters, diag_mean, round_last)
-        cycles = (waves - 1) * full + last
-    tail_efficiency = waves_exact / waves
+        cycles = (waves.count - 1) * full + last
 
-    dram_bound_cycles = hbm_bytes / _dram_bytes_per_clk(hardware)
+    dram_bound_cycles = hbm_bytes / _dram_bytes_per_clk(device)
     cycles = np.maximum(cycles, dram_bound_cycles)
     time_us = cycles / clock_hz * 1e6
 
     computed_pairs = (n_m * cfg.block_m).astype(np.float64) * (n_kv * cfg.block_n)
     if problem.causal:
         computed_pairs = total_iters * bm * bn
-    useful_pairs = problem.flops / (2.0 * (problem.head_dim + problem.head_dim_v_eff))
-    padding_waste = np.clip(1.0 - useful_pairs / (computed_pairs * heads_total), 0.0, 1.0)
 
     tensor_total = heads_total * total_iters * it.tensor / n_sm
     compute_total = heads_total * total_iters * it.compute / np.maximum(blocks, 1) / n_sm
     load_total = heads_total * total_iters * it.tile_load / n_sm / np.maximum(blocks, 1)
     bottleneck = _bottlenecks(
-        it, round_full, blocks.astype(np.float64), cycles, dram_bound_cycles, waves_exact
+        it, round_full, blocks.astype(np.float64), cycles, dram_bound_cycles, waves.exact
     )
-    return PerfArrays(
+    return Perf(
         time_us=time_us,
         tflops=problem.flops / (time_us * 1e-6) / 1e12,
         compute_us=compute_total / clock_hz * 1e6,
@@ -308,9 +297,9 @@ def evaluate(
         overlap=overlap,
         arithmetic_intensity=problem.flops / hbm_bytes,
         hbm_bytes=hbm_bytes,
-        waves=waves_exact,
-        tail_efficiency=tail_efficiency,
-        padding_waste=padding_waste,
+        waves=waves.exact,
+        tail_efficiency=waves.tail_efficiency,
+        padding_waste=padding_waste(problem, computed_pairs),
         mma_utilization=np.clip(tensor_total / cycles, 0.0, 1.0),
         bottleneck=bottleneck,
     )

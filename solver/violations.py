@@ -1,0 +1,106 @@
+"""One converter from pydantic's validation errors to field violations, for every adapter.
+
+The CLI, the wire codec and the solver's own checks report a bad value the same way: the
+field's path (prefixed with where it sits in a request, e.g. `problem.head_dim`), what is wrong,
+what is allowed (read from the field's type and bounds) and what was given. A rule over several
+fields names the first field its message mentions.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ValidationError
+
+from .errors import FieldViolation
+
+_NUMBER_ERRORS = {
+    "int_parsing",
+    "int_type",
+    "int_from_float",
+    "float_parsing",
+    "float_type",
+    "finite_number",
+    "greater_than",
+    "greater_than_equal",
+    "less_than",
+    "less_than_equal",
+}
+
+
+def _number(value: float) -> str:
+    """A bound as written: 16777216 stays 16777216, 0.0 becomes 0."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def allowed_range(model: type[BaseModel], field: str) -> str | None:
+    """'an integer from 1 to 1024' from the field's type and bounds, or None if unknown."""
+    info = model.model_fields.get(field)
+    if info is None:
+        return None
+    annotation = str(info.annotation)
+    kind = "an integer" if "int" in annotation else "a number"
+    lo = hi = ""
+    for meta in info.metadata:
+        for attr, text in (("ge", ">="), ("gt", ">")):
+            if getattr(meta, attr, None) is not None:
+                lo = f"{text} {_number(getattr(meta, attr))}"
+        for attr, text in (("le", "<="), ("lt", "<")):
+            if getattr(meta, attr, None) is not None:
+                hi = f"{text} {_number(getattr(meta, attr))}"
+    if lo.startswith(">=") and hi.startswith("<="):
+        return f"{kind} from {lo[3:]} to {hi[3:]}"
+    bounds = " and ".join(b for b in (lo, hi) if b)
+    return f"{kind} {bounds}" if bounds else kind
+
+
+def field_named_in(model: type[BaseModel], message: str) -> str | None:
+    """The field a model-level rule is about: the first field name its message mentions."""
+    best: tuple[int, str] | None = None
+    for name in model.model_fields:
+        match = re.search(rf"\b{re.escape(name)}\b", message)
+        if match and (best is None or match.start() < best[0]):
+            best = (match.start(), name)
+    return best[1] if best else None
+
+
+def _shown(given: object) -> str:
+    # int64 fields arrive over the wire as JSON strings; show them as the number that was sent.
+    if isinstance(given, str) and given.lstrip("-").isdigit():
+        return given
+    return repr(given)
+
+
+def violations_from_validation(
+    exc: ValidationError, model: type[BaseModel], prefix: str = ""
+) -> list[FieldViolation]:
+    """pydantic's errors for `model` as field violations saying what is allowed.
+
+    `prefix` is where the model sits in a request ("problem", "hardware.spec"): paths become
+    `prefix.field`, and an error of the whole model is reported on `prefix`."""
+    out = []
+    for item in exc.errors():
+        loc = ".".join(str(part) for part in item["loc"])
+        kind = item["type"]
+        given = item.get("input")
+        message = str(item["msg"]).removeprefix("Value error, ")
+        field = loc or field_named_in(model, message) or ""
+        if kind in _NUMBER_ERRORS:
+            allowed = allowed_range(model, loc) if loc else None
+            description = (
+                f"must be {allowed}; got {_shown(given)}"
+                if allowed
+                else f"{message}; got {_shown(given)}"
+            )
+        elif kind in ("enum", "literal_error"):
+            expected = item.get("ctx", {}).get("expected", "")
+            description = f"must be one of {expected}; got {_shown(given)}"
+        elif kind == "missing":
+            description = "is required"
+        elif given is not None and not isinstance(given, dict | list) and loc:
+            description = f"{message}; got {_shown(given)}"
+        else:
+            description = message
+        path = ".".join(p for p in (prefix, field) if p) or model.__name__
+        out.append(FieldViolation(path, description))
+    return out
