@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from .errors import UnknownHardwareError
 
-CATALOG_VERSION = "2026.11.1"
+CATALOG_VERSION = "2026.11.2"  # 2026.11.2: Ascend core layout, clocks, rates, transfer rates
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -131,19 +131,177 @@ class MemorySystem(BaseModel):
 
 
 class AscendCore(BaseModel):
-    """On-chip buffers of a Huawei DaVinci AI core (used by the `ascend` family)."""
+    """A Huawei DaVinci AI core and how many of them a chip has (used by the `ascend` family).
+
+    Two layouts exist. "split" (910B): cube cores (AIC: L1, L0A/L0B/L0C, the cube unit) and
+    vector cores (AIV: the Unified Buffer and the vector unit) are separate cores, and data
+    passes between them through GM/L2. "coupled" (910A, 310P3): one AI core holds both units.
+    Buffer sizes, MAC rates and transfer rates are per core (the core that owns the buffer or
+    unit); transfer rates are the CANN platform ini's `[AICoreMemoryRates]`, bytes per cycle.
+    An optional field is None where no figure for the part is known.
+    """
 
     model_config = _FROZEN
 
-    ai_core_count: int = Field(ge=1, le=1024)
-    cube_fp16_tflops: float = Field(gt=0, le=100_000)
-    l1_bytes: int = Field(ge=1024, le=1 << 30)
-    l0a_bytes: int = Field(ge=1024, le=1 << 30)
-    l0b_bytes: int = Field(ge=1024, le=1 << 30)
-    l0c_bytes: int = Field(ge=1024, le=1 << 30)
-    unified_buffer_bytes: int = Field(ge=1024, le=1 << 30)
-    ub_alignment_bytes: int = Field(ge=1, le=4096)
+    ai_core_count: int = Field(
+        ge=1, le=1024, description="AI cores; on split parts the cube cores (= aic_count)"
+    )
+    cube_fp16_tflops: float = Field(
+        gt=0,
+        le=100_000,
+        description="dense FP16 cube peak, TFLOP/s; must match "
+        "aic_count x cube_fp16_macs_per_cycle x 2 x cube_clock_mhz within 1 %",
+    )
+    l1_bytes: int = Field(
+        ge=1024, le=1 << 30, description="L1 buffer per cube core (AIC) or AI core, bytes"
+    )
+    l0a_bytes: int = Field(ge=1024, le=1 << 30, description="L0A (left operand) per core, bytes")
+    l0b_bytes: int = Field(ge=1024, le=1 << 30, description="L0B (right operand) per core, bytes")
+    l0c_bytes: int = Field(ge=1024, le=1 << 30, description="L0C (accumulator) per core, bytes")
+    unified_buffer_bytes: int = Field(
+        ge=1024, le=1 << 30, description="Unified Buffer per vector core (AIV) or AI core, bytes"
+    )
+    ub_alignment_bytes: int = Field(
+        ge=1, le=4096, description="alignment of Unified Buffer operands, bytes"
+    )
     cube_fractal_elements: int = Field(16, ge=1, le=256, description="M/N/K of one cube op")
+
+    # ---- core layout
+    core_layout: Literal["split", "coupled"] = Field(
+        description="'split': separate cube (AIC) and vector (AIV) cores; "
+        "'coupled': one AI core holds both units"
+    )
+    aic_count: int = Field(ge=1, le=1024, description="cube cores (AIC); = ai_core_count")
+    aiv_count: int = Field(
+        ge=1,
+        le=4096,
+        description="vector cores (AIV) on split parts (a multiple of aic_count); on coupled "
+        "parts the vector units inside the AI cores (= ai_core_count)",
+    )
+    standalone_vector_core_count: int | None = Field(
+        None,
+        ge=0,
+        le=1024,
+        description="coupled parts only: vector-only cores (no cube unit) beside the AI "
+        "cores; None on split parts and where unknown",
+    )
+
+    # ---- clocks
+    cube_clock_mhz: float = Field(gt=0, le=10_000, description="cube (AIC) clock, MHz")
+    vector_clock_mhz: float = Field(gt=0, le=10_000, description="vector (AIV) clock, MHz")
+
+    # ---- compute rates, per core per cycle
+    cube_fp16_macs_per_cycle: int = Field(
+        ge=1, le=1 << 20, description="FP16 multiply-accumulates per cycle per cube core"
+    )
+    cube_bf16_supported: bool = Field(
+        description="the cube takes BF16 inputs, at cube_fp16_macs_per_cycle "
+        "(the ini's default M/N/K shape covers FP16 and BF16)"
+    )
+    vector_fp16_elements_per_cycle: int | None = Field(
+        None,
+        ge=1,
+        le=1 << 16,
+        description="FP16 elements per cycle per vector unit (CANN ini vec_calc_size)",
+    )
+    cube_fp16_gemm_measured_tflops: float | None = Field(
+        None, gt=0, le=100_000, description="a measured dense FP16 GEMM rate, TFLOP/s"
+    )
+
+    # ---- transfer rates, bytes per cycle per core (CANN ini [AICoreMemoryRates])
+    gm_read_bytes_per_cycle: int | None = Field(
+        None, ge=1, le=1 << 16, description="GM (HBM/DDR) read into a core, bytes/cycle"
+    )
+    gm_write_bytes_per_cycle: int | None = Field(
+        None, ge=1, le=1 << 16, description="GM (HBM/DDR) write from a core, bytes/cycle"
+    )
+    l2_read_bytes_per_cycle: int | None = Field(
+        None, ge=1, le=1 << 16, description="L2 read into a core, bytes/cycle"
+    )
+    l2_write_bytes_per_cycle: int | None = Field(
+        None, ge=1, le=1 << 16, description="L2 write from a core, bytes/cycle"
+    )
+    l1_to_l0a_bytes_per_cycle: int | None = Field(
+        None, ge=1, le=1 << 16, description="L1 -> L0A, bytes/cycle"
+    )
+    l1_to_l0b_bytes_per_cycle: int | None = Field(
+        None, ge=1, le=1 << 16, description="L1 -> L0B, bytes/cycle"
+    )
+    l1_to_ub_bytes_per_cycle: int | None = Field(
+        None, ge=1, le=1 << 16, description="L1 -> Unified Buffer, bytes/cycle"
+    )
+    l0c_to_ub_bytes_per_cycle: int | None = Field(
+        None, ge=1, le=1 << 16, description="L0C -> Unified Buffer, bytes/cycle"
+    )
+    ub_to_l2_bytes_per_cycle: int | None = Field(
+        None, ge=1, le=1 << 16, description="Unified Buffer -> L2, bytes/cycle"
+    )
+    ub_to_gm_bytes_per_cycle: int | None = Field(
+        None, ge=1, le=1 << 16, description="Unified Buffer -> GM (HBM/DDR), bytes/cycle"
+    )
+    ub_to_l1_bytes_per_cycle: int | None = Field(
+        None, ge=1, le=1 << 16, description="Unified Buffer -> L1, bytes/cycle"
+    )
+
+    unconfirmed_fields: tuple[str, ...] = Field(
+        (),
+        max_length=128,
+        description="'ascend.<field>' or 'memory.<field>' paths whose figures are not "
+        "confirmed by a primary source (secondary quotes, derivations, assumptions)",
+    )
+
+    def cube_fp16_tflops_from_clock(self) -> float:
+        """The FP16 peak implied by core count, MAC rate and cube clock, TFLOP/s."""
+        return self.aic_count * self.cube_fp16_macs_per_cycle * 2 * self.cube_clock_mhz * 1e-6
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AscendCore:
+        """Core counts agree with the layout; the FP16 peak agrees with count x rate x clock;
+        `unconfirmed_fields` names fields that exist and carry a figure."""
+        if self.aic_count != self.ai_core_count:
+            raise ValueError(
+                f"aic_count ({self.aic_count}) must equal ai_core_count ({self.ai_core_count})"
+            )
+        if self.core_layout == "coupled":
+            if self.aiv_count != self.ai_core_count:
+                raise ValueError(
+                    f"a coupled part has one vector unit per AI core: aiv_count "
+                    f"({self.aiv_count}) must equal ai_core_count ({self.ai_core_count})"
+                )
+        else:
+            if self.aiv_count % self.aic_count:
+                raise ValueError(
+                    f"a split part has a whole number of vector cores per cube core: aiv_count "
+                    f"({self.aiv_count}) must be a multiple of aic_count ({self.aic_count})"
+                )
+            if self.standalone_vector_core_count is not None:
+                raise ValueError(
+                    "standalone_vector_core_count applies to coupled parts only "
+                    "(a split part's vector cores are aiv_count)"
+                )
+        implied = self.cube_fp16_tflops_from_clock()
+        if abs(implied - self.cube_fp16_tflops) > 0.01 * self.cube_fp16_tflops:
+            raise ValueError(
+                f"cube_fp16_tflops ({self.cube_fp16_tflops:g}) must be within 1 % of aic_count "
+                f"x cube_fp16_macs_per_cycle x 2 x cube_clock_mhz ({implied:.1f})"
+            )
+        self._check_unconfirmed()
+        return self
+
+    def _check_unconfirmed(self) -> None:
+        if len(set(self.unconfirmed_fields)) != len(self.unconfirmed_fields):
+            raise ValueError("unconfirmed_fields must not repeat a path")
+        sections: dict[str, type[BaseModel]] = {"ascend": AscendCore, "memory": MemorySystem}
+        for path in self.unconfirmed_fields:
+            section, _, field = path.partition(".")
+            model = sections.get(section)
+            if model is None or field not in model.model_fields or field == "unconfirmed_fields":
+                raise ValueError(
+                    f"unconfirmed_fields: {path!r} is not an 'ascend.<field>' or "
+                    "'memory.<field>' path"
+                )
+            if section == "ascend" and getattr(self, field) is None:
+                raise ValueError(f"unconfirmed_fields: {path!r} has no figure (it is None)")
 
 
 class _Device(BaseModel):

@@ -14,6 +14,7 @@ import pytest
 
 from tilesolve.solver.errors import UnknownHardwareError
 from tilesolve.solver.hardware import (
+    AscendCore,
     AscendDevice,
     CudaDevice,
     HardwareSpec,
@@ -94,6 +95,9 @@ def test_catalog_files_are_named_after_the_device() -> None:
 
 # ---------------------------------------------------------------------------- 2. sources
 
+# Non-numeric fields a source may (and for Ascend devices must) cite besides the numbers.
+CITED_NON_NUMERIC = {"sm.compute_capability", "ascend.core_layout", "ascend.cube_bf16_supported"}
+
 
 @pytest.mark.parametrize("name", CATALOG_NAMES)
 def test_every_number_is_cited(name: str) -> None:
@@ -111,8 +115,8 @@ def test_every_number_is_cited(name: str) -> None:
     }
     stray = sorted(set(spec.sources) - fields)
     assert not stray, f"{name}: sources for fields that do not exist: {stray}"
-    non_numeric = sorted(set(spec.sources) - paths)
-    assert non_numeric in ([], ["sm.compute_capability"]), f"{name}: {non_numeric}"
+    non_numeric = set(spec.sources) - paths
+    assert non_numeric <= CITED_NON_NUMERIC, f"{name}: {sorted(non_numeric - CITED_NON_NUMERIC)}"
 
 
 # ---------------------------------------------------------------------------- 3. aliases
@@ -298,3 +302,183 @@ def test_inline_unknown_field_is_rejected() -> None:
     data["memory"]["hbm_stacks"] = 6
     with pytest.raises(pydantic.ValidationError):
         parse_hardware(data)
+
+
+# ---------------------------------------------------------------------------- 6. Ascend
+
+ASCEND_NAMES = [n for n in CATALOG_NAMES if load_catalog()[n].arch == "ascend"]
+
+# Fields an Ascend FlashAttention model needs beyond the buffer sizes; every inline Ascend
+# spec must give the required ones, a catalog entry gives the optional ones where known.
+ASCEND_REQUIRED = (
+    "core_layout",
+    "aic_count",
+    "aiv_count",
+    "cube_clock_mhz",
+    "vector_clock_mhz",
+    "cube_fp16_macs_per_cycle",
+    "cube_bf16_supported",
+)
+TRANSFER_RATES = (
+    "gm_read_bytes_per_cycle",
+    "gm_write_bytes_per_cycle",
+    "l2_read_bytes_per_cycle",
+    "l2_write_bytes_per_cycle",
+    "l1_to_l0a_bytes_per_cycle",
+    "l1_to_l0b_bytes_per_cycle",
+    "l1_to_ub_bytes_per_cycle",
+    "l0c_to_ub_bytes_per_cycle",
+    "ub_to_l2_bytes_per_cycle",
+    "ub_to_gm_bytes_per_cycle",
+    "ub_to_l1_bytes_per_cycle",
+)
+ASCEND_OPTIONAL = (
+    "standalone_vector_core_count",
+    "vector_fp16_elements_per_cycle",
+    "cube_fp16_gemm_measured_tflops",
+    *TRANSFER_RATES,
+)
+
+
+def test_ascend_devices_are_the_required_three() -> None:
+    assert ASCEND_NAMES == ["ascend-310p3", "ascend-910", "ascend-910b"]
+
+
+def test_ascend_schema_has_the_model_fields() -> None:
+    fields = AscendCore.model_fields
+    for name in (*ASCEND_REQUIRED, *ASCEND_OPTIONAL, "unconfirmed_fields"):
+        assert name in fields, name
+        assert fields[name].description, f"{name} has no description"
+    for name in ASCEND_REQUIRED:
+        assert fields[name].is_required(), name
+    for name in ASCEND_OPTIONAL:
+        assert not fields[name].is_required() and fields[name].default is None, name
+
+
+@pytest.mark.parametrize("name", ASCEND_NAMES)
+def test_ascend_entry_carries_and_cites_the_model_fields(name: str) -> None:
+    spec = get_hardware(name)
+    core = spec.ascend
+    assert core is not None
+    for field in ASCEND_REQUIRED:
+        assert getattr(core, field) is not None, field
+        assert spec.sources.get(f"ascend.{field}", "").strip(), f"{name}: ascend.{field} uncited"
+    for field in ASCEND_OPTIONAL:
+        if getattr(core, field) is None:
+            # No figure at all: the notes say which fields are missing.
+            assert field in spec.notes, f"{name}: {field} is None but the notes do not say so"
+        else:
+            assert spec.sources.get(f"ascend.{field}", "").strip(), f"{name}: {field} uncited"
+
+
+@pytest.mark.parametrize("name", ASCEND_NAMES)
+def test_unconfirmed_fields_match_the_sources(name: str) -> None:
+    spec = get_hardware(name)
+    assert spec.ascend is not None
+    marked = {
+        key
+        for key, text in spec.sources.items()
+        if key.split(".")[0] in ("ascend", "memory") and text.startswith("unconfirmed:")
+    }
+    assert set(spec.ascend.unconfirmed_fields) == marked
+
+
+def test_ascend_core_layouts() -> None:
+    b, a, p = (get_hardware(n).ascend for n in ("ascend-910b", "ascend-910", "ascend-310p3"))
+    assert b is not None and a is not None and p is not None
+    assert (b.core_layout, b.aic_count, b.aiv_count, b.ai_core_count) == ("split", 24, 48, 24)
+    assert b.standalone_vector_core_count is None
+    assert (a.core_layout, a.aic_count, a.aiv_count, a.ai_core_count) == ("coupled", 32, 32, 32)
+    assert (p.core_layout, p.aic_count, p.aiv_count, p.ai_core_count) == ("coupled", 8, 8, 8)
+    assert p.standalone_vector_core_count == 7
+    # BF16 is a 910B feature; the coupled parts run fp16 kernels only.
+    assert b.cube_bf16_supported and not a.cube_bf16_supported and not p.cube_bf16_supported
+
+
+def test_ascend_910b_rates_are_the_ini_figures() -> None:
+    core = get_hardware("ascend-910b").ascend
+    assert core is not None
+    # hicann/pypto Ascend910B1.ini [AICoreMemoryRates], bytes per cycle.
+    ini = {
+        "gm_read_bytes_per_cycle": 32,
+        "gm_write_bytes_per_cycle": 32,
+        "l2_read_bytes_per_cycle": 110,
+        "l2_write_bytes_per_cycle": 86,
+        "l1_to_l0a_bytes_per_cycle": 512,
+        "l1_to_l0b_bytes_per_cycle": 256,
+        "l1_to_ub_bytes_per_cycle": 128,
+        "l0c_to_ub_bytes_per_cycle": 256,
+        "ub_to_l2_bytes_per_cycle": 64,
+        "ub_to_gm_bytes_per_cycle": 64,
+        "ub_to_l1_bytes_per_cycle": 128,
+    }
+    assert {f: getattr(core, f) for f in ini} == ini
+    assert core.cube_fp16_macs_per_cycle == 4096 and core.vector_fp16_elements_per_cycle == 128
+    assert core.cube_clock_mhz == core.vector_clock_mhz == 1800
+    assert core.cube_fp16_gemm_measured_tflops == pytest.approx(0.889 * 353.9, rel=0.01)
+    # the ini's per-core rates are unconfirmed for the 910B2 (they were read on the 910B1)
+    assert {f"ascend.{f}" for f in ini} <= set(core.unconfirmed_fields)
+
+
+@pytest.mark.parametrize("name", ASCEND_NAMES)
+def test_ascend_peak_is_count_times_rate_times_clock(name: str) -> None:
+    core = get_hardware(name).ascend
+    assert core is not None
+    implied = core.aic_count * core.cube_fp16_macs_per_cycle * 2 * core.cube_clock_mhz / 1e6
+    assert implied == pytest.approx(core.cube_fp16_tflops, rel=0.01)
+    assert core.cube_fp16_tflops_from_clock() == pytest.approx(implied)
+
+
+def test_inline_ascend_spec_missing_fields_is_rejected_naming_them() -> None:
+    data = _dump("ascend-910b")
+    for field in ASCEND_REQUIRED:
+        del data["ascend"][field]
+    with pytest.raises(pydantic.ValidationError) as info:
+        parse_hardware(data)
+    missing = {
+        ".".join(str(p) for p in e["loc"]) for e in info.value.errors() if e["type"] == "missing"
+    }
+    assert missing == {f"ascend.{field}" for field in ASCEND_REQUIRED}
+
+
+def test_inline_ascend_spec_without_optional_figures_validates() -> None:
+    data = _dump("ascend-910b")
+    for field in ASCEND_OPTIONAL:
+        data["ascend"].pop(field)
+    data["ascend"]["unconfirmed_fields"] = ()
+    core = parse_hardware(data).ascend
+    assert core is not None
+    assert all(getattr(core, f) is None for f in ASCEND_OPTIONAL)
+
+
+@pytest.mark.parametrize(
+    ("name", "changes", "message"),
+    [
+        ("ascend-910b", {"aic_count": 20}, "aic_count"),  # != ai_core_count 24
+        ("ascend-910b", {"aiv_count": 50}, "multiple of aic_count"),
+        ("ascend-910b", {"standalone_vector_core_count": 2}, "coupled parts only"),
+        ("ascend-910", {"aiv_count": 64}, "aiv_count"),  # coupled: one vector unit per core
+        ("ascend-910b", {"cube_clock_mhz": 1500.0}, "cube_fp16_tflops"),  # 295 vs 353.9
+        ("ascend-910b", {"cube_fp16_tflops": 380.0}, "cube_fp16_tflops"),
+        ("ascend-910b", {"cube_fp16_macs_per_cycle": 8192}, "cube_fp16_tflops"),
+        ("ascend-910b", {"core_layout": "fused"}, "core_layout"),
+        ("ascend-910b", {"l1_to_l0a_bytes_per_cycle": 0}, "l1_to_l0a_bytes_per_cycle"),
+        ("ascend-910b", {"vector_clock_mhz": -1.0}, "vector_clock_mhz"),
+        ("ascend-910b", {"unconfirmed_fields": ("ascend.l3_bytes",)}, "ascend.l3_bytes"),
+        ("ascend-910b", {"unconfirmed_fields": ("sm.regs_per_sm",)}, "sm.regs_per_sm"),
+        ("ascend-910", {"unconfirmed_fields": ("ascend.l2_read_bytes_per_cycle",)}, "None"),
+        (
+            "ascend-910b",
+            {"unconfirmed_fields": ("ascend.cube_clock_mhz", "ascend.cube_clock_mhz")},
+            "repeat",
+        ),
+    ],
+)
+def test_inline_ascend_inconsistency_is_rejected(
+    name: str, changes: dict[str, Any], message: str
+) -> None:
+    data = _dump(name)
+    data["ascend"].update(changes)
+    with pytest.raises(pydantic.ValidationError) as info:
+        parse_hardware(data)
+    assert message in str(info.value)

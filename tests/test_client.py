@@ -183,6 +183,9 @@ def test_hardware_spec_resolves_aliases(client: TileSolveClient) -> None:
     assert spec.name == "h100-sxm"
     assert spec == get_hardware("h100")
     assert client.hardware_spec("t4") == get_hardware("t4")  # a zero field (reserved smem)
+    # Ascend: optional rates absent (310P3) or present (910B), a repeated string, a bool.
+    for name in ("910b2", "310p"):
+        assert client.hardware_spec(name) == get_hardware(name)
 
 
 def test_occupancy(client: TileSolveClient) -> None:

@@ -27,6 +27,7 @@ from tilesolve import wire
 from tilesolve.server.app import ServerConfig, create_server
 from tilesolve.server.cache import LruCache, answer_key
 from tilesolve.solver import AttentionProblem, SolveOptions, get_hardware, solve
+from tilesolve.solver.hardware import AscendCore
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
@@ -313,6 +314,41 @@ def test_get_hardware(stub: pb_grpc.TileSolveServiceStub) -> None:
     error = call_error(stub.GetHardware, pb.GetHardwareRequest(name="nope"))
     assert error.code() == grpc.StatusCode.NOT_FOUND
     assert "h100-sxm" in error.details() and "name" in violations(error)
+
+
+@pytest.mark.parametrize("name", ["ascend-910b", "ascend-910", "ascend-310p3"])
+def test_get_hardware_round_trips_an_ascend_device(
+    stub: pb_grpc.TileSolveServiceStub, name: str
+) -> None:
+    response = stub.GetHardware(pb.GetHardwareRequest(name=name), timeout=10)
+    core = response.hardware.ascend
+    assert core.core_layout in ("split", "coupled") and core.aic_count > 0
+    # Fields without a figure stay absent on the wire instead of reading as 0.
+    assert core.HasField("l1_to_l0a_bytes_per_cycle") == (name == "ascend-910b")
+    assert wire.spec_from_proto(response.hardware) == get_hardware(name)
+
+
+def test_ascend_core_message_has_the_schema_fields() -> None:
+    """The wire maps AscendCore through JSON with proto field names = pydantic field names."""
+    proto_fields = [f.name for f in pb.AscendCore.DESCRIPTOR.fields]
+    assert proto_fields == list(AscendCore.model_fields)
+
+
+def test_inline_ascend_spec_missing_fields_names_them(stub: pb_grpc.TileSolveServiceStub) -> None:
+    spec = wire.spec_to_proto(get_hardware("ascend-910b"))
+    for field in ("core_layout", "aic_count", "cube_clock_mhz"):
+        spec.ascend.ClearField(field)  # type: ignore[arg-type]
+    error = call_error(
+        stub.Solve,
+        pb.SolveRequest(
+            hardware=pb.HardwareRef(spec=spec),
+            problem=pb.AttentionProblem(seq_len=4096, head_dim=128),
+        ),
+    )
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    found = violations(error)
+    for field in ("core_layout", "aic_count", "cube_clock_mhz"):
+        assert f"hardware.spec.ascend.{field}" in found, found
 
 
 def test_estimate_memory(stub: pb_grpc.TileSolveServiceStub) -> None:

@@ -200,7 +200,7 @@ class MemorySystem(_message.Message):
     def __init__(self, memory_bytes: _Optional[int] = ..., dram_bandwidth_gb_per_s: _Optional[float] = ..., l2_bytes: _Optional[int] = ..., l2_bandwidth_bytes_per_clk: _Optional[float] = ...) -> None: ...
 
 class AscendCore(_message.Message):
-    __slots__ = ("ai_core_count", "cube_fp16_tflops", "l1_bytes", "l0a_bytes", "l0b_bytes", "l0c_bytes", "unified_buffer_bytes", "ub_alignment_bytes", "cube_fractal_elements")
+    __slots__ = ("ai_core_count", "cube_fp16_tflops", "l1_bytes", "l0a_bytes", "l0b_bytes", "l0c_bytes", "unified_buffer_bytes", "ub_alignment_bytes", "cube_fractal_elements", "core_layout", "aic_count", "aiv_count", "standalone_vector_core_count", "cube_clock_mhz", "vector_clock_mhz", "cube_fp16_macs_per_cycle", "cube_bf16_supported", "vector_fp16_elements_per_cycle", "cube_fp16_gemm_measured_tflops", "gm_read_bytes_per_cycle", "gm_write_bytes_per_cycle", "l2_read_bytes_per_cycle", "l2_write_bytes_per_cycle", "l1_to_l0a_bytes_per_cycle", "l1_to_l0b_bytes_per_cycle", "l1_to_ub_bytes_per_cycle", "l0c_to_ub_bytes_per_cycle", "ub_to_l2_bytes_per_cycle", "ub_to_gm_bytes_per_cycle", "ub_to_l1_bytes_per_cycle", "unconfirmed_fields")
     AI_CORE_COUNT_FIELD_NUMBER: _ClassVar[int]
     CUBE_FP16_TFLOPS_FIELD_NUMBER: _ClassVar[int]
     L1_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -210,6 +210,28 @@ class AscendCore(_message.Message):
     UNIFIED_BUFFER_BYTES_FIELD_NUMBER: _ClassVar[int]
     UB_ALIGNMENT_BYTES_FIELD_NUMBER: _ClassVar[int]
     CUBE_FRACTAL_ELEMENTS_FIELD_NUMBER: _ClassVar[int]
+    CORE_LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    AIC_COUNT_FIELD_NUMBER: _ClassVar[int]
+    AIV_COUNT_FIELD_NUMBER: _ClassVar[int]
+    STANDALONE_VECTOR_CORE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CUBE_CLOCK_MHZ_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_CLOCK_MHZ_FIELD_NUMBER: _ClassVar[int]
+    CUBE_FP16_MACS_PER_CYCLE_FIELD_NUMBER: _ClassVar[int]
+    CUBE_BF16_SUPPORTED_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_FP16_ELEMENTS_PER_CYCLE_FIELD_NUMBER: _ClassVar[int]
+    CUBE_FP16_GEMM_MEASURED_TFLOPS_FIELD_NUMBER: _ClassVar[int]
+    GM_READ_BYTES_PER_CYCLE_FIELD_NUMBER: _ClassVar[int]
+    GM_WRITE_BYTES_PER_CYCLE_FIELD_NUMBER: _ClassVar[int]
+    L2_READ_BYTES_PER_CYCLE_FIELD_NUMBER: _ClassVar[int]
+    L2_WRITE_BYTES_PER_CYCLE_FIELD_NUMBER: _ClassVar[int]
+    L1_TO_L0A_BYTES_PER_CYCLE_FIELD_NUMBER: _ClassVar[int]
+    L1_TO_L0B_BYTES_PER_CYCLE_FIELD_NUMBER: _ClassVar[int]
+    L1_TO_UB_BYTES_PER_CYCLE_FIELD_NUMBER: _ClassVar[int]
+    L0C_TO_UB_BYTES_PER_CYCLE_FIELD_NUMBER: _ClassVar[int]
+    UB_TO_L2_BYTES_PER_CYCLE_FIELD_NUMBER: _ClassVar[int]
+    UB_TO_GM_BYTES_PER_CYCLE_FIELD_NUMBER: _ClassVar[int]
+    UB_TO_L1_BYTES_PER_CYCLE_FIELD_NUMBER: _ClassVar[int]
+    UNCONFIRMED_FIELDS_FIELD_NUMBER: _ClassVar[int]
     ai_core_count: int
     cube_fp16_tflops: float
     l1_bytes: int
@@ -219,7 +241,29 @@ class AscendCore(_message.Message):
     unified_buffer_bytes: int
     ub_alignment_bytes: int
     cube_fractal_elements: int
-    def __init__(self, ai_core_count: _Optional[int] = ..., cube_fp16_tflops: _Optional[float] = ..., l1_bytes: _Optional[int] = ..., l0a_bytes: _Optional[int] = ..., l0b_bytes: _Optional[int] = ..., l0c_bytes: _Optional[int] = ..., unified_buffer_bytes: _Optional[int] = ..., ub_alignment_bytes: _Optional[int] = ..., cube_fractal_elements: _Optional[int] = ...) -> None: ...
+    core_layout: str
+    aic_count: int
+    aiv_count: int
+    standalone_vector_core_count: int
+    cube_clock_mhz: float
+    vector_clock_mhz: float
+    cube_fp16_macs_per_cycle: int
+    cube_bf16_supported: bool
+    vector_fp16_elements_per_cycle: int
+    cube_fp16_gemm_measured_tflops: float
+    gm_read_bytes_per_cycle: int
+    gm_write_bytes_per_cycle: int
+    l2_read_bytes_per_cycle: int
+    l2_write_bytes_per_cycle: int
+    l1_to_l0a_bytes_per_cycle: int
+    l1_to_l0b_bytes_per_cycle: int
+    l1_to_ub_bytes_per_cycle: int
+    l0c_to_ub_bytes_per_cycle: int
+    ub_to_l2_bytes_per_cycle: int
+    ub_to_gm_bytes_per_cycle: int
+    ub_to_l1_bytes_per_cycle: int
+    unconfirmed_fields: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, ai_core_count: _Optional[int] = ..., cube_fp16_tflops: _Optional[float] = ..., l1_bytes: _Optional[int] = ..., l0a_bytes: _Optional[int] = ..., l0b_bytes: _Optional[int] = ..., l0c_bytes: _Optional[int] = ..., unified_buffer_bytes: _Optional[int] = ..., ub_alignment_bytes: _Optional[int] = ..., cube_fractal_elements: _Optional[int] = ..., core_layout: _Optional[str] = ..., aic_count: _Optional[int] = ..., aiv_count: _Optional[int] = ..., standalone_vector_core_count: _Optional[int] = ..., cube_clock_mhz: _Optional[float] = ..., vector_clock_mhz: _Optional[float] = ..., cube_fp16_macs_per_cycle: _Optional[int] = ..., cube_bf16_supported: _Optional[bool] = ..., vector_fp16_elements_per_cycle: _Optional[int] = ..., cube_fp16_gemm_measured_tflops: _Optional[float] = ..., gm_read_bytes_per_cycle: _Optional[int] = ..., gm_write_bytes_per_cycle: _Optional[int] = ..., l2_read_bytes_per_cycle: _Optional[int] = ..., l2_write_bytes_per_cycle: _Optional[int] = ..., l1_to_l0a_bytes_per_cycle: _Optional[int] = ..., l1_to_l0b_bytes_per_cycle: _Optional[int] = ..., l1_to_ub_bytes_per_cycle: _Optional[int] = ..., l0c_to_ub_bytes_per_cycle: _Optional[int] = ..., ub_to_l2_bytes_per_cycle: _Optional[int] = ..., ub_to_gm_bytes_per_cycle: _Optional[int] = ..., ub_to_l1_bytes_per_cycle: _Optional[int] = ..., unconfirmed_fields: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class HardwareSpec(_message.Message):
     __slots__ = ("name", "display_name", "vendor", "arch", "aliases", "default_kernel", "memory", "sm", "throughput", "ascend", "sources", "notes")
