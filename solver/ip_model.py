@@ -100,6 +100,8 @@ class TileProgram:
             if constraint.kind is ConstraintKind.LEGALITY:
                 continue
             rules = constraint.rules(self.table)
+            if not rules:  # e.g. no pins, no --require-divisible: nothing to state
+                continue
             literal = self._literal(constraint.name)
             for rule in rules:
                 var = self._element(rule.variable, rule.column)

@@ -552,3 +552,41 @@ def test_commands_that_do_not_solve_leave_ortools_unimported(argv: list[str]) ->
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.split() == ["0", "False"], result.stderr
+
+
+def test_a_problem_below_one_wave_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """The defaults (batch 1, heads 1) leave most SMs idle: the answer says why."""
+    code, answer = run_json(capsys, *QUICK_START)
+    assert code == 0
+    assert any("less than one wave" in note for note in answer["notes"])
+    code, out, _ = run(capsys, *QUICK_START)
+    assert "note: the problem fills less than one wave" in out
+    code, answer = run_json(capsys, *QUICK_START, "--batch", "8", "--heads", "32")
+    assert code == 0 and answer["notes"] == []
+
+
+def test_answer_echoes_the_resolved_problem(capsys: pytest.CaptureFixture[str]) -> None:
+    code, answer = run_json(capsys, *QUICK_START, "--heads", "8", "--kv-heads", "2")
+    assert code == 0
+    problem = answer["problem"]
+    assert (problem["kv_heads"], problem["seq_len_kv"], problem["head_dim_v"]) == (2, 4096, 128)
+    code, answer = run_json(capsys, *QUICK_START)
+    assert answer["problem"]["kv_heads"] == 1
+
+
+@pytest.mark.parametrize(
+    ("flags", "field", "names"),
+    [
+        (("--hardware", "h100", "--kernel", "fa2", "--dtype", "fp8"), "dtype", "triton"),
+        (("--hardware", "a100", "--kernel", "ascend"), "kernel", "fa2, triton"),
+        (("--hardware", "t4", "--kernel", "fa2"), "kernel", "triton"),
+        (("--hardware", "a100", "--kernel", "nosuch"), "kernel", "fa2, triton"),
+    ],
+)
+def test_a_refused_family_names_the_families_that_run_here(
+    capsys: pytest.CaptureFixture[str], flags: tuple[str, ...], field: str, names: str
+) -> None:
+    code, out, err = run(capsys, "solve", "--head-dim", "128", "--seq-len", "4096", *flags)
+    assert code == 2 and out == ""
+    assert_error(err, field)
+    assert names in err

@@ -1,0 +1,200 @@
+"""The family interface: every registered family satisfies it, and a toy family defined in a
+test (tests/toy_family.py) solves end to end — CLI --json, gRPC Solve, the funnel, the
+infeasibility explanation, the validator — with no edit to any shared module."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+import numpy as np
+import pytest
+
+from tilesolve import wire
+from tilesolve.client.cli import main
+from tilesolve.server.app import ServerConfig, create_server
+from tilesolve.solver import (
+    AttentionProblem,
+    Config,
+    Phase,
+    SolveOptions,
+    get_hardware,
+    register,
+    solve,
+    unregister,
+)
+from tilesolve.solver.candidates import build_table, evaluation, ordered_constraints
+from tilesolve.solver.constraints import ConstraintKind
+from tilesolve.solver.families import family_names, find_family, get_family
+from tilesolve.solver.heatmap import heatmap_grid
+from tilesolve.solver.space import COMMON_FIELDS
+from tilesolve.solver.validate import check_config
+from tilesolve.v1 import tilesolve_pb2 as pb
+from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
+
+from toy_family import ToyFamily, toy_expectations
+
+PROBLEM = AttentionProblem(batch=2, heads=8, seq_len=1024, head_dim=64)
+CLI_PROBLEM = ["solve", "--hardware", "a100", "--kernel", "toy", "--head-dim", "64"]
+CLI_PROBLEM += ["--seq-len", "1024", "--batch", "2", "--heads", "8"]
+
+
+@pytest.fixture(scope="module")
+def toy() -> Iterator[ToyFamily]:
+    family = ToyFamily()
+    register(family)
+    yield family
+    unregister("toy")
+
+
+def _pairs(answer: Any) -> list[tuple[int, int]]:
+    return [(c.parameters["block_m"], c.parameters["chunks"]) for c in answer.candidates]
+
+
+# ---- the toy family, end to end ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["cpsat", "exhaustive"])
+def test_toy_family_solves_in_process(toy: ToyFamily, engine: str) -> None:
+    expected = toy_expectations()
+    answer = solve(PROBLEM, "a100", SolveOptions(kernel="toy", engine=engine, top_k=20))
+    assert answer.kernel == "toy" and answer.status.value == "optimal"
+    assert set(_pairs(answer)) == expected["feasible"]
+    assert _pairs(answer)[0] == expected["winner"]
+    best = answer.candidates[0]
+    assert best.block_n == 64 and best.num_warps is None and best.smem_bytes is None
+    assert best.resources[0].name == "scratch" and best.resources[0].used == 128 * 128
+    assert best.figures == {"row_chunks": 128.0}
+    funnel = [step.constraint for step in answer.funnel]
+    assert funnel == ["toy_shape", "pins", "scratch", "divisibility"]
+    assert answer.funnel[0].removed == 1  # only 128 x 4 breaks the legality rule
+
+
+def test_toy_family_cli_json_and_pins(toy: ToyFamily, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main([*CLI_PROBLEM, "--json", "--block-n", "128"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    # block_n is derived (64 x chunks): pinning it pins chunks = 2
+    assert {c["parameters"]["chunks"] for c in out["candidates"]} == {2}
+    assert out["candidates"][0]["resources"][0]["name"] == "scratch"
+    code = main([*CLI_PROBLEM, "--param", "chunks=3"])
+    err = capsys.readouterr().err
+    assert code == 2 and "allowed: 1, 2, 4" in err and "error: param:" in err
+    code = main([*CLI_PROBLEM, "--num-warps", "4"])
+    err = capsys.readouterr().err
+    assert code == 2 and "toy has no num_warps" in err
+
+
+def test_toy_family_infeasibility_and_relaxation(
+    toy: ToyFamily, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main([*CLI_PROBLEM, "--json", "--block-m", "128", "--param", "chunks=2"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1 and out["status"] == "infeasible"
+    why = out["infeasibility"]
+    assert set(why["conflicting_constraints"]) == {"pins", "scratch"}
+    assert why["relaxation"]["constraint"] == "pins"
+    assert why["relaxation"]["target_kind"] == "parameter"
+    assert "needs 32768 bytes of scratch" in why["explanation"]
+
+
+def test_toy_family_validator_and_heatmap(toy: ToyFamily) -> None:
+    hardware = get_hardware("a100")
+    options = SolveOptions(kernel="toy")
+    assert check_config(toy, hardware, PROBLEM, options, Config.of(block_m=128, chunks=4)) == [
+        "toy_shape: 512 > 256",
+        "scratch: over capacity",
+    ]
+    assert check_config(toy, hardware, PROBLEM, options, Config.of(block_m=64, chunks=2)) == []
+    assert check_config(toy, hardware, PROBLEM, options, Config.of(block_m=48, chunks=1))
+    grid = heatmap_grid(PROBLEM, hardware, options)
+    assert grid.block_n_values == (64, 128, 256) and grid.winner == (128, 64)
+    assert grid.labels[grid.block_m_values.index(128)][2] == "toy_shape"
+
+
+def test_toy_family_over_grpc(toy: ToyFamily) -> None:
+    server, port, _ = create_server(ServerConfig(host="127.0.0.1", port=0))
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = pb_grpc.TileSolveServiceStub(channel)
+            request = wire.solve_request_to_proto(PROBLEM, "a100", SolveOptions(kernel="toy"))
+            response = stub.Solve(request, timeout=30)
+            assert response.kernel == "toy" and response.kernel_enum == 0
+            assert response.candidates[0].parameters == {"block_m": 128, "chunks": 1}
+            assert not response.candidates[0].HasField("num_warps")
+            answer, _ = wire.answer_from_proto(response)
+            assert _pairs(answer)[0] == toy_expectations()["winner"]
+            pinned = SolveOptions(kernel="toy", parameter_pins={"block_m": 128, "chunks": 2})
+            response = stub.Solve(wire.solve_request_to_proto(PROBLEM, "a100", pinned), timeout=30)
+            assert response.status == pb.SOLVE_STATUS_INFEASIBLE
+            assert response.infeasibility.relaxation.target_kind == "parameter"
+            bad = SolveOptions(kernel="toy", parameter_pins={"chunks": 3})
+            with pytest.raises(grpc.RpcError) as caught:
+                stub.Solve(wire.solve_request_to_proto(PROBLEM, "a100", bad), timeout=30)
+            assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert "allowed: 1, 2, 4" in (caught.value.details() or "")
+    finally:
+        server.stop(0)
+
+
+# ---- every registered family satisfies the interface ----------------------------------------
+
+# A device and problem each family runs on (forward phase).
+FAMILY_CASES = {
+    "fa2": ("a100-80gb", AttentionProblem(batch=2, heads=8, seq_len=2050, head_dim=128)),
+    "triton": ("h100-sxm", AttentionProblem(batch=2, heads=8, seq_len=3000, head_dim=96)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAMILY_CASES))
+def test_built_in_families_are_registered(name: str) -> None:
+    assert name in family_names()
+    assert find_family(name, Phase.FORWARD) is not None
+
+
+def test_every_registered_family_has_a_case() -> None:
+    assert set(family_names()) - {"toy"} == set(FAMILY_CASES)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILY_CASES))
+def test_family_satisfies_the_interface(name: str) -> None:
+    hardware_name, problem = FAMILY_CASES[name]
+    hardware = get_hardware(hardware_name)
+    family = get_family(name, Phase.FORWARD, hardware)
+    assert family.problem_violations(problem, hardware) == []
+    # every user constraint switched on, so each has rules to state
+    options = SolveOptions(kernel=name, max_smem=96 * 1024, min_blocks_per_sm=1)
+    options = options.model_copy(update={"require_divisible": True})
+    params = family.params(problem, hardware)
+    ev = evaluation(family, hardware, problem, options)
+    # the declared parameters are the table's columns, and the table is their product
+    assert ev.cfg.names == tuple(p.name for p in params)
+    assert len(ev.cfg) == int(np.prod([len(p.domain) for p in params]))
+    for p in params:
+        assert set(np.unique(ev.cfg[p.name])) == set(p.domain) and p.doc
+    for field in COMMON_FIELDS:
+        if field in ev.common:
+            assert len(ev.common[field]) == len(ev.cfg)
+    # every constraint has an encoding and a detail
+    constraints = ordered_constraints(family, hardware, problem, options)
+    names = [c.name for c in constraints]
+    assert len(names) == len(set(names)) and names[-1] == "divisibility"
+    for c in constraints:
+        assert c.rule and c.short and isinstance(c.kind, ConstraintKind)
+        rules = c.rules(ev)
+        assert rules or c.name == "pins", c.name
+        for rule in rules:
+            assert len(rule.column) == len(ev.cfg) and rule.op in ("<=", ">=", "==")
+        assert c.detail(ev, 0)
+    # every resource reported with a capacity; cost positive and finite
+    assert all(u.capacity > 0 and u.unit for u in ev.res.uses(0))
+    table = build_table(family, hardware, problem, options)
+    assert np.all(np.isfinite(table.perf.time_us)) and np.all(table.perf.time_us > 0)
+    assert np.all(np.isfinite(table.perf.tflops)) and len(table.perf.bottleneck) == len(table)
+    for values in table.perf.figures.values():
+        assert np.all(np.isfinite(values))
+    # a label names the common fields
+    assert family.label(ev.cfg.config(0)).startswith("16x16")
