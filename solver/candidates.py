@@ -129,8 +129,10 @@ def build_table(
     sat = {c.name: c.satisfied(ev) for c in constraints}
     feasible = np.logical_and.reduce(list(sat.values()))
     n = len(ev.cfg)
-    order = tie_break_order(family.tie_keys(ev.cfg, ev.res), n)
-    time_ns = np.clip(np.rint(perf.time_us * NS_PER_US), 1, MAX_TIME_NS).astype(np.int64)
+    order = tie_break_order(family.tie_keys(ev), n)
+    # time_ns * n + order must stay inside int64 for any size of space
+    cap = min(MAX_TIME_NS, (1 << 62) // max(n, 1))
+    time_ns = np.clip(np.rint(perf.time_us * NS_PER_US), 1, cap).astype(np.int64)
     objective = time_ns * n + order
     fields = {name: getattr(ev, name) for name in Evaluation.__dataclass_fields__}
     return CandidateTable(

@@ -18,6 +18,16 @@ from .space import IntArray, ceil_div
 
 LSE_BYTES_PER_ROW = 4  # the FP32 log-sum-exp the forward kernel writes per query row
 L2_USABLE_FRACTION = 0.5  # share of L2 that holds K/V of the concurrently running heads
+KV_WINDOW_TILES = 8  # K/V tiles a cohort of in-step query blocks spreads over (estimate)
+# A kernel as CUDA events time it never takes less than its launch and drain: an empty kernel
+# measures a few microseconds (docs/model.md, "Launch and start-up").
+KERNEL_LAUNCH_US = 2.5
+# Time for the block scheduler to start one thread block on an SM: CTA launch, the kernel's
+# prologue of index and pointer arithmetic before its first load (estimate).
+BLOCK_START_CYCLES = 300
+# Two configurations whose modelled times differ by less than this share are equivalent within
+# the model's resolution (the answer says so; the tie-break orders them).
+EQUIVALENT_TIME_FRACTION = 5e-4
 
 
 @dataclass(frozen=True)
@@ -84,39 +94,64 @@ def wave_schedule(ctas: IntArray, slots: IntArray) -> Waves:
     return Waves(exact, count, ctas - (count - 1) * slots, exact / count)
 
 
-def kv_dram_miss(
+@dataclass(frozen=True)
+class KvReuse:
+    """How often K/V come from DRAM rather than L2 (arrays over the candidates)."""
+
+    dram_reads_per_kv_head: FloatArray  # DRAM reads of one KV head's K/V, in whole heads
+    dram_fraction: FloatArray  # share of all K/V tile loads that go to DRAM, 0..1
+
+
+def kv_reuse(
     problem: AttentionProblem,
     kv_head_bytes: float,
+    tile_bytes: FloatArray,
     n_m: IntArray,
+    passes_per_query_head: FloatArray,
     slots: IntArray,
     l2_bytes: int,
-) -> FloatArray:
-    """Fraction of K/V tile reads that miss L2 and go to DRAM.
+) -> KvReuse:
+    """The K/V traffic of a forward pass with the L2 reuse of blocks that walk K/V in step.
 
-    The blocks in flight cover ceil(slots / n_m) + 1 heads at once, i.e. that many over the
-    GQA group of KV heads; their K/V must share the usable part of L2."""
+    The query blocks of one head that run at the same time (a cohort of min(n_m, slots)
+    blocks: a wave holds consecutive block indices, and the grid's fastest index is the query
+    block) start together and walk K/V at the same pace, so they share only a window of
+    `KV_WINDOW_TILES` tiles, not the whole head: the first block's read comes from DRAM and
+    the others hit L2 while the windows of all heads in flight fit in the usable L2. Later
+    cohorts of the same head (more query blocks than slots) and GQA heads that do not run
+    together re-read K/V from DRAM unless the whole head stays in L2.
+    `passes_per_query_head` is the K/V read by one query head, in whole heads (n_m, or less
+    when causal); `slots` the blocks that run at once."""
     heads_total = problem.batch * problem.heads
     group = problem.heads // problem.kv_heads_eff
+    cohort = np.minimum(n_m, slots).astype(np.float64)
+    cohorts = np.ceil(n_m / cohort)
     heads_in_flight = np.minimum(heads_total, ceil_div(slots, n_m) + 1)
     kv_heads_in_flight = np.asarray(ceil_div(heads_in_flight, group), dtype=np.float64)
-    footprint = kv_heads_in_flight * kv_head_bytes
     l2_usable = L2_USABLE_FRACTION * l2_bytes
-    return np.asarray(np.clip(1.0 - l2_usable / np.maximum(footprint, 1.0), 0.0, 1.0))
+    window = np.minimum(kv_head_bytes, KV_WINDOW_TILES * tile_bytes)
+    window_miss = np.clip(1.0 - l2_usable / np.maximum(kv_heads_in_flight * window, 1.0), 0, 1)
+    whole_miss = np.clip(1.0 - l2_usable / max(kv_head_bytes, 1.0) / kv_heads_in_flight, 0, 1)
+    per_query_head = (1.0 + (cohort - 1.0) * window_miss) * (1.0 + (cohorts - 1.0) * whole_miss)
+    group_together = group * n_m <= slots
+    group_miss = np.where(group_together, window_miss, whole_miss)
+    per_kv_head = per_query_head * (1.0 + (group - 1.0) * group_miss)
+    reads = np.maximum(group * passes_per_query_head, 1.0)
+    return KvReuse(per_kv_head, np.clip(per_kv_head / reads, 0.0, 1.0))
 
 
 def forward_hbm_bytes(
-    problem: AttentionProblem, d: int, dv: int, n_m: IntArray, dram_miss: FloatArray
+    problem: AttentionProblem, d: int, dv: int, kv_dram_reads_per_kv_head: FloatArray
 ) -> FloatArray:
-    """DRAM traffic of a forward pass: Q read and O (+ LSE) written once, K/V once per KV
-    head plus one re-read per further query block for the share that misses L2 (bytes)."""
+    """DRAM traffic of a forward pass: Q read and O (+ LSE) written once, each KV head's K/V
+    read `kv_dram_reads_per_kv_head` times (bytes)."""
     elem = problem.dtype.bytes
     heads_total = problem.batch * problem.heads
     sq, sk = problem.seq_len, problem.seq_len_kv_eff
     kv_unique = float(problem.batch * problem.kv_heads_eff) * float(sk) * (d + dv) * elem
-    rereads = 1.0 + (n_m - 1) * dram_miss
     q_bytes = float(heads_total) * sq * d * elem
     o_bytes = float(heads_total) * sq * (dv * elem + LSE_BYTES_PER_ROW)
-    return np.asarray(q_bytes + o_bytes + kv_unique * rereads, dtype=np.float64)
+    return np.asarray(q_bytes + o_bytes + kv_unique * kv_dram_reads_per_kv_head)
 
 
 def padding_waste(problem: AttentionProblem, computed_pairs_per_head: FloatArray) -> FloatArray:

@@ -5,11 +5,14 @@ objects, so they do not depend on which engine ranked it, nor on the family.
 
 from __future__ import annotations
 
+from itertools import takewhile
+
 import numpy as np
 
 from .answer import BindingConstraint, FunnelStep, Infeasibility, PaddingOption, RelaxationStep
 from .candidates import CandidateTable
 from .constraints import ConstraintKind, Relaxation
+from .cost import EQUIVALENT_TIME_FRACTION
 from .families.base import BoolArray
 
 # Below this many waves the problem leaves SMs idle whatever the tile; the answer says so.
@@ -167,9 +170,28 @@ def reasons(table: CandidateTable, i: int, winner: int) -> list[str]:
     return out
 
 
+def equivalent_ranks(table: CandidateTable, ranked: list[int]) -> int:
+    """How many of the ranked candidates (from rank 1) the model cannot tell apart: their
+    modelled times are within EQUIVALENT_TIME_FRACTION of rank 1's."""
+    if not ranked:
+        return 0
+    best = float(table.perf.time_us[ranked[0]])
+    limit = best * (1.0 + EQUIVALENT_TIME_FRACTION)
+    return sum(1 for _ in takewhile(lambda i: table.perf.time_us[i] <= limit, ranked))
+
+
 def notes(table: CandidateTable, ranked: list[int]) -> list[str]:
     """Remarks about the answer as a whole (not about one candidate)."""
     out = []
+    tied = equivalent_ranks(table, ranked)
+    if tied > 1:
+        bound = table.perf.bottleneck[ranked[0]]
+        out.append(
+            f"ranks 1-{tied} are equivalent within the model's resolution (modelled times within "
+            f"{EQUIVALENT_TIME_FRACTION:.2%}; bound by {bound}): they are ordered by what "
+            "kernels prefer beyond the model (fewer loop iterations, standard warp counts), "
+            "so measure them if the difference matters"
+        )
     waves = float(table.perf.waves[ranked[0]]) if ranked else SMALL_PROBLEM_WAVES
     if waves < SMALL_PROBLEM_WAVES:
         out.append(

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from .errors import UnknownHardwareError
 
-CATALOG_VERSION = "2026.11.2"  # 2026.11.2: Ascend core layout, clocks, rates, transfer rates
+CATALOG_VERSION = "2026.11.3"  # .2: Ascend core record; .3: achievable DRAM and L2 fractions
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -128,6 +128,19 @@ class MemorySystem(BaseModel):
     l2_bandwidth_bytes_per_clk: float = Field(
         gt=0, le=1 << 20, description="aggregate L2 read bandwidth per core clock"
     )
+    dram_achievable_fraction: float = Field(
+        gt=0,
+        le=1,
+        description="share of the DRAM peak a streaming kernel sustains (STREAM-like copy)",
+    )
+    l2_achievable_fraction: float = Field(
+        gt=0, le=1, description="share of the L2 read bandwidth streaming reads sustain"
+    )
+
+    @property
+    def achievable_dram_bytes_per_s(self) -> float:
+        """The DRAM bandwidth a streaming kernel reaches, bytes per second."""
+        return self.dram_bandwidth_gb_per_s * 1e9 * self.dram_achievable_fraction
 
 
 class AscendCore(BaseModel):

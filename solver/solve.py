@@ -20,7 +20,9 @@ from .hardware import CATALOG_VERSION, CudaDevice, HardwareSpec, get_hardware
 from .problem import AttentionProblem, Engine, SolveOptions
 from .validate import check_config, fresh_times_us, same_time
 
-MODEL_VERSION = "0.1.0"
+MODEL_VERSION = (
+    "0.2.0"  # 0.2.0: family interface; achievable bandwidth, launch, iteration and window-L2 terms
+)
 
 
 def resolve_hardware(hardware: str | HardwareSpec) -> HardwareSpec:

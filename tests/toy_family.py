@@ -121,8 +121,8 @@ class ToyFamily(KernelFamily):
             figures={"row_chunks": rows},
         )
 
-    def tie_keys(self, cfg: ConfigArrays, res: Resources) -> list[IntArray]:
-        return [cfg["chunks"]]
+    def tie_keys(self, ev: Evaluation) -> list[IntArray]:
+        return [ev.cfg["chunks"]]
 
     def check(
         self,

@@ -137,9 +137,10 @@ class KernelFamily(ABC):
     def evaluate(self, ev: Evaluation) -> Perf:
         """The cost model: predicted time and its parts for every configuration."""
 
-    def tie_keys(self, cfg: ConfigArrays, res: Resources) -> list[IntArray]:
+    def tie_keys(self, ev: Evaluation) -> list[IntArray]:
         """Keys of the fixed tie-break order for equal modelled times, most significant first
-        (smaller wins). The enumeration order closes any remaining tie."""
+        (smaller wins): what keeps the kernel efficient beyond the model. The enumeration
+        order closes any remaining tie."""
         return []
 
     def reason_lines(self, table: CandidateTable, i: int) -> list[str]:

@@ -21,7 +21,7 @@ from ..constraints import Constraint, ConstraintKind, Relaxation, Rule
 from ..hardware import CudaDevice, HardwareSpec
 from ..occupancy import OccupancyArrays, occupancy, occupancy_arrays
 from ..problem import AttentionProblem, SolveOptions
-from ..space import Config, ConfigArrays, IntArray
+from ..space import Config, ConfigArrays, IntArray, ceil_div
 from .base import BoolArray, FloatArray, KernelFamily, Resources, ResourceUse
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ FIXED_OVERHEAD_REGS = 36  # pointers, indices, loop state, predicates, B-operand
 DROPOUT_EXTRA_REGS = 12  # Philox 4x32 counter + key and one batch of 4 random words
 SOFTMAX_REGS_PER_SLAB = 4  # running max and sum for the 2 rows a thread owns per slab
 A_FRAGMENT_REGS_PER_SLAB = 4  # one m16k16 fp16 A fragment (8 halves)
+STANDARD_WARPS = 4  # the warp count FlashAttention kernels ship most (128 threads)
 
 
 def kib(value: float) -> str:
@@ -201,11 +202,24 @@ class CudaFamily(KernelFamily):
             Occupancy(),
         )
 
-    def tie_keys(self, cfg: ConfigArrays, res: Resources) -> list[IntArray]:
-        """Less shared memory, fewer warps, fewer stages, then larger block_m, then larger
-        block_n."""
-        assert isinstance(res, CudaResources)
-        return [res.smem_bytes, cfg.num_warps, cfg.num_stages, -cfg.block_m, -cfg.block_n]
+    def tie_keys(self, ev: Evaluation) -> list[IntArray]:
+        """What kernels prefer when the model cannot tell configurations apart (e.g. every
+        one waits on HBM): fewer loop iterations (tiles per head), then the standard warp
+        counts (4, then 2 and 8, ...: distance from 4 in powers of two), then less shared
+        memory, fewer stages, larger block_m."""
+        cfg, res = ev.cfg, _res(ev)
+        problem = ev.problem
+        tiles = ceil_div(problem.seq_len, cfg.block_m) * ceil_div(
+            problem.seq_len_kv_eff, cfg.block_n
+        )
+        warp_distance = np.abs(np.log2(cfg.num_warps) - np.log2(STANDARD_WARPS))
+        return [
+            tiles,
+            np.rint(warp_distance).astype(np.int64),
+            res.smem_bytes,
+            cfg.num_stages,
+            -cfg.block_m,
+        ]
 
     def reason_lines(self, table: CandidateTable, i: int) -> list[str]:
         res = _res(table)

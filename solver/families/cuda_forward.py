@@ -24,11 +24,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..cost import (
+    BLOCK_START_CYCLES,
+    KERNEL_LAUNCH_US,
     LSE_BYTES_PER_ROW,
     Perf,
     causal_iterations,
     forward_hbm_bytes,
-    kv_dram_miss,
+    kv_reuse,
     padding_waste,
     wave_schedule,
 )
@@ -56,7 +58,11 @@ SOFTMAX_CHAIN_CYCLES = (
     400  # row max + row sum (dependent FP32 ops, 2 quad shuffles each), exp, cp.async wait
 )
 INSTRUCTION_LEVEL_PARALLELISM = 8.0  # independent mma tiles and rows one warp interleaves
-L2_BW_FACTOR = 1.0  # achievable fraction of the catalogued L2 read bandwidth
+# Instructions every warp issues per K/V iteration whatever the tile: loop counter and branch,
+# K/V pointer and predicate updates, the cp.async commit/wait pair, two barriers, the row max
+# and row sum butterflies' bookkeeping and the O rescale's setup (estimate; docs/model.md,
+# "Per-iteration fixed cost"). They occupy the warp schedulers' issue slots.
+ITERATION_FIXED_INSTRUCTIONS = 40
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,7 @@ class _Iteration:
     smem: FloatArray
     sfu: FloatArray
     alu: FloatArray
+    issue: FloatArray  # issue slots of the per-iteration fixed instructions
     tile_load: FloatArray  # Lt
     tile_bytes: FloatArray
     mask_extra: FloatArray  # extra ALU cycles on a diagonal tile
@@ -90,7 +97,7 @@ def _iteration_cycles(
     warps = cfg.num_warps.astype(np.float64)
     blocks = np.maximum(resident_blocks, 1).astype(np.float64)
 
-    tensor_rate = tp.tensor_flops_per_clk_per_sm(elem) * family.tensor_efficiency(cfg, device)
+    tensor_rate = family.matrix_flops_per_clk_per_sm(cfg, device, elem)
     tensor = 2.0 * bm * bn * (d + dv) / tensor_rate
 
     kv_tile_bytes = bn * (d + dv) * elem
@@ -116,8 +123,9 @@ def _iteration_cycles(
         1.0, blocks * np.minimum(warps, SUBPARTITIONS_PER_SM) / SUBPARTITIONS_PER_SM
     )
     latency_exposed = 1.0 / streams
-    serial = 1.0 / (streams * INSTRUCTION_LEVEL_PARALLELISM)
-    pipes = np.stack([tensor, smem, sfu, alu])
+    serial = 1.0 / (streams * family.pipe_overlap(cfg, device))
+    issue = warps * ITERATION_FIXED_INSTRUCTIONS / SUBPARTITIONS_PER_SM
+    pipes = np.stack([tensor, smem, sfu, alu, issue])
     busiest = pipes.max(axis=0)
     rest = pipes.sum(axis=0) - busiest
     chain_cycles = (
@@ -139,6 +147,7 @@ def _iteration_cycles(
         smem=smem,
         sfu=sfu,
         alu=alu,
+        issue=issue,
         tile_load=latency + transfer,
         tile_bytes=kv_tile_bytes,
         mask_extra=mask_extra,
@@ -147,12 +156,17 @@ def _iteration_cycles(
 
 def _l2_bytes_per_clk_per_sm(device: CudaDevice) -> float:
     """Achievable L2 read bandwidth per SM when every SM streams (bytes per cycle)."""
-    return L2_BW_FACTOR * device.memory.l2_bandwidth_bytes_per_clk / device.throughput.sm_count
+    memory = device.memory
+    return (
+        memory.l2_achievable_fraction
+        * memory.l2_bandwidth_bytes_per_clk
+        / device.throughput.sm_count
+    )
 
 
 def _dram_bytes_per_clk(device: CudaDevice) -> float:
-    clock_hz = device.throughput.boost_clock_mhz * 1e6
-    return device.memory.dram_bandwidth_gb_per_s * 1e9 / clock_hz
+    """Achievable DRAM bandwidth of the whole device, bytes per SM clock cycle."""
+    return device.memory.achievable_dram_bytes_per_s / (device.throughput.boost_clock_mhz * 1e6)
 
 
 def _round_cycles(
@@ -197,9 +211,22 @@ class FlashForwardFamily(CudaFamily):
         warp for warp-level mma.sync (each warp loads its own B fragments)."""
         return cfg.num_warps.astype(np.float64)
 
-    def tensor_efficiency(self, cfg: ConfigArrays, device: CudaDevice) -> FloatArray:
-        """Fraction of the dense tensor peak this family's MMA instruction can reach."""
-        return np.full(len(cfg), device.throughput.mma_sync_efficiency, dtype=np.float64)
+    def matrix_flops_per_clk_per_sm(
+        self, cfg: ConfigArrays, device: CudaDevice, dtype_bytes: int
+    ) -> FloatArray:
+        """FLOP per cycle per SM the kernel's matrix instruction reaches: the dense tensor
+        peak times the mma.sync efficiency (Ampere-style warp-level MMA)."""
+        peak = device.throughput.tensor_flops_per_clk_per_sm(dtype_bytes)
+        return np.full(len(cfg), peak * device.throughput.mma_sync_efficiency)
+
+    def matrix_unit(self, device: CudaDevice) -> str:
+        """What runs the GEMMs, in the words of the bottleneck."""
+        return "tensor cores"
+
+    def pipe_overlap(self, cfg: ConfigArrays, device: CudaDevice) -> FloatArray:
+        """How many independent instruction streams one warp interleaves across pipes: the
+        other pipes' work overlaps the busiest one by this factor within a block."""
+        return np.full(len(cfg), INSTRUCTION_LEVEL_PARALLELISM)
 
     def evaluate(self, ev: Evaluation) -> Perf:
         """Predicted time and its components for every configuration."""
@@ -230,20 +257,6 @@ def _evaluate(
     ctas = n_m * heads_total
     slots = blocks * n_sm
 
-    # ---- DRAM traffic: Q and O once, K/V once per KV head unless L2 cannot hold them ----
-    kv_head_bytes = float(sk) * (d + dv) * elem
-    dram_miss = kv_dram_miss(problem, kv_head_bytes, n_m, slots, device.memory.l2_bytes)
-    hbm_bytes = forward_hbm_bytes(problem, d, dv, n_m, dram_miss)
-
-    # ---- one iteration, one round of resident blocks ----------------------------------
-    it = _iteration_cycles(family, device, problem, cfg, blocks, res.spill_regs, dram_miss)
-    prefetch = family.prefetch_iterations(cfg)
-    round_full, overlap = _round_cycles(it, blocks.astype(np.float64), prefetch, device)
-
-    dram_share = _dram_bytes_per_clk(device) / n_sm
-    prologue = tp.dram_latency_cycles + bm * d * elem / dram_share + it.tile_load
-    epilogue = bm * (dv * elem + LSE_BYTES_PER_ROW) / dram_share
-
     # ---- iterations per block: all of K/V, or the causal triangle ----------------------
     if problem.causal:
         total_iters, diag_iters = causal_iterations(n_m, bm, bn, n_kv, sk - sq)
@@ -253,6 +266,26 @@ def _evaluate(
         diag_iters = np.zeros_like(total_iters)
         max_iters = n_kv.astype(np.float64)
     mean_iters = total_iters / n_m
+
+    # ---- DRAM traffic: Q and O once, K/V once per cohort of in-step blocks -----------
+    kv_head_bytes = float(sk) * (d + dv) * elem
+    tile_bytes = bn * (d + dv) * elem
+    reuse = kv_reuse(
+        problem, kv_head_bytes, tile_bytes, n_m, total_iters / n_kv, slots, device.memory.l2_bytes
+    )
+    dram_miss = reuse.dram_fraction
+    hbm_bytes = forward_hbm_bytes(problem, d, dv, reuse.dram_reads_per_kv_head)
+
+    # ---- one iteration, one round of resident blocks ----------------------------------
+    it = _iteration_cycles(family, device, problem, cfg, blocks, res.spill_regs, dram_miss)
+    prefetch = family.prefetch_iterations(cfg)
+    round_full, overlap = _round_cycles(it, blocks.astype(np.float64), prefetch, device)
+
+    dram_share = _dram_bytes_per_clk(device) / n_sm
+    prologue = (
+        BLOCK_START_CYCLES + tp.dram_latency_cycles + bm * d * elem / dram_share + it.tile_load
+    )
+    epilogue = bm * (dv * elem + LSE_BYTES_PER_ROW) / dram_share
 
     def duration(iters: FloatArray, diag: FloatArray, round_cycles: FloatArray) -> FloatArray:
         """Wall cycles one block occupies its slot (sharing the SM with the others)."""
@@ -277,17 +310,24 @@ def _evaluate(
 
     dram_bound_cycles = hbm_bytes / _dram_bytes_per_clk(device)
     cycles = np.maximum(cycles, dram_bound_cycles)
-    time_us = cycles / clock_hz * 1e6
+    time_us = cycles / clock_hz * 1e6 + KERNEL_LAUNCH_US
 
     computed_pairs = (n_m * cfg.block_m).astype(np.float64) * (n_kv * cfg.block_n)
     if problem.causal:
         computed_pairs = total_iters * bm * bn
 
+    busy_cycles = time_us * 1e-6 * clock_hz
     tensor_total = heads_total * total_iters * it.tensor / n_sm
     compute_total = heads_total * total_iters * it.compute / np.maximum(blocks, 1) / n_sm
     load_total = heads_total * total_iters * it.tile_load / n_sm / np.maximum(blocks, 1)
     bottleneck = _bottlenecks(
-        it, round_full, blocks.astype(np.float64), cycles, dram_bound_cycles, waves.exact
+        it,
+        round_full,
+        blocks.astype(np.float64),
+        cycles,
+        dram_bound_cycles,
+        waves.exact,
+        family.matrix_unit(device),
     )
     return Perf(
         time_us=time_us,
@@ -300,7 +340,7 @@ def _evaluate(
         waves=waves.exact,
         tail_efficiency=waves.tail_efficiency,
         padding_waste=padding_waste(problem, computed_pairs),
-        mma_utilization=np.clip(tensor_total / cycles, 0.0, 1.0),
+        mma_utilization=np.clip(tensor_total / busy_cycles, 0.0, 1.0),
         bottleneck=bottleneck,
     )
 
@@ -312,10 +352,17 @@ def _bottlenecks(
     cycles: FloatArray,
     dram_bound: FloatArray,
     waves: FloatArray,
+    matrix_unit: str,
 ) -> list[str]:
     """The dominant cost of each candidate, in words used by the reasons."""
-    names = ("tensor cores", "shared-memory bandwidth", "softmax exp (SFU)", "FP32 softmax math")
-    pipes = np.stack([it.tensor, it.smem, it.sfu, it.alu])
+    names = (
+        matrix_unit,
+        "shared-memory bandwidth",
+        "softmax exp (SFU)",
+        "FP32 softmax math",
+        "per-iteration overhead",
+    )
+    pipes = np.stack([it.tensor, it.smem, it.sfu, it.alu, it.issue])
     busiest = pipes.argmax(axis=0)
     out = []
     for i in range(len(round_cycles)):

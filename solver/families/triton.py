@@ -20,6 +20,11 @@ from .cuda import cuda_device
 from .cuda_forward import FlashForwardFamily, tile_params
 
 WGMMA_ROWS_PER_WARPGROUP = 64
+# Triton 3.2+ lowers tl.dot to tensor-core MMA only from compute capability 8.0 (below it, FMA:
+# triton-lang/triton#5066, "Deprecate MMAv1; fallback to FMA for computeCapability < 80"),
+# and schedules its software pipeliner only for 8.0 and newer (third_party/nvidia/backend/
+# compiler.py, make_ttgir), so num_stages has no effect there.
+TENSOR_CORE_MIN_CC_MAJOR = 8
 
 
 def _next_pow2(value: int) -> int:
@@ -78,6 +83,8 @@ class TritonFlashAttention(FlashForwardFamily):
         return _next_pow2(problem.head_dim), _next_pow2(problem.head_dim_v_eff)
 
     def params(self, problem: AttentionProblem, hardware: HardwareSpec) -> tuple[Param, ...]:
+        if cuda_device(hardware).sm.cc_major < TENSOR_CORE_MIN_CC_MAJOR:
+            return tile_params(Param("num_stages", (1,), "no software pipelining below cc 8.0"))
         return tile_params(
             Param(
                 "num_stages",
@@ -113,9 +120,28 @@ class TritonFlashAttention(FlashForwardFamily):
         ok = (cfg.num_warps % 4 == 0) & (cfg.block_m >= WGMMA_ROWS_PER_WARPGROUP * warpgroups)
         return np.asarray(ok & (sm.cc_major >= 9), dtype=np.bool_)
 
-    def tensor_efficiency(self, cfg: ConfigArrays, device: CudaDevice) -> FloatArray:
+    def matrix_flops_per_clk_per_sm(
+        self, cfg: ConfigArrays, device: CudaDevice, dtype_bytes: int
+    ) -> FloatArray:
+        """wgmma reaches the dense tensor peak; mma.sync its efficiency; below compute
+        capability 8.0 tl.dot runs on FP32 FMAs (2 FLOP per FMA) at the CUDA-core rate."""
         tp = device.throughput
-        return np.where(self._uses_wgmma(cfg, device), 1.0, tp.mma_sync_efficiency)
+        if device.sm.cc_major < TENSOR_CORE_MIN_CC_MAJOR:
+            return np.full(len(cfg), 2.0 * tp.fp32_ops_per_clk_per_sm)
+        peak = tp.tensor_flops_per_clk_per_sm(dtype_bytes)
+        return np.where(self._uses_wgmma(cfg, device), peak, peak * tp.mma_sync_efficiency)
+
+    def matrix_unit(self, device: CudaDevice) -> str:
+        if device.sm.cc_major < TENSOR_CORE_MIN_CC_MAJOR:
+            return "FP32 FMAs (no tensor cores below cc 8.0)"
+        return super().matrix_unit(device)
+
+    def pipe_overlap(self, cfg: ConfigArrays, device: CudaDevice) -> FloatArray:
+        """On the wgmma path the kernel waits for S = QK^T before the softmax reads it, and
+        for P.V before the next S: without FA3's warp specialisation, ping-pong or
+        intra-warpgroup pipelining, a warpgroup's softmax does not overlap its own GEMMs, so
+        the pipes overlap only across blocks."""
+        return np.where(self._uses_wgmma(cfg, device), 1.0, super().pipe_overlap(cfg, device))
 
     def tile_readers(self, cfg: ConfigArrays, device: CudaDevice) -> FloatArray:
         """wgmma reads its B operand from shared memory once per warpgroup (4 warps)."""

@@ -188,16 +188,20 @@ class CudaThroughput(_message.Message):
     def __init__(self, sm_count: _Optional[int] = ..., boost_clock_mhz: _Optional[float] = ..., tensor_fp16_dense_tflops: _Optional[float] = ..., tensor_fp8_dense_tflops: _Optional[float] = ..., fp32_tflops: _Optional[float] = ..., sfu_ops_per_clk_per_sm: _Optional[int] = ..., smem_bandwidth_bytes_per_clk_per_sm: _Optional[int] = ..., mma_sync_efficiency: _Optional[float] = ..., l2_hit_latency_cycles: _Optional[int] = ..., dram_latency_cycles: _Optional[int] = ..., barrier_cycles: _Optional[int] = ...) -> None: ...
 
 class MemorySystem(_message.Message):
-    __slots__ = ("memory_bytes", "dram_bandwidth_gb_per_s", "l2_bytes", "l2_bandwidth_bytes_per_clk")
+    __slots__ = ("memory_bytes", "dram_bandwidth_gb_per_s", "l2_bytes", "l2_bandwidth_bytes_per_clk", "dram_achievable_fraction", "l2_achievable_fraction")
     MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
     DRAM_BANDWIDTH_GB_PER_S_FIELD_NUMBER: _ClassVar[int]
     L2_BYTES_FIELD_NUMBER: _ClassVar[int]
     L2_BANDWIDTH_BYTES_PER_CLK_FIELD_NUMBER: _ClassVar[int]
+    DRAM_ACHIEVABLE_FRACTION_FIELD_NUMBER: _ClassVar[int]
+    L2_ACHIEVABLE_FRACTION_FIELD_NUMBER: _ClassVar[int]
     memory_bytes: int
     dram_bandwidth_gb_per_s: float
     l2_bytes: int
     l2_bandwidth_bytes_per_clk: float
-    def __init__(self, memory_bytes: _Optional[int] = ..., dram_bandwidth_gb_per_s: _Optional[float] = ..., l2_bytes: _Optional[int] = ..., l2_bandwidth_bytes_per_clk: _Optional[float] = ...) -> None: ...
+    dram_achievable_fraction: float
+    l2_achievable_fraction: float
+    def __init__(self, memory_bytes: _Optional[int] = ..., dram_bandwidth_gb_per_s: _Optional[float] = ..., l2_bytes: _Optional[int] = ..., l2_bandwidth_bytes_per_clk: _Optional[float] = ..., dram_achievable_fraction: _Optional[float] = ..., l2_achievable_fraction: _Optional[float] = ...) -> None: ...
 
 class AscendCore(_message.Message):
     __slots__ = ("ai_core_count", "cube_fp16_tflops", "l1_bytes", "l0a_bytes", "l0b_bytes", "l0c_bytes", "unified_buffer_bytes", "ub_alignment_bytes", "cube_fractal_elements", "core_layout", "aic_count", "aiv_count", "standalone_vector_core_count", "cube_clock_mhz", "vector_clock_mhz", "cube_fp16_macs_per_cycle", "cube_bf16_supported", "vector_fp16_elements_per_cycle", "cube_fp16_gemm_measured_tflops", "gm_read_bytes_per_cycle", "gm_write_bytes_per_cycle", "l2_read_bytes_per_cycle", "l2_write_bytes_per_cycle", "l1_to_l0a_bytes_per_cycle", "l1_to_l0b_bytes_per_cycle", "l1_to_ub_bytes_per_cycle", "l0c_to_ub_bytes_per_cycle", "ub_to_l2_bytes_per_cycle", "ub_to_gm_bytes_per_cycle", "ub_to_l1_bytes_per_cycle", "unconfirmed_fields")
