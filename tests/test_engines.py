@@ -43,10 +43,8 @@ def ranking(problem: AttentionProblem, hardware: str, options: SolveOptions, eng
     answer = solve(
         problem, hardware, SolveOptions.model_validate({**options.model_dump(), "engine": engine})
     )
-    tiles = [
-        (c.block_m, c.block_n, c.num_warps, c.num_stages, c.predicted_time_us)
-        for c in answer.candidates
-    ]
+    # every decision variable of the family, by name, not only the common tile fields
+    tiles = [(tuple(sorted(c.parameters.items())), c.predicted_time_us) for c in answer.candidates]
     return answer.status, tiles, answer.feasible_count, answer.infeasibility
 
 

@@ -198,3 +198,22 @@ def test_family_satisfies_the_interface(name: str) -> None:
         assert np.all(np.isfinite(values))
     # a label names the common fields
     assert family.label(ev.cfg.config(0)).startswith("16x16")
+
+
+def test_a_parameter_that_cannot_be_pinned_is_refused(toy: ToyFamily) -> None:
+    """A family may declare a parameter that only describes its structure; pinning it is
+    invalid input naming the pinnable ones."""
+    from tilesolve.solver import InvalidRequestError, Param
+    from tilesolve.solver.pins import resolve_pins
+
+    params = (
+        Param("block_m", (32, 64, 128), "rows per block"),
+        Param("chunks", (1, 2, 4), "derived from the layout", pinnable=False),
+    )
+    options = SolveOptions(kernel="toy", parameter_pins={"chunks": 2})
+    with pytest.raises(InvalidRequestError) as caught:
+        resolve_pins(toy, params, {"block_m": np.array([32])}, options)
+    (violation,) = caught.value.violations
+    assert violation.field == "parameter_pins"
+    assert "chunks of toy cannot be pinned" in violation.description
+    assert "pinnable: block_m" in violation.description
