@@ -127,7 +127,8 @@ def solve_header(answer: SolveAnswer, spec: HardwareSpec) -> list[str]:
             f"{answer.solve_ms:.1f} ms",
         ]
     )
-    return [*first, *join_parts([f"problem: {problem_summary(answer)}"])]
+    why = [f"family: {answer.kernel_reason}"] if answer.kernel_reason else []
+    return [*first, *join_parts([f"problem: {problem_summary(answer)}"]), *why]
 
 
 # Short names for the table's limiter column (the JSON keeps the full names).

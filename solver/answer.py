@@ -143,6 +143,7 @@ class SolveAnswer(BaseModel):
     proven_optimal: bool
     hardware: str
     kernel: str
+    kernel_reason: str = Field("", description="why this family: requested, or the default")
     engine: str
     candidates: list[Candidate]
     funnel: list[FunnelStep]

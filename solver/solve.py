@@ -118,6 +118,14 @@ def _validate(table: CandidateTable, ranked: list[int]) -> None:
         raise ModelInvariantError(f"ranking is not ordered by the objective: {keys}")
 
 
+def kernel_reason(table: CandidateTable, options: SolveOptions) -> str:
+    """Which family was modelled and why: the request named it, or it is the device's default."""
+    family = table.family
+    if options.kernel:
+        return f"{family.name}, as requested: {family.summary}"
+    return f"{family.name}, the default kernel of {table.hardware.name}: {family.summary}"
+
+
 def resolved_problem(problem: AttentionProblem) -> AttentionProblem:
     """The problem with its defaults written out (kv_heads, seq_len_kv, head_dim_v)."""
     return problem.model_copy(
@@ -171,6 +179,7 @@ def solve(
         proven_optimal=proven and bool(ranked),
         hardware=table.hardware.name,
         kernel=table.family.name,
+        kernel_reason=kernel_reason(table, options),
         engine=options.engine.value,
         candidates=candidates,
         funnel=funnel(table),

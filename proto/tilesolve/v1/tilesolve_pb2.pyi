@@ -467,7 +467,7 @@ class Infeasibility(_message.Message):
     def __init__(self, conflicting_constraints: _Optional[_Iterable[str]] = ..., explanation: _Optional[str] = ..., nearest_relaxation: _Optional[str] = ..., relaxation: _Optional[_Union[Relaxation, _Mapping]] = ..., padding: _Optional[_Iterable[_Union[PaddingOption, _Mapping]]] = ...) -> None: ...
 
 class SolveResponse(_message.Message):
-    __slots__ = ("status", "proven_optimal", "hardware", "kernel_enum", "engine", "candidates", "funnel", "binding_constraints", "infeasibility", "search_space_size", "feasible_count", "solve_ms", "model_version", "catalog_version", "problem", "options", "cache_hit", "kernel", "notes")
+    __slots__ = ("status", "proven_optimal", "hardware", "kernel_enum", "engine", "candidates", "funnel", "binding_constraints", "infeasibility", "search_space_size", "feasible_count", "solve_ms", "model_version", "catalog_version", "problem", "options", "cache_hit", "kernel", "notes", "kernel_reason")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     PROVEN_OPTIMAL_FIELD_NUMBER: _ClassVar[int]
     HARDWARE_FIELD_NUMBER: _ClassVar[int]
@@ -487,6 +487,7 @@ class SolveResponse(_message.Message):
     CACHE_HIT_FIELD_NUMBER: _ClassVar[int]
     KERNEL_FIELD_NUMBER: _ClassVar[int]
     NOTES_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_REASON_FIELD_NUMBER: _ClassVar[int]
     status: SolveStatus
     proven_optimal: bool
     hardware: str
@@ -506,7 +507,8 @@ class SolveResponse(_message.Message):
     cache_hit: bool
     kernel: str
     notes: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, status: _Optional[_Union[SolveStatus, str]] = ..., proven_optimal: _Optional[bool] = ..., hardware: _Optional[str] = ..., kernel_enum: _Optional[_Union[KernelFamily, str]] = ..., engine: _Optional[_Union[Engine, str]] = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., funnel: _Optional[_Iterable[_Union[FunnelStep, _Mapping]]] = ..., binding_constraints: _Optional[_Iterable[_Union[BindingConstraint, _Mapping]]] = ..., infeasibility: _Optional[_Union[Infeasibility, _Mapping]] = ..., search_space_size: _Optional[int] = ..., feasible_count: _Optional[int] = ..., solve_ms: _Optional[float] = ..., model_version: _Optional[str] = ..., catalog_version: _Optional[str] = ..., problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., options: _Optional[_Union[SolveOptions, _Mapping]] = ..., cache_hit: _Optional[bool] = ..., kernel: _Optional[str] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...
+    kernel_reason: str
+    def __init__(self, status: _Optional[_Union[SolveStatus, str]] = ..., proven_optimal: _Optional[bool] = ..., hardware: _Optional[str] = ..., kernel_enum: _Optional[_Union[KernelFamily, str]] = ..., engine: _Optional[_Union[Engine, str]] = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., funnel: _Optional[_Iterable[_Union[FunnelStep, _Mapping]]] = ..., binding_constraints: _Optional[_Iterable[_Union[BindingConstraint, _Mapping]]] = ..., infeasibility: _Optional[_Union[Infeasibility, _Mapping]] = ..., search_space_size: _Optional[int] = ..., feasible_count: _Optional[int] = ..., solve_ms: _Optional[float] = ..., model_version: _Optional[str] = ..., catalog_version: _Optional[str] = ..., problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., options: _Optional[_Union[SolveOptions, _Mapping]] = ..., cache_hit: _Optional[bool] = ..., kernel: _Optional[str] = ..., notes: _Optional[_Iterable[str]] = ..., kernel_reason: _Optional[str] = ...) -> None: ...
 
 class SolveBatchRequest(_message.Message):
     __slots__ = ("requests",)
