@@ -594,9 +594,10 @@ def test_a_refused_family_names_the_families_that_run_here(
 
 def test_the_answer_names_the_family_and_why(capsys: pytest.CaptureFixture[str]) -> None:
     code, answer = run_json(capsys, *QUICK_START)
-    assert answer["kernel"] == "fa2"
+    assert code == 0 and answer["kernel"] == "fa2"
     assert answer["kernel_reason"].startswith("fa2, the default kernel of a100-80gb: ")
     code, answer = run_json(capsys, *QUICK_START, "--kernel", "triton")
+    assert code == 0
     assert answer["kernel_reason"].startswith("triton, as requested: ")
-    code, out, _ = run(capsys, *QUICK_START)
+    _, out, _ = run(capsys, *QUICK_START)
     assert "family: fa2, the default kernel of a100-80gb" in out
