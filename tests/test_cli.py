@@ -245,6 +245,47 @@ def test_unreachable_server_exits_3_naming_it(capsys: pytest.CaptureFixture[str]
     assert err.startswith("error: server: cannot reach 127.0.0.1:1") and "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    ("server", "why"),
+    [
+        ("127.0.0.1:99999", "the port 99999 is outside 1 to 65535"),  # was: another port
+        ("127.0.0.1:0", "the port 0 is outside 1 to 65535"),
+        ("localhost", "the port is missing"),  # was: port 443
+        ("localhost:", "the port is missing"),
+        ("http://127.0.0.1:50051", "leave out the scheme 'http://'"),  # was: a DNS error
+        ("grpc://127.0.0.1:50051", "leave out the scheme 'grpc://'"),
+        ("127.0.0.1:http", "the port 'http' is not a number"),
+        ("127.0.0.1:+80", "the port '+80' is not a number"),
+        (":50051", "the host is empty"),
+        ("", "it is empty"),
+        ("127.0.0.1 :50051", "whitespace"),
+        (" 127.0.0.1:50051", "whitespace"),
+        ("::1:50051", "in brackets"),
+        ("[::1]", "must be followed by :PORT"),
+        ("[nonsense]:50051", "not an IPv6 address"),
+        ("300.1.2.3:50051", "not an IPv4 address"),
+        ("bad..host:50051", "not a hostname"),
+        ("under/score:50051", "not a hostname"),
+    ],
+)
+def test_server_address_must_be_host_colon_port(
+    capsys: pytest.CaptureFixture[str], server: str, why: str
+) -> None:
+    code, out, err = run(capsys, "hardware", "list", f"--server={server}")
+    assert (code, out) == (2, "")
+    assert_error(err, "server")
+    assert "HOST:PORT or [IPV6]:PORT" in err and "1 to 65535" in err  # the allowed form
+    assert why in err
+    assert len(err.splitlines()) == 1
+
+
+def test_server_address_help_states_the_grammar(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "solve", "--help")
+    assert code == 0
+    text = " ".join(out.split())
+    assert "HOST:PORT or [IPV6]:PORT" in text and "1 to 65535" in text and "http://" in text
+
+
 def test_unknown_hardware_lists_known_names(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, *QUICK_START, "--hardware", "nope")
     assert code == 2

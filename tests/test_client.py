@@ -523,6 +523,26 @@ def test_cli_unreachable_server_exits_3(capsys: pytest.CaptureFixture[str]) -> N
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "[::1]"])
+def test_cli_server_address_forms_reach_the_server(
+    capsys: pytest.CaptureFixture[str], host: str
+) -> None:
+    """HOST:PORT with an IPv4 address or a hostname, and [IPV6]:PORT, are all accepted."""
+    if host == "[::1]":
+        try:
+            with socket.socket(socket.AF_INET6) as s:
+                s.bind(("::1", 0))
+        except OSError:
+            pytest.skip("no IPv6 loopback here")
+    running = _start(host=host.strip("[]"))
+    try:
+        local = cli(capsys, "hardware", "show", "t4", "--json")
+        target = f"{host}:{running.port}"
+        assert cli(capsys, "hardware", "show", "t4", "--json", "--server", target) == local
+    finally:
+        running.server.stop(0)
+
+
 def test_cli_deadline_exits_3(capsys: pytest.CaptureFixture[str], plain: Running) -> None:
     argv = [*QUICK_START, "--seq-len", "6001", "--batch", "5"]  # not cached
     code, out, err = cli(capsys, *argv, "--server", plain.target, "--timeout", "0.001")
