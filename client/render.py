@@ -360,5 +360,8 @@ def occupancy_report(
         f"({kib(occ.smem_per_sm_config_bytes)} KiB)",
     ]
     if occ.blocks_per_sm == 0:
-        lines.append(f"this block cannot launch on {spec.name} (limited by {limiters})")
+        lines.append(
+            f"this block cannot launch on {spec.name}: not one block fits on an SM (limited "
+            f"by {limiters}); exit status 1"
+        )
     return lines

@@ -376,6 +376,7 @@ def test_help_lists_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
         for line in (
             "0  an answer",
             "1  no feasible",
+            "for occupancy: not one block",
             "2  invalid input",
             "3  server",
             "4  internal",
@@ -441,6 +442,26 @@ def test_occupancy_a100_shared_memory_bound(capsys: pytest.CaptureFixture[str]) 
     assert occ["smem_per_sm_config_bytes"] == 164 * 1024
     code, out, _ = run(capsys, *OCC, "--threads", "128", "--regs", "96", "--smem", "49152")
     assert code == 0 and "blocks per SM: 3 (limited by shared_memory)" in out
+
+
+@pytest.mark.parametrize(
+    ("launch", "limiter"),
+    [
+        (["--threads", "1024", "--regs", "255", "--smem", "0"], "registers"),
+        (["--threads", "128", "--regs", "32", "--smem", "200000"], "shared_memory"),
+    ],
+)
+def test_occupancy_of_a_launch_that_cannot_fit_exits_1(
+    capsys: pytest.CaptureFixture[str], launch: list[str], limiter: str
+) -> None:
+    code, occ = run_json(capsys, *OCC, *launch)
+    assert code == 1  # the JSON document is still printed
+    assert occ["blocks_per_sm"] == 0 and occ["limiter"] == limiter
+    code, out, err = run(capsys, *OCC, *launch)
+    assert code == 1 and err == ""
+    assert "blocks per SM: 0" in out
+    assert "cannot launch on a100-80gb: not one block fits on an SM" in out
+    assert "exit status 1" in out
 
 
 def test_occupancy_carveout_changes_the_sm_configuration(

@@ -470,6 +470,17 @@ def test_cli_other_commands_identical_remotely(
     assert remote == local
 
 
+def test_cli_occupancy_that_cannot_fit_exits_1_remotely(
+    capsys: pytest.CaptureFixture[str], plain: Running
+) -> None:
+    launch = ["occupancy", "--hardware", "a100", "--threads", "1024", "--regs", "255"]
+    for argv in ([*launch, "--smem", "0"], [*launch, "--smem", "0", "--json"]):
+        local, remote = both(capsys, plain, *argv)
+        assert remote == local
+        assert remote[0] == 1 and remote[2] == ""
+    assert json.loads(remote[1])["blocks_per_sm"] == 0
+
+
 @pytest.mark.parametrize(
     "argv",
     [
