@@ -100,8 +100,18 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
+# What a rule about a whole model, not one of its fields, is reported under.
+_WHOLE_MODEL = {"AttentionProblem": "problem", "SolveOptions": "options"}
+_PRODUCT = re.compile(r"\w+(?: x \w+)+")
+
+
 def _guess_field(model: type[BaseModel], message: str) -> str | None:
-    """The field a model-level rule is about: the first field name its message mentions."""
+    """The field a model-level rule is about: the first field name its message mentions. A
+    rule over a product of fields (`batch x heads x seq_len x seq_len_kv = ...`) is about no
+    one of them: it is reported under the model (`problem`)."""
+    product = _PRODUCT.match(message)
+    if product and all(name in model.model_fields for name in product.group(0).split(" x ")):
+        return _WHOLE_MODEL.get(model.__name__, model.__name__)
     best: tuple[int, str] | None = None
     for name in model.model_fields:
         match = re.search(rf"\b{re.escape(name)}\b", message)

@@ -228,6 +228,25 @@ def test_bad_numbers_say_what_is_allowed(capsys: pytest.CaptureFixture[str]) -> 
     assert "1, 2, 4, 8" in err  # the divisors of heads
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [*QUICK_START, "--batch", "1000", "--seq-len", "16000000"],
+        ["memory", "--batch", "1000", "--seq-len", "16000000", "--head-dim", "128", "--tile", "64"],
+    ],
+)
+def test_problem_size_cap_blames_the_problem_and_says_why(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert_error(err, "problem")  # not `batch`: no one field is too large
+    assert len(err.splitlines()) == 1
+    text = err.removeprefix("error: problem: ")
+    assert text.startswith("batch x heads x seq_len x seq_len_kv = 1000 x 1 x 16000000 x 16000000")
+    assert "2^50" in text and "typo, not a workload" in text and "catalogued GPU" in text
+
+
 def test_every_violation_is_reported_at_once(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(
         capsys, *QUICK_START, "--head-dim", "0", "--top-k", "x", "--hardware", "nope"

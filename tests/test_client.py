@@ -485,6 +485,7 @@ def test_cli_occupancy_that_cannot_fit_exits_1_remotely(
     "argv",
     [
         [*QUICK_START, "--head-dim", "0"],  # caught before asking, as in-process
+        [*QUICK_START, "--batch", "1000", "--seq-len", "16000000"],  # the size cap: `problem`
         [*QUICK_START, "--kernel", "fa3"],  # the family's rule: judged by the server
         [*QUICK_START, "--hardware", "ascend-910b"],
         [*QUICK_START, "--hardware", "nope", "--top-k", "x"],  # the server's catalog + local
@@ -500,6 +501,15 @@ def test_cli_invalid_input_identical_remotely(
     assert local[0] == 2
     assert remote == local
     assert remote[2].startswith("error: ")
+
+
+def test_size_cap_from_the_server_is_reported_under_problem(client: TileSolveClient) -> None:
+    huge = AttentionProblem.model_construct(batch=1000, seq_len=16_000_000, head_dim=128)
+    with pytest.raises(InvalidArgumentError) as caught:
+        client.solve(huge, "a100")  # skips local validation: the server judges it
+    [violation] = server_violations(caught.value, "request")
+    assert violation.field == "problem"
+    assert violation.description.startswith("batch x heads x seq_len x seq_len_kv = 1000 x 1")
 
 
 def test_cli_head_dim_0_exits_2_naming_the_field(

@@ -169,6 +169,21 @@ def test_kv_heads_must_divide_heads(stub: pb_grpc.TileSolveServiceStub) -> None:
     assert any(f.startswith("problem") and "kv_heads" in d for f, d in found.items()), found
 
 
+def test_problem_size_cap_is_a_violation_of_the_problem(
+    stub: pb_grpc.TileSolveServiceStub,
+) -> None:
+    error = call_error(stub.Solve, request(batch=1000, seq_len=16_000_000))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    found = violations(error)
+    assert list(found) == ["problem"], found  # not problem.batch: no one field is too large
+    product = "batch x heads x seq_len x seq_len_kv = 1000 x 1 x 16000000 x 16000000"
+    assert found["problem"].startswith(product)  # without pydantic's "Value error, "
+    assert "2^50" in found["problem"] and "typo, not a workload" in found["problem"]
+    # a rule about one of the fields still names it
+    found = violations(call_error(stub.Solve, request(heads=8, kv_heads=3)))
+    assert list(found) == ["problem.kv_heads"], found
+
+
 def test_missing_parts_and_bad_options_are_reported_together(
     stub: pb_grpc.TileSolveServiceStub,
 ) -> None:

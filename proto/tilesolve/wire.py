@@ -10,6 +10,7 @@ validation failure becomes field violations whose paths are the request's field 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -95,8 +96,12 @@ def _enums_to_wire(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _field_named_in(message: str, model: type[BaseModel] | None) -> str:
-    """For a rule over several fields: the first field of `model` the message names."""
+    """For a rule over several fields: the first field of `model` the message names; none (the
+    request path of the model itself) for a rule over their product (`batch x heads x ...`)."""
     if model is None:
+        return ""
+    product = re.match(r"(?:Value error, )?(\w+(?: x \w+)+)", message)
+    if product and all(name in model.model_fields for name in product.group(1).split(" x ")):
         return ""
     hits = [(message.find(name), name) for name in model.model_fields if name in message]
     return min(hits)[1] if hits else ""
@@ -110,7 +115,7 @@ def violations_from_validation(
     for error in exc.errors():
         loc = ".".join(str(part) for part in error["loc"]) or _field_named_in(error["msg"], model)
         field = f"{prefix}.{loc}" if loc else prefix
-        detail = error["msg"]
+        detail = error["msg"].removeprefix("Value error, ")  # pydantic's, for a rule's ValueError
         given = error.get("input")
         if given is not None and not isinstance(given, dict | list):
             # int64 fields arrive as JSON strings; show them as the number that was sent.
