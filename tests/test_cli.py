@@ -435,6 +435,25 @@ def test_hardware_show_resolves_aliases_and_has_sources(
     assert "smem_per_block_optin_bytes" in out and "PG13" in out
 
 
+def test_sm_name_resolves_only_when_one_device_has_that_compute_capability(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, spec = run_json(capsys, "hardware", "show", "sm75")
+    assert code == 0 and spec["name"] == "t4"
+    for argv, sharing in (
+        (["hardware", "show", "sm80"], "a100-40gb and a100-80gb"),
+        (["solve", "--hardware", "sm90", "--head-dim", "128", "--seq-len", "4096"], "h100-pcie"),
+        (
+            ["occupancy", "--hardware", "sm89", "--threads", "128", "--regs", "32", "--smem", "0"],
+            "l4, l40s and rtx-4090",
+        ),
+    ):
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (2, ""), err
+        assert_error(err, "hardware")
+        assert "is ambiguous" in err and sharing in err
+
+
 def test_hardware_show_unknown_name(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "hardware", "show", "nope")
     assert code == 2 and out == ""

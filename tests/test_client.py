@@ -490,6 +490,9 @@ def test_cli_occupancy_that_cannot_fit_exits_1_remotely(
         [*QUICK_START, "--hardware", "ascend-910b"],
         [*QUICK_START, "--hardware", "nope", "--top-k", "x"],  # the server's catalog + local
         ["hardware", "show", "nope"],
+        ["hardware", "show", "sm86"],  # shared by a10 and rtx-3090: refused, naming both
+        [*QUICK_START, "--hardware", "sm89"],
+        [*OCCUPANCY, "--hardware", "sm80", "--smem", "0"],
         ["occupancy", "--hardware", "ascend-910", "--threads", "128", "--regs", "8", "--smem", "0"],
         [*OCCUPANCY, "--smem", "-1"],
     ],

@@ -302,6 +302,20 @@ def test_batch_over_the_limit_is_resource_exhausted_naming_it() -> None:
 # ---- hardware, memory, occupancy ---------------------------------------------------------
 
 
+def test_sm_names_resolve_only_when_unambiguous(stub: pb_grpc.TileSolveServiceStub) -> None:
+    t4 = stub.GetHardware(pb.GetHardwareRequest(name="sm75"), timeout=10)
+    assert t4.hardware.name == "t4"
+    error = call_error(stub.GetHardware, pb.GetHardwareRequest(name="sm80"), timeout=10)
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    found = violations(error)
+    assert list(found) == ["name"] and "a100-40gb and a100-80gb" in found["name"], found
+    error = call_error(stub.Solve, request("sm90"), timeout=30)
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    found = violations(error)
+    assert list(found) == ["hardware"], found
+    assert "h100-pcie, h100-sxm and h200" in found["hardware"]
+
+
 def test_list_hardware(stub: pb_grpc.TileSolveServiceStub) -> None:
     response = stub.ListHardware(pb.ListHardwareRequest(), timeout=10)
     by_name = {h.name: h for h in response.hardware}
