@@ -2,9 +2,11 @@
 
 With `--server` a command asks the server through `tilesolve.client.remote` (imported, with
 grpc, only then) and prints exactly what the in-process command prints, except `solve_ms`,
-which is the server's. The request is still checked in the CLI first (same messages); what
-only the server can judge (its catalog, the kernel family's rules) comes back as field
-violations, printed the same way. An unreachable server or a passed deadline exits 3.
+which is the server's, and `cache_hit`: an answer from the server's cache says so (the solve
+header reads `cached (solved in X ms originally)`, `--json` has `"cache_hit": true`). The
+request is still checked in the CLI first (same messages); what only the server can judge (its
+catalog, the kernel family's rules) comes back as field violations, printed the same way. An
+unreachable server or a passed deadline exits 3.
 """
 
 from __future__ import annotations

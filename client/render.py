@@ -113,8 +113,9 @@ def problem_summary(answer: SolveAnswer) -> str:
     return ", ".join(parts)
 
 
-def solve_header(answer: SolveAnswer, spec: HardwareSpec) -> list[str]:
-    """Hardware, kernel, engine, status and time; then the problem on its own line."""
+def solve_header(answer: SolveAnswer, spec: HardwareSpec, cache_hit: bool = False) -> list[str]:
+    """Hardware, kernel, engine, status and time (for an answer from a server's cache, the
+    time of the solve that cached it, said so); then the problem on its own line."""
     status = answer.status.value
     if answer.status.value == "feasible":
         status += " (time limit reached; ranking not proven)"
@@ -124,7 +125,9 @@ def solve_header(answer: SolveAnswer, spec: HardwareSpec) -> list[str]:
             f"kernel {answer.kernel}",
             f"engine {answer.engine}",
             status,
-            f"{answer.solve_ms:.1f} ms",
+            f"cached (solved in {answer.solve_ms:.1f} ms originally)"
+            if cache_hit
+            else f"{answer.solve_ms:.1f} ms",
         ]
     )
     return [*first, *join_parts([f"problem: {problem_summary(answer)}"])]
@@ -191,9 +194,10 @@ def funnel_lines(answer: SolveAnswer) -> list[str]:
     return lines + ["  " + line for line in body]
 
 
-def solve_report(answer: SolveAnswer, spec: HardwareSpec) -> list[str]:
-    """The readable answer: header, ranked table (or why not), binding constraints, funnel."""
-    lines = solve_header(answer, spec)
+def solve_report(answer: SolveAnswer, spec: HardwareSpec, cache_hit: bool = False) -> list[str]:
+    """The readable answer: header, ranked table (or why not), binding constraints, funnel;
+    `cache_hit`: the answer came from a server's cache (the header says so)."""
+    lines = solve_header(answer, spec, cache_hit)
     lines.append("")
     if answer.infeasibility is not None:
         why = answer.infeasibility

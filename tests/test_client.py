@@ -418,6 +418,7 @@ def both(
 
 
 _SOLVE_MS = re.compile(r"\| \d+(\.\d+)? ms")
+_CACHED = re.compile(r"\| cached \(solved in (\d+\.\d) ms originally\)")
 
 
 def test_cli_solve_json_equals_in_process(
@@ -429,6 +430,7 @@ def test_cli_solve_json_equals_in_process(
     local, remote = json.loads(out), json.loads(rout)
     assert remote.pop("solve_ms") > 0
     local.pop("solve_ms")
+    assert local.pop("cache_hit") is False and remote.pop("cache_hit") in (False, True)
     assert remote == local
     assert list(remote) == list(local)  # same document, same key order
 
@@ -440,6 +442,29 @@ def test_cli_solve_table_equals_in_process(
     assert code == rcode == 0, rerr
     assert _SOLVE_MS.search(rout.splitlines()[0])
     assert _SOLVE_MS.sub("", rout) == _SOLVE_MS.sub("", out)
+
+
+def test_cli_cached_answer_says_so(capsys: pytest.CaptureFixture[str], plain: Running) -> None:
+    """Solved twice: the second answer comes from the server's cache, and says so."""
+    argv = [*QUICK_START, "--seq-len", "2999", "--heads", "3", "--server", plain.target]
+    code, out, err = cli(capsys, *argv, "--json")
+    assert code == 0, err
+    first = json.loads(out)
+    assert first["cache_hit"] is False and list(first)[-1] == "cache_hit"
+    code, out, _ = cli(capsys, *argv, "--json")
+    again = json.loads(out)
+    assert code == 0 and again["cache_hit"] is True
+    assert again["solve_ms"] == first["solve_ms"]  # the original solve's time, repeated
+    code, out, _ = cli(capsys, *argv)
+    header = out.splitlines()[0]
+    assert code == 0 and not _SOLVE_MS.search(header)
+    cached = _CACHED.search(header)
+    assert cached and cached.group(1) == f"{first['solve_ms']:.1f}", header
+    # in-process: never cached
+    code, out, _ = cli(capsys, *argv[:-2], "--json")
+    assert code == 0 and json.loads(out)["cache_hit"] is False
+    code, out, _ = cli(capsys, *argv[:-2])
+    assert "cached" not in out.splitlines()[0] and _SOLVE_MS.search(out.splitlines()[0])
 
 
 def test_cli_infeasible_exits_1_remotely(
