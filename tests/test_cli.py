@@ -132,6 +132,48 @@ def test_table_lines_stay_narrow_for_a_long_problem(capsys: pytest.CaptureFixtur
     assert all(len(line) <= 160 for line in out.splitlines()), max(out.splitlines(), key=len)
 
 
+def _reason_column(out: str) -> dict[int, str]:
+    """rank -> the text of the `top reason` column, its continuation lines joined."""
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["rank", "tile"])
+    start = lines[header].index("top reason")
+    reasons: dict[int, str] = {}
+    rank = 0
+    for line in lines[header + 2 :]:
+        if not line.strip():
+            break
+        if line[:start].strip():  # a row of its own
+            rank = int(line.split()[0])
+            reasons[rank] = line[start:]
+        else:  # the reason continued
+            reasons[rank] += " " + line[start:]
+    return reasons
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [*QUICK_START, "--top-k", "10"],
+        [
+            *("solve", "--hardware", "h100-sxm", "--head-dim", "128", "--seq-len", "8192"),
+            *("--batch", "4", "--heads", "16", "--causal", "--top-k", "3"),
+        ],
+    ],
+)
+def test_reasons_are_never_cut(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    code, answer = run_json(capsys, *argv, "--engine", "exhaustive")
+    assert code == 0
+    code, out, _ = run(capsys, *argv, "--engine", "exhaustive")
+    assert code == 0
+    assert "..." not in out
+    assert all(len(line) <= 160 for line in out.splitlines()), max(out.splitlines(), key=len)
+    shown = _reason_column(out)
+    assert shown == {c["rank"]: c["reasons"][0] for c in answer["candidates"]}
+    flat = " ".join(out.split())
+    for binding in answer["binding_constraints"]:
+        assert " ".join(f"{binding['constraint']}: {binding['detail']}".split()) in flat
+
+
 def test_json_has_every_design_field(capsys: pytest.CaptureFixture[str]) -> None:
     code, answer = run_json(capsys, *QUICK_START, "--engine", "exhaustive")
     assert code == 0
