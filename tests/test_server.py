@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -613,6 +614,45 @@ def test_bad_options_exit_2(args: list[str]) -> None:
     )
     assert result.returncode == 2
     assert "error:" in result.stderr
+
+
+@pytest.mark.parametrize("busy", [True, False])
+def test_an_address_that_cannot_be_listened_on_is_one_line_and_exit_1(busy: bool) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        # busy: the port another process listens on; else a host that is not this machine's
+        host = "127.0.0.1" if busy else "192.0.2.1"  # TEST-NET-1: never a local address
+        result = subprocess.run(
+            [sys.executable, "-m", "tilesolve.server.main", "--host", host, "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr  # no gRPC log, no traceback
+    assert lines[0].startswith(f"tilesolve-server: error: cannot listen on {host}:{port}: ")
+    if busy:
+        assert "already in use" in lines[0]
+    else:
+        assert "not an address of this machine" in lines[0]
+    assert "GRPC_VERBOSITY" not in result.stderr
+
+
+def test_help_documents_the_exit_codes() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "tilesolve.server.main", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    text = " ".join(result.stdout.split())
+    assert "1 cannot listen on --host:--port (the port is already in use" in text
+    assert "2 invalid options" in text
 
 
 def test_lru_cache_evicts_the_least_recently_used() -> None:
