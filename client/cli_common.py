@@ -30,6 +30,7 @@ EXIT_CODES_EPILOG = """\
 exit codes:
   0  an answer was printed
   1  no feasible configuration (the output explains why and what is nearest);
+     for occupancy: not one block of the launch fits on an SM (0 blocks per SM);
      for simulate: the error exceeds the dtype's tolerance
   2  invalid input or unknown name (stderr names the field and the allowed values)
   3  server unreachable, or the time limit passed before any configuration was found

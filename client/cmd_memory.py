@@ -8,8 +8,8 @@ comparison table over several sequence lengths and tile sizes (`--sweep`).
 The problem options, error lines and exit codes are `solve`'s (tilesolve.client.cli_common): the
 problem is validated by the solver's schema, every bad field is one `error: <field>: ...` line,
 exit 2. With `--server HOST:PORT` the figures come from the server's `EstimateMemory` RPC and
-the output is the same. `--plot FILE` draws the working set and the roofline (matplotlib, the
-optional `plot` extra), always in-process.
+the output is the same. `--plot FILE` draws the working set and, with `--hardware`, the
+roofline (matplotlib, the optional `plot` extra), always in-process.
 """
 
 from __future__ import annotations
@@ -97,8 +97,8 @@ def add_memory_parser(subparsers: Any) -> None:
     out.add_argument(
         "--plot",
         metavar="FILE",
-        help="also draw the working set and the roofline to FILE (.png or .svg; needs "
-        "matplotlib: pip install 'tilesolve[plot]'); not with --sweep",
+        help="also draw the working set and, with --hardware, the roofline to FILE (.png or "
+        ".svg; needs matplotlib: pip install 'tilesolve[plot]'); not with --sweep",
     )
     _add_remote(p)
 
@@ -237,6 +237,12 @@ def _draw(
         reason = exc.strerror or str(exc)
         raise CliInputError([Violation("plot", f"cannot write {plot!r}: {reason}")]) from exc
     sys.stdout.flush()
+    if spec is None:
+        print(
+            "note: the roofline panel needs --hardware (a roofline is a device's); "
+            "drew the working set only",
+            file=sys.stderr,
+        )
     print(f"plot: memory model written to {plot}", file=sys.stderr)
 
 

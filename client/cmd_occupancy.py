@@ -1,5 +1,5 @@
 """`tilesolve-cli occupancy`: resident blocks per SM of one CUDA launch (NVIDIA's occupancy
-calculation), in-process or on a server."""
+calculation), in-process or on a server. Exit 1 (after the output) when not one block fits."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .cli_common import (
+    EXIT_INFEASIBLE,
     EXIT_OK,
     CliInputError,
     Violation,
@@ -76,7 +77,7 @@ def cmd_occupancy(args: argparse.Namespace) -> int:
                 spec.name, threads, regs, smem, None if carveout < 0 else carveout
             )
     _print_occupancy(args, spec, occ, threads, regs, smem, carveout)
-    return EXIT_OK
+    return EXIT_OK if occ.blocks_per_sm > 0 else EXIT_INFEASIBLE  # 0: the launch cannot fit
 
 
 def _occupancy_launch(args: argparse.Namespace, spec: CudaDevice) -> tuple[int, int, int, int]:

@@ -263,11 +263,13 @@ def _solve_remote(
         if violations:
             raise CliInputError(violations)
         assert spec is not None and problem is not None and options is not None
-        answer = client.solve(problem, args.hardware, options)
-    return _print_answer(args, answer, spec)
+        answer, cache_hit = client.solve_with_meta(problem, args.hardware, options)
+    return _print_answer(args, answer, spec, cache_hit)
 
 
-def _print_answer(args: argparse.Namespace, answer: SolveAnswer, spec: HardwareSpec) -> int:
+def _print_answer(
+    args: argparse.Namespace, answer: SolveAnswer, spec: HardwareSpec, cache_hit: bool = False
+) -> int:
     if answer.status.value == "feasible":
         print(
             "note: CP-SAT reached its time limit before proving the ranking "
@@ -275,9 +277,9 @@ def _print_answer(args: argparse.Namespace, answer: SolveAnswer, spec: HardwareS
             file=sys.stderr,
         )
     if args.json:
-        _print_json(answer.model_dump(mode="json"))
+        _print_json(answer.model_dump(mode="json") | {"cache_hit": cache_hit})
     else:
         from .render import solve_report
 
-        _print_lines(solve_report(answer, spec))
+        _print_lines(solve_report(answer, spec, cache_hit))
     return EXIT_INFEASIBLE if answer.status.value == "infeasible" else EXIT_OK

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 PLOT_SUFFIXES = (".png", ".svg")
 INSTALL_HINT = "pip install 'tilesolve[plot]'"
 DPI = 100
-ROOFLINE_DEFAULT_HARDWARE = "a100-80gb"
+MEMORY_DEFAULT_KERNEL = "fa2"  # the family of panel (a) without a device (memory's default)
 TEXT_MAX_WIDTH = 100
 
 _WINNER_COLOUR = "#d62728"
@@ -328,13 +328,14 @@ def _plain_log_ticks(*axes: Any) -> None:
 
 
 def _working_set_panel(
-    ax: Axes, problem: AttentionProblem, block_m: int, block_n: int, spec: HardwareSpec
+    ax: Axes, problem: AttentionProblem, block_m: int, block_n: int, spec: HardwareSpec | None
 ) -> None:
-    """(a) working set (left, KiB) and 2-D score tiles (right, log) versus square tile size."""
+    """(a) working set (left, KiB) and 2-D score tiles (right, log) versus square tile size;
+    the device's shared memory per block as a line when there is a device."""
     from tilesolve.solver import CudaDevice
     from tilesolve.solver.memory import estimate_memory
 
-    kernel = spec.default_kernel
+    kernel = spec.default_kernel if spec is not None else MEMORY_DEFAULT_KERNEL
     estimates = [estimate_memory(problem, t, t, None, kernel) for t in MEMORY_TILES]
     chosen = estimate_memory(problem, block_m, block_n, None, kernel)
     x_chosen = math.sqrt(block_m * block_n)
@@ -411,7 +412,6 @@ def _roofline_panel(
     block_m: int,
     block_n: int,
     spec: HardwareSpec,
-    defaulted: bool,
 ) -> None:
     """(b) attainable TFLOP/s versus arithmetic intensity on `spec`, with the designs and the
     solver's top 5 placed on it."""
@@ -510,8 +510,7 @@ def _roofline_panel(
     _plain_log_ticks(ax.xaxis, ax.yaxis)
     ax.set_xlabel("arithmetic intensity (FLOP per HBM byte), log scale")
     ax.set_ylabel("attainable TFLOP/s, log scale")
-    which = f"{roof.hardware} (default: no hardware given)" if defaulted else roof.hardware
-    ax.set_title(f"(b) roofline of {which}", fontsize=10)
+    ax.set_title(f"(b) roofline of {roof.hardware}", fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
     if note:  # as a legend entry, where it cannot cover the roof
         ax.plot([], [], ls="none", label="\n".join(textwrap.wrap(note, 60)))
@@ -525,23 +524,28 @@ def plot_memory(
     hardware: HardwareSpec | None,
     path: Path,
 ) -> None:
-    """Two panels as PNG or SVG (by `path`'s suffix): (a) the tile working set and the number
-    of 2-D score tiles versus square tile size 16..256 for `problem`, the requested tile
-    marked; (b) the roofline of `hardware` (a100-80gb when None, said in the title) with
-    naive attention, the tiled kernel without and with L2 reuse, and the top-5 configurations
-    of `solve(problem, hardware)` placed on it (at their modelled arithmetic intensity and
-    predicted TFLOP/s; ranked by the exhaustive engine, which gives the same answer as CP-SAT
-    without importing it). ValueError for another suffix; PlotUnavailableError without
-    matplotlib; the memory model's InvalidRequestError for a bad tile."""
+    """PNG or SVG (by `path`'s suffix): (a) the tile working set and the number of 2-D score
+    tiles versus square tile size 16..256 for `problem`, the requested tile marked (with
+    `hardware`, its shared memory per block); and, only with `hardware` (a roofline is a
+    device's), (b) its roofline with naive attention, the tiled kernel without and with L2
+    reuse, and the top-5 configurations of `solve(problem, hardware)` placed on it (at their
+    modelled arithmetic intensity and predicted TFLOP/s; ranked by the exhaustive engine, which
+    gives the same answer as CP-SAT without importing it). Without `hardware` the figure is
+    panel (a) alone. ValueError for another suffix; PlotUnavailableError without matplotlib;
+    the memory model's InvalidRequestError for a bad tile."""
     plot_format(path)
+    title = f"memory model: {_problem_line(problem)}, tile {block_m}x{block_n}"
+    if hardware is None:
+        fig = _new_figure(7.5, 5.6)
+        ax_a = fig.add_axes((0.1, 0.11, 0.76, 0.75))
+        _working_set_panel(ax_a, problem, block_m, block_n, None)
+        fig.suptitle("\n".join(textwrap.wrap(title, 80)), fontsize=10)
+        _save(fig, path)
+        return
     fig = _new_figure(14.0, 5.6)
-    from tilesolve.solver import get_hardware
-
-    defaulted = hardware is None
-    spec = get_hardware(ROOFLINE_DEFAULT_HARDWARE) if hardware is None else hardware
     ax_a = fig.add_axes((0.055, 0.11, 0.37, 0.75))
     ax_b = fig.add_axes((0.565, 0.11, 0.42, 0.75))
-    _working_set_panel(ax_a, problem, block_m, block_n, spec)
-    _roofline_panel(ax_b, problem, block_m, block_n, spec, defaulted)
-    fig.suptitle(f"memory model: {_problem_line(problem)}, tile {block_m}x{block_n}", fontsize=11)
+    _working_set_panel(ax_a, problem, block_m, block_n, hardware)
+    _roofline_panel(ax_b, problem, block_m, block_n, hardware)
+    fig.suptitle(title, fontsize=11)
     _save(fig, path)

@@ -2,7 +2,8 @@
 
 Everything here turns solver objects into lines of text; nothing decides, validates or exits.
 Lines are kept within `MAX_WIDTH` characters where the content allows: the one free-text
-column of a table (a reason, a detail) is the one that gets cut short.
+column of a table (a reason, a detail) is the one that is wrapped onto following lines. No
+text is ever cut short.
 """
 
 from __future__ import annotations
@@ -17,16 +18,6 @@ if TYPE_CHECKING:  # the solver (numpy, pydantic) is imported only by the comman
 
 MAX_WIDTH = 160
 _GAP = "  "
-_ELLIPSIS = "..."
-
-
-def truncate(text: str, width: int) -> str:
-    """`text` cut to at most `width` characters, marked with an ellipsis when cut."""
-    if len(text) <= width:
-        return text
-    if width <= len(_ELLIPSIS):
-        return text[:width]
-    return text[: width - len(_ELLIPSIS)] + _ELLIPSIS
 
 
 def table(
@@ -37,10 +28,11 @@ def table(
     shrink: int | None = None,
     max_width: int = MAX_WIDTH,
 ) -> list[str]:
-    """An aligned table: a header row, a rule, then one line per row.
+    """An aligned table: a header row, a rule, then each row on one line or more.
 
     Columns in `right` are right-aligned (numbers). If the table is wider than `max_width`,
-    column `shrink` (a free-text column) is narrowed and its cells truncated.
+    column `shrink` (a free-text column) is narrowed and a longer cell of it is wrapped onto
+    the lines that follow its row (the other columns blank there): nothing is cut.
     """
     widths = [len(h) for h in headers]
     for row in rows:
@@ -53,11 +45,20 @@ def table(
     def line(cells: Sequence[str]) -> str:
         out = []
         for i, cell in enumerate(cells):
-            text = truncate(cell, widths[i])
-            out.append(text.rjust(widths[i]) if i in right else text.ljust(widths[i]))
+            out.append(cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]))
         return _GAP.join(out).rstrip()
 
-    return [line(headers), line(["-" * w for w in widths]), *(line(row) for row in rows)]
+    body = []
+    for row in rows:
+        if shrink is None or len(row[shrink]) <= widths[shrink]:
+            body.append(line(row))
+            continue
+        pieces = textwrap.wrap(row[shrink], widths[shrink], break_on_hyphens=False)
+        for k, piece in enumerate(pieces):
+            cells = list(row) if k == 0 else [""] * len(row)
+            cells[shrink] = piece
+            body.append(line(cells))
+    return [line(headers), line(["-" * w for w in widths]), *body]
 
 
 def join_parts(parts: Sequence[str], sep: str = " | ", max_width: int = MAX_WIDTH) -> list[str]:
@@ -113,8 +114,9 @@ def problem_summary(answer: SolveAnswer) -> str:
     return ", ".join(parts)
 
 
-def solve_header(answer: SolveAnswer, spec: HardwareSpec) -> list[str]:
-    """Hardware, kernel, engine, status and time; then the problem on its own line."""
+def solve_header(answer: SolveAnswer, spec: HardwareSpec, cache_hit: bool = False) -> list[str]:
+    """Hardware, kernel, engine, status and time (for an answer from a server's cache, the
+    time of the solve that cached it, said so); then the problem on its own line."""
     status = answer.status.value
     if answer.status.value == "feasible":
         status += " (time limit reached; ranking not proven)"
@@ -124,7 +126,9 @@ def solve_header(answer: SolveAnswer, spec: HardwareSpec) -> list[str]:
             f"kernel {answer.kernel}",
             f"engine {answer.engine}",
             status,
-            f"{answer.solve_ms:.1f} ms",
+            f"cached (solved in {answer.solve_ms:.1f} ms originally)"
+            if cache_hit
+            else f"{answer.solve_ms:.1f} ms",
         ]
     )
     why = [f"family: {answer.kernel_reason}"] if answer.kernel_reason else []
@@ -210,9 +214,10 @@ def funnel_lines(answer: SolveAnswer) -> list[str]:
     return lines + ["  " + line for line in body]
 
 
-def solve_report(answer: SolveAnswer, spec: HardwareSpec) -> list[str]:
-    """The readable answer: header, ranked table (or why not), binding constraints, funnel."""
-    lines = solve_header(answer, spec)
+def solve_report(answer: SolveAnswer, spec: HardwareSpec, cache_hit: bool = False) -> list[str]:
+    """The readable answer: header, ranked table (or why not), binding constraints, funnel;
+    `cache_hit`: the answer came from a server's cache (the header says so)."""
+    lines = solve_header(answer, spec, cache_hit)
     lines.append("")
     if answer.infeasibility is not None:
         why = answer.infeasibility
@@ -244,7 +249,7 @@ def solve_report(answer: SolveAnswer, spec: HardwareSpec) -> list[str]:
         if answer.binding_constraints:
             lines.append("binding constraints (the winner would be faster without them):")
             for b in answer.binding_constraints:
-                lines.append(truncate(f"  {b.constraint}: {b.detail}", MAX_WIDTH))
+                lines.extend(wrap(f"{b.constraint}: {b.detail}"))
         else:
             lines.append("binding constraints: none (the winner is the unconstrained optimum)")
     for note in answer.notes:
@@ -394,5 +399,8 @@ def occupancy_report(
         f"({kib(occ.smem_per_sm_config_bytes)} KiB)",
     ]
     if occ.blocks_per_sm == 0:
-        lines.append(f"this block cannot launch on {spec.name} (limited by {limiters})")
+        lines.append(
+            f"this block cannot launch on {spec.name}: not one block fits on an SM (limited "
+            f"by {limiters}); exit status 1"
+        )
     return lines

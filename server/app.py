@@ -8,8 +8,10 @@ stops accepting calls, in-flight calls get `grace_s` seconds to finish, and it r
 
 from __future__ import annotations
 
+import errno
 import logging
 import signal
+import socket
 import sys
 from concurrent import futures
 from dataclasses import dataclass
@@ -62,6 +64,34 @@ class ServerConfig:
 def _host(host: str) -> str:
     """An IPv6 literal in brackets, as gRPC addresses and URLs write it."""
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _why_not_bindable(host: str, port: int) -> str | None:
+    """Why no TCP socket can be bound to (host, port), in the operating system's words, or
+    None if one can. As for gRPC, the address is usable if any address `host` resolves to is."""
+    try:
+        found = socket.getaddrinfo(
+            host.strip("[]") or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except socket.gaierror as exc:
+        return f"cannot resolve the host {host!r} ({exc.strerror})"
+    errors: list[OSError] = []
+    for family, kind, proto, _, address in found:
+        try:
+            with socket.socket(family, kind, proto) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC does
+                probe.bind(address)
+                return None
+        except OSError as exc:
+            errors.append(exc)
+    if not errors:
+        return f"the host {host!r} resolves to no address"
+    if any(e.errno == errno.EADDRINUSE for e in errors):
+        return "the address is already in use (another process is listening on that port)"
+    reason = errors[0].strerror or str(errors[0])
+    if any(e.errno == errno.EADDRNOTAVAIL for e in errors):
+        return f"the host is not an address of this machine ({reason})"
+    return reason
 
 
 def _credentials(config: ServerConfig) -> grpc.ServerCredentials | None:
@@ -120,15 +150,21 @@ def create_server(config: ServerConfig) -> tuple[grpc.Server, int, health.Health
     reflection.enable_server_reflection(
         (SERVICE_NAME, HEALTH_SERVICE_NAME, reflection.SERVICE_NAME), server
     )
+    # Asked first, so a busy port is one clear line (gRPC only says "failed to bind" and logs).
+    why = _why_not_bindable(config.host, config.port) if config.port else None
+    if why is not None:
+        raise OSError(f"cannot listen on {config.address}: {why}")
     try:
         if credentials is None:
             port = server.add_insecure_port(config.address)
         else:
             port = server.add_secure_port(config.address, credentials)
     except RuntimeError as exc:
-        raise OSError(f"cannot listen on {config.address}: {exc}") from None
+        why = _why_not_bindable(config.host, config.port) or str(exc)
+        raise OSError(f"cannot listen on {config.address}: {why}") from None
     if not port:
-        raise OSError(f"cannot listen on {config.address}")
+        why = _why_not_bindable(config.host, config.port) or "gRPC could not bind it"
+        raise OSError(f"cannot listen on {config.address}: {why}")
     for name in ("", SERVICE_NAME):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     return server, int(port), health_servicer

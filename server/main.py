@@ -2,8 +2,9 @@
 
     tilesolve-server --port 50051 [--workers 8] [--tls-cert CERT --tls-key KEY [--tls-client-ca CA]]
 
-Bad options exit 2 with a one-line error; a port that cannot be bound exits 1; SIGTERM or
-SIGINT drains the server (in-flight calls finish within --grace seconds) and exits 0.
+Bad options exit 2 with a one-line error; an address that cannot be listened on (the port is
+in use, the host is not this machine's) exits 1 with one line saying why; SIGTERM or SIGINT
+drains the server (in-flight calls finish within --grace seconds) and exits 0.
 """
 
 from __future__ import annotations
@@ -20,6 +21,15 @@ if TYPE_CHECKING:
     from .app import ServerConfig
 
 _LOG_LEVELS = ("debug", "info", "warning", "error")
+EXIT_CANNOT_LISTEN = 1
+
+_EPILOG = """\
+exit codes:
+  0  stopped by SIGTERM or SIGINT, after draining the calls in flight
+  1  cannot listen on --host:--port (the port is already in use, the host is not
+     this machine's, ...); one line on stderr says which address and why
+  2  invalid options
+"""
 
 
 def _int_in(lo: int, hi: int) -> Callable[[str], int]:
@@ -60,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tilesolve-server",
         description="Serve tilesolve.v1.TileSolveService over gRPC, with health checking "
         "(grpc.health.v1) and server reflection.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--host", default=d.host, help=f"address to listen on (default {d.host})")
     parser.add_argument(
@@ -155,9 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         try:
             return serve(config)
-        except OSError as exc:
-            print(f"tilesolve-server: {exc}", file=sys.stderr)
-            return 1
+        except OSError as exc:  # the address, or a TLS file that cannot be read
+            print(f"tilesolve-server: error: {exc}", file=sys.stderr)
+            return EXIT_CANNOT_LISTEN
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
 

@@ -304,6 +304,10 @@ class TileSolveServicer(pb_grpc.TileSolveServiceServicer):
             raise RequestFailed(
                 Failure(grpc.StatusCode.NOT_FOUND, violation.description, (violation,))
             ) from None
+        except InvalidRequestError as exc:  # an ambiguous name (sm80): this request's `name`
+            raise InvalidRequestError(
+                [FieldViolation("name", v.description) for v in exc.violations]
+            ) from None
         return pb.GetHardwareResponse(
             hardware=wire.spec_to_proto(spec), catalog_version=CATALOG_VERSION
         )

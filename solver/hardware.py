@@ -451,9 +451,48 @@ def hardware_names() -> list[str]:
     return sorted(load_catalog())
 
 
+def _sharing_compute_capability(folded: str) -> list[str] | None:
+    """For an `sm<major><minor>` name (sm75, sm-90, sm100): the catalog devices of that compute
+    capability, by canonical name; None for any other name."""
+    import re
+
+    match = re.fullmatch(r"sm-?([1-9][0-9]?)([0-9])", folded)
+    if match is None:
+        return None
+    capability = f"{match.group(1)}.{match.group(2)}"
+    catalog = load_catalog()
+    return [
+        name
+        for name, spec in sorted(catalog.items())
+        if isinstance(spec, CudaDevice) and spec.sm.compute_capability == capability
+    ]
+
+
 def get_hardware(name: str) -> HardwareSpec:
-    """The catalog device for a canonical name or an unambiguous alias (case-insensitive)."""
-    canonical = _alias_index().get(_fold(name))
+    """The catalog device for a canonical name or an unambiguous alias (case-insensitive). An
+    `sm<major><minor>` name stands for the one catalog device of that compute capability (sm75:
+    t4); where several share it (sm80: a100-40gb and a100-80gb) it is refused, naming them."""
+    folded = _fold(name)
+    sharing = _sharing_compute_capability(folded)
+    canonical = _alias_index().get(folded) if sharing is None else None
+    if sharing is not None and len(sharing) == 1:
+        canonical = sharing[0]
+    elif sharing:
+        from .errors import FieldViolation, InvalidRequestError
+
+        first = load_catalog()[sharing[0]]
+        capability = first.sm.compute_capability if isinstance(first, CudaDevice) else "?"
+        raise InvalidRequestError(
+            [
+                FieldViolation(
+                    "hardware",
+                    f"{name.strip()!r} is ambiguous: compute capability {capability} is "
+                    f"shared by {', '.join(sharing[:-1])} and {sharing[-1]}; name one of them "
+                    "(an sm<major><minor> name stands for a device only where one catalog "
+                    "device has that compute capability)",
+                )
+            ]
+        )
     if canonical is None:
         raise UnknownHardwareError(name, hardware_names())
     return load_catalog()[canonical]

@@ -90,8 +90,11 @@ class AttentionProblem(BaseModel):
         entries = self.batch * self.heads * self.seq_len * self.seq_len_kv_eff
         if entries > MAX_SCORE_ENTRIES:
             raise ValueError(
-                f"batch x heads x seq_len x seq_len_kv = {entries:.3g} score entries; "
-                f"allowed: at most 2^50 ({MAX_SCORE_ENTRIES:.3g})"
+                f"batch x heads x seq_len x seq_len_kv = {self.batch} x {self.heads} x "
+                f"{self.seq_len} x {self.seq_len_kv_eff} = {entries:.3g} score entries, over "
+                f"the cap of 2^50 ({MAX_SCORE_ENTRIES:.3g}): 2^50 are already minutes of work "
+                "per call on the fastest catalogued GPU and hours on slower ones, so more is "
+                "taken for a typo, not a workload; lower batch, heads, seq_len or seq_len_kv"
             )
         return self
 

@@ -54,8 +54,18 @@ def allowed_range(model: type[BaseModel], field: str) -> str | None:
     return f"{kind} {bounds}" if bounds else kind
 
 
+# What a rule about a whole model, not one of its fields, is reported under (without a prefix).
+_WHOLE_MODEL = {"AttentionProblem": "problem", "SolveOptions": "options"}
+_PRODUCT = re.compile(r"\w+(?: x \w+)+")
+
+
 def field_named_in(model: type[BaseModel], message: str) -> str | None:
-    """The field a model-level rule is about: the first field name its message mentions."""
+    """The field a model-level rule is about: the first field name its message mentions. A
+    rule over a product of fields (`batch x heads x seq_len x seq_len_kv = ...`) is about no
+    one of them: "" (reported under the model itself)."""
+    product = _PRODUCT.match(message)
+    if product and all(name in model.model_fields for name in product.group(0).split(" x ")):
+        return ""
     best: tuple[int, str] | None = None
     for name in model.model_fields:
         match = re.search(rf"\b{re.escape(name)}\b", message)
@@ -101,6 +111,7 @@ def violations_from_validation(
             description = f"{message}; got {_shown(given)}"
         else:
             description = message
-        path = ".".join(p for p in (prefix, field) if p) or model.__name__
+        whole = prefix or _WHOLE_MODEL.get(model.__name__, model.__name__)
+        path = ".".join(p for p in (prefix, field) if p) or whole
         out.append(FieldViolation(path, description))
     return out

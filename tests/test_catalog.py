@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import pydantic
 import pytest
 
-from tilesolve.solver.errors import UnknownHardwareError
+from tilesolve.solver.errors import InvalidRequestError, UnknownHardwareError
 from tilesolve.solver.hardware import (
     AscendCore,
     AscendDevice,
@@ -130,12 +131,13 @@ def test_every_number_is_cited(name: str) -> None:
         ("A100_SXM4_40GB", "a100-40gb"),
         ("H100", "h100-sxm"),
         ("h100-sxm5", "h100-sxm"),
-        ("SM90", "h100-sxm"),
+        ("SM75", "t4"),  # sm<major><minor>: the one device of that compute capability
+        ("sm_70", "v100"),
+        ("sm100", "b200"),
+        ("sm120", "rtx-5090"),
         ("H200", "h200"),
         ("RTX 4090", "rtx-4090"),
         ("GeForce-RTX-4090", "rtx-4090"),
-        ("sm89", "rtx-4090"),
-        ("sm86", "rtx-3090"),
         ("Tesla-T4", "t4"),
         ("910B2", "ascend-910b"),
         ("910", "ascend-910"),
@@ -145,6 +147,46 @@ def test_every_number_is_cited(name: str) -> None:
 )
 def test_alias_resolves(alias: str, canonical: str) -> None:
     assert get_hardware(alias).name == canonical
+
+
+@pytest.mark.parametrize(
+    ("name", "sharing"),
+    [
+        ("sm80", ["a100-40gb", "a100-80gb"]),
+        ("sm86", ["a10", "rtx-3090"]),
+        ("SM89", ["l4", "l40s", "rtx-4090"]),
+        ("sm_90", ["h100-pcie", "h100-sxm", "h200"]),
+    ],
+)
+def test_sm_name_shared_by_several_devices_is_refused_naming_them(
+    name: str, sharing: list[str]
+) -> None:
+    with pytest.raises(InvalidRequestError) as info:
+        get_hardware(name)
+    assert not isinstance(info.value, UnknownHardwareError)
+    [violation] = info.value.violations
+    assert violation.field == "hardware"
+    assert f"{name!r} is ambiguous" in violation.description
+    assert f"{', '.join(sharing[:-1])} and {sharing[-1]}" in violation.description
+
+
+def test_sm_names_follow_the_catalogs_compute_capabilities() -> None:
+    """An sm<major><minor> name resolves exactly when one catalog device has that capability,
+    and no catalog file claims one as an alias."""
+    by_capability: dict[str, list[str]] = {}
+    for name, spec in load_catalog().items():
+        assert not any(re.fullmatch(r"sm[-_]?\d+", a.lower()) for a in spec.aliases), name
+        if isinstance(spec, CudaDevice):
+            by_capability.setdefault(spec.sm.compute_capability, []).append(name)
+    for capability, names in by_capability.items():
+        sm_name = "sm" + capability.replace(".", "")
+        if len(names) == 1:
+            assert get_hardware(sm_name).name == names[0]
+        else:
+            with pytest.raises(InvalidRequestError, match="ambiguous"):
+                get_hardware(sm_name)
+    with pytest.raises(UnknownHardwareError):
+        get_hardware("sm61")  # no catalog device of compute capability 6.1
 
 
 def test_aliases_are_unique_across_files() -> None:

@@ -132,6 +132,48 @@ def test_table_lines_stay_narrow_for_a_long_problem(capsys: pytest.CaptureFixtur
     assert all(len(line) <= 160 for line in out.splitlines()), max(out.splitlines(), key=len)
 
 
+def _reason_column(out: str) -> dict[int, str]:
+    """rank -> the text of the `top reason` column, its continuation lines joined."""
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["rank", "tile"])
+    start = lines[header].index("top reason")
+    reasons: dict[int, str] = {}
+    rank = 0
+    for line in lines[header + 2 :]:
+        if not line.strip():
+            break
+        if line[:start].strip():  # a row of its own
+            rank = int(line.split()[0])
+            reasons[rank] = line[start:]
+        else:  # the reason continued
+            reasons[rank] += " " + line[start:]
+    return reasons
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [*QUICK_START, "--top-k", "10"],
+        [
+            *("solve", "--hardware", "h100-sxm", "--head-dim", "128", "--seq-len", "8192"),
+            *("--batch", "4", "--heads", "16", "--causal", "--top-k", "3"),
+        ],
+    ],
+)
+def test_reasons_are_never_cut(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    code, answer = run_json(capsys, *argv, "--engine", "exhaustive")
+    assert code == 0
+    code, out, _ = run(capsys, *argv, "--engine", "exhaustive")
+    assert code == 0
+    assert "..." not in out
+    assert all(len(line) <= 160 for line in out.splitlines()), max(out.splitlines(), key=len)
+    shown = _reason_column(out)
+    assert shown == {c["rank"]: c["reasons"][0] for c in answer["candidates"]}
+    flat = " ".join(out.split())
+    for binding in answer["binding_constraints"]:
+        assert " ".join(f"{binding['constraint']}: {binding['detail']}".split()) in flat
+
+
 def test_json_has_every_design_field(capsys: pytest.CaptureFixture[str]) -> None:
     code, answer = run_json(capsys, *QUICK_START, "--engine", "exhaustive")
     assert code == 0
@@ -228,6 +270,25 @@ def test_bad_numbers_say_what_is_allowed(capsys: pytest.CaptureFixture[str]) -> 
     assert "1, 2, 4, 8" in err  # the divisors of heads
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [*QUICK_START, "--batch", "1000", "--seq-len", "16000000"],
+        ["memory", "--batch", "1000", "--seq-len", "16000000", "--head-dim", "128", "--tile", "64"],
+    ],
+)
+def test_problem_size_cap_blames_the_problem_and_says_why(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert_error(err, "problem")  # not `batch`: no one field is too large
+    assert len(err.splitlines()) == 1
+    text = err.removeprefix("error: problem: ")
+    assert text.startswith("batch x heads x seq_len x seq_len_kv = 1000 x 1 x 16000000 x 16000000")
+    assert "2^50" in text and "typo, not a workload" in text and "catalogued GPU" in text
+
+
 def test_every_violation_is_reported_at_once(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(
         capsys, *QUICK_START, "--head-dim", "0", "--top-k", "x", "--hardware", "nope"
@@ -243,6 +304,47 @@ def test_unreachable_server_exits_3_naming_it(capsys: pytest.CaptureFixture[str]
     assert code == 3
     assert out == ""
     assert err.startswith("error: server: cannot reach 127.0.0.1:1") and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("server", "why"),
+    [
+        ("127.0.0.1:99999", "the port 99999 is outside 1 to 65535"),  # was: another port
+        ("127.0.0.1:0", "the port 0 is outside 1 to 65535"),
+        ("localhost", "the port is missing"),  # was: port 443
+        ("localhost:", "the port is missing"),
+        ("http://127.0.0.1:50051", "leave out the scheme 'http://'"),  # was: a DNS error
+        ("grpc://127.0.0.1:50051", "leave out the scheme 'grpc://'"),
+        ("127.0.0.1:http", "the port 'http' is not a number"),
+        ("127.0.0.1:+80", "the port '+80' is not a number"),
+        (":50051", "the host is empty"),
+        ("", "it is empty"),
+        ("127.0.0.1 :50051", "whitespace"),
+        (" 127.0.0.1:50051", "whitespace"),
+        ("::1:50051", "in brackets"),
+        ("[::1]", "must be followed by :PORT"),
+        ("[nonsense]:50051", "not an IPv6 address"),
+        ("300.1.2.3:50051", "not an IPv4 address"),
+        ("bad..host:50051", "not a hostname"),
+        ("under/score:50051", "not a hostname"),
+    ],
+)
+def test_server_address_must_be_host_colon_port(
+    capsys: pytest.CaptureFixture[str], server: str, why: str
+) -> None:
+    code, out, err = run(capsys, "hardware", "list", f"--server={server}")
+    assert (code, out) == (2, "")
+    assert_error(err, "server")
+    assert "HOST:PORT or [IPV6]:PORT" in err and "1 to 65535" in err  # the allowed form
+    assert why in err
+    assert len(err.splitlines()) == 1
+
+
+def test_server_address_help_states_the_grammar(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "solve", "--help")
+    assert code == 0
+    text = " ".join(out.split())
+    assert "HOST:PORT or [IPV6]:PORT" in text and "1 to 65535" in text and "http://" in text
 
 
 def test_unknown_hardware_lists_known_names(capsys: pytest.CaptureFixture[str]) -> None:
@@ -382,6 +484,7 @@ def test_help_lists_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
         for line in (
             "0  an answer",
             "1  no feasible",
+            "for occupancy: not one block",
             "2  invalid input",
             "3  server",
             "4  internal",
@@ -421,6 +524,25 @@ def test_hardware_show_resolves_aliases_and_has_sources(
     assert "smem_per_block_optin_bytes" in out and "PG13" in out
 
 
+def test_sm_name_resolves_only_when_one_device_has_that_compute_capability(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, spec = run_json(capsys, "hardware", "show", "sm75")
+    assert code == 0 and spec["name"] == "t4"
+    for argv, sharing in (
+        (["hardware", "show", "sm80"], "a100-40gb and a100-80gb"),
+        (["solve", "--hardware", "sm90", "--head-dim", "128", "--seq-len", "4096"], "h100-pcie"),
+        (
+            ["occupancy", "--hardware", "sm89", "--threads", "128", "--regs", "32", "--smem", "0"],
+            "l4, l40s and rtx-4090",
+        ),
+    ):
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (2, ""), err
+        assert_error(err, "hardware")
+        assert "is ambiguous" in err and sharing in err
+
+
 def test_hardware_show_unknown_name(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "hardware", "show", "nope")
     assert code == 2 and out == ""
@@ -447,6 +569,26 @@ def test_occupancy_a100_shared_memory_bound(capsys: pytest.CaptureFixture[str]) 
     assert occ["smem_per_sm_config_bytes"] == 164 * 1024
     code, out, _ = run(capsys, *OCC, "--threads", "128", "--regs", "96", "--smem", "49152")
     assert code == 0 and "blocks per SM: 3 (limited by shared_memory)" in out
+
+
+@pytest.mark.parametrize(
+    ("launch", "limiter"),
+    [
+        (["--threads", "1024", "--regs", "255", "--smem", "0"], "registers"),
+        (["--threads", "128", "--regs", "32", "--smem", "200000"], "shared_memory"),
+    ],
+)
+def test_occupancy_of_a_launch_that_cannot_fit_exits_1(
+    capsys: pytest.CaptureFixture[str], launch: list[str], limiter: str
+) -> None:
+    code, occ = run_json(capsys, *OCC, *launch)
+    assert code == 1  # the JSON document is still printed
+    assert occ["blocks_per_sm"] == 0 and occ["limiter"] == limiter
+    code, out, err = run(capsys, *OCC, *launch)
+    assert code == 1 and err == ""
+    assert "blocks per SM: 0" in out
+    assert "cannot launch on a100-80gb: not one block fits on an SM" in out
+    assert "exit status 1" in out
 
 
 def test_occupancy_carveout_changes_the_sm_configuration(

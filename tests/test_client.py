@@ -421,6 +421,13 @@ def both(
 
 
 _SOLVE_MS = re.compile(r"\| \d+(\.\d+)? ms")
+_CACHED = re.compile(r"\| cached \(solved in (\d+\.\d) ms originally\)")
+
+
+def _timeless(text: str) -> str:
+    """A solve report without its time: fresh (`| 6.2 ms`) or cached (another test may have
+    asked the module's server the same question first)."""
+    return _CACHED.sub("", _SOLVE_MS.sub("", text))
 
 
 def test_cli_solve_json_equals_in_process(
@@ -432,6 +439,7 @@ def test_cli_solve_json_equals_in_process(
     local, remote = json.loads(out), json.loads(rout)
     assert remote.pop("solve_ms") > 0
     local.pop("solve_ms")
+    assert local.pop("cache_hit") is False and remote.pop("cache_hit") in (False, True)
     assert remote == local
     assert list(remote) == list(local)  # same document, same key order
 
@@ -441,8 +449,31 @@ def test_cli_solve_table_equals_in_process(
 ) -> None:
     (code, out, _), (rcode, rout, rerr) = both(capsys, plain, *QUICK_START)
     assert code == rcode == 0, rerr
-    assert _SOLVE_MS.search(rout.splitlines()[0])
-    assert _SOLVE_MS.sub("", rout) == _SOLVE_MS.sub("", out)
+    assert _SOLVE_MS.search(rout.splitlines()[0]) or _CACHED.search(rout.splitlines()[0])
+    assert _timeless(rout) == _SOLVE_MS.sub("", out)
+
+
+def test_cli_cached_answer_says_so(capsys: pytest.CaptureFixture[str], plain: Running) -> None:
+    """Solved twice: the second answer comes from the server's cache, and says so."""
+    argv = [*QUICK_START, "--seq-len", "2999", "--heads", "3", "--server", plain.target]
+    code, out, err = cli(capsys, *argv, "--json")
+    assert code == 0, err
+    first = json.loads(out)
+    assert first["cache_hit"] is False and list(first)[-1] == "cache_hit"
+    code, out, _ = cli(capsys, *argv, "--json")
+    again = json.loads(out)
+    assert code == 0 and again["cache_hit"] is True
+    assert again["solve_ms"] == first["solve_ms"]  # the original solve's time, repeated
+    code, out, _ = cli(capsys, *argv)
+    header = out.splitlines()[0]
+    assert code == 0 and not _SOLVE_MS.search(header)
+    cached = _CACHED.search(header)
+    assert cached and cached.group(1) == f"{first['solve_ms']:.1f}", header
+    # in-process: never cached
+    code, out, _ = cli(capsys, *argv[:-2], "--json")
+    assert code == 0 and json.loads(out)["cache_hit"] is False
+    code, out, _ = cli(capsys, *argv[:-2])
+    assert "cached" not in out.splitlines()[0] and _SOLVE_MS.search(out.splitlines()[0])
 
 
 def test_cli_infeasible_exits_1_remotely(
@@ -450,7 +481,7 @@ def test_cli_infeasible_exits_1_remotely(
 ) -> None:
     (code, out, _), (rcode, rout, _) = both(capsys, plain, *QUICK_START, "--max-smem", "4096")
     assert code == rcode == 1
-    assert _SOLVE_MS.sub("", rout) == _SOLVE_MS.sub("", out)
+    assert _timeless(rout) == _SOLVE_MS.sub("", out)
     assert "nearest relaxation" in rout
 
 
@@ -473,14 +504,29 @@ def test_cli_other_commands_identical_remotely(
     assert remote == local
 
 
+def test_cli_occupancy_that_cannot_fit_exits_1_remotely(
+    capsys: pytest.CaptureFixture[str], plain: Running
+) -> None:
+    launch = ["occupancy", "--hardware", "a100", "--threads", "1024", "--regs", "255"]
+    for argv in ([*launch, "--smem", "0"], [*launch, "--smem", "0", "--json"]):
+        local, remote = both(capsys, plain, *argv)
+        assert remote == local
+        assert remote[0] == 1 and remote[2] == ""
+    assert json.loads(remote[1])["blocks_per_sm"] == 0
+
+
 @pytest.mark.parametrize(
     "argv",
     [
         [*QUICK_START, "--head-dim", "0"],  # caught before asking, as in-process
+        [*QUICK_START, "--batch", "1000", "--seq-len", "16000000"],  # the size cap: `problem`
         [*QUICK_START, "--kernel", "fa3"],  # the family's rule: judged by the server
         [*QUICK_START, "--hardware", "ascend-910b"],
         [*QUICK_START, "--hardware", "nope", "--top-k", "x"],  # the server's catalog + local
         ["hardware", "show", "nope"],
+        ["hardware", "show", "sm86"],  # shared by a10 and rtx-3090: refused, naming both
+        [*QUICK_START, "--hardware", "sm89"],
+        [*OCCUPANCY, "--hardware", "sm80", "--smem", "0"],
         ["occupancy", "--hardware", "ascend-910", "--threads", "128", "--regs", "8", "--smem", "0"],
         [*OCCUPANCY, "--smem", "-1"],
     ],
@@ -492,6 +538,15 @@ def test_cli_invalid_input_identical_remotely(
     assert local[0] == 2
     assert remote == local
     assert remote[2].startswith("error: ")
+
+
+def test_size_cap_from_the_server_is_reported_under_problem(client: TileSolveClient) -> None:
+    huge = AttentionProblem.model_construct(batch=1000, seq_len=16_000_000, head_dim=128)
+    with pytest.raises(InvalidArgumentError) as caught:
+        client.solve(huge, "a100")  # skips local validation: the server judges it
+    [violation] = server_violations(caught.value, "request")
+    assert violation.field == "problem"
+    assert violation.description.startswith("batch x heads x seq_len x seq_len_kv = 1000 x 1")
 
 
 def test_cli_head_dim_0_exits_2_naming_the_field(
@@ -524,6 +579,26 @@ def test_cli_unreachable_server_exits_3(capsys: pytest.CaptureFixture[str]) -> N
         assert code == 3 and out == ""
         assert err.startswith("error: server: cannot reach 127.0.0.1:1 (UNAVAILABLE")
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "[::1]"])
+def test_cli_server_address_forms_reach_the_server(
+    capsys: pytest.CaptureFixture[str], host: str
+) -> None:
+    """HOST:PORT with an IPv4 address or a hostname, and [IPV6]:PORT, are all accepted."""
+    if host == "[::1]":
+        try:
+            with socket.socket(socket.AF_INET6) as s:
+                s.bind(("::1", 0))
+        except OSError:
+            pytest.skip("no IPv6 loopback here")
+    running = _start(host=host.strip("[]"))
+    try:
+        local = cli(capsys, "hardware", "show", "t4", "--json")
+        target = f"{host}:{running.port}"
+        assert cli(capsys, "hardware", "show", "t4", "--json", "--server", target) == local
+    finally:
+        running.server.stop(0)
 
 
 def test_cli_deadline_exits_3(capsys: pytest.CaptureFixture[str], plain: Running) -> None:

@@ -190,6 +190,35 @@ def test_plot_memory_renders(hardware: str | None, tmp_path: Path) -> None:
     assert_png(path)
 
 
+def svg_texts(path: Path) -> str:
+    """The figure's words: matplotlib writes each text as a comment beside its glyph paths."""
+    root = ET.parse(path, parser=ET.XMLParser(target=ET.TreeBuilder(insert_comments=True)))
+    return "\n".join(node.text or "" for node in root.iter() if node.tag is ET.Comment)
+
+
+MEMORY = ["memory", "--seq-len", "4096", "--tile", "128", "--head-dim", "128"]
+
+
+def test_cli_memory_plot_without_hardware_has_no_roofline(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "m.svg"
+    code, out, err = run(capsys, *MEMORY, "--plot", str(path))
+    assert code == 0, err
+    assert "score matrix" in out
+    assert "the roofline panel needs --hardware" in err and str(path) in err
+    assert_svg(path)
+    words = svg_texts(path)
+    assert "(a) working set" in words
+    assert "roofline" not in words and "a100" not in words  # no device was named
+    # with a device, both panels, and no note
+    path = tmp_path / "m_h100.svg"
+    code, _, err = run(capsys, *MEMORY, "--hardware", "h100", "--plot", str(path))
+    assert code == 0 and "note:" not in err
+    words = svg_texts(path)
+    assert "(b) roofline of h100-sxm" in words and "h100-sxm shared memory per block" in words
+
+
 def test_plot_memory_svg_non_square_tile(tmp_path: Path) -> None:
     path = tmp_path / "memory.svg"
     problem = AttentionProblem(batch=2, heads=8, seq_len=1000, head_dim=64, causal=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -170,6 +171,21 @@ def test_kv_heads_must_divide_heads(stub: pb_grpc.TileSolveServiceStub) -> None:
     assert any(f.startswith("problem") and "kv_heads" in d for f, d in found.items()), found
 
 
+def test_problem_size_cap_is_a_violation_of_the_problem(
+    stub: pb_grpc.TileSolveServiceStub,
+) -> None:
+    error = call_error(stub.Solve, request(batch=1000, seq_len=16_000_000))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    found = violations(error)
+    assert list(found) == ["problem"], found  # not problem.batch: no one field is too large
+    product = "batch x heads x seq_len x seq_len_kv = 1000 x 1 x 16000000 x 16000000"
+    assert found["problem"].startswith(product)  # without pydantic's "Value error, "
+    assert "2^50" in found["problem"] and "typo, not a workload" in found["problem"]
+    # a rule about one of the fields still names it
+    found = violations(call_error(stub.Solve, request(heads=8, kv_heads=3)))
+    assert list(found) == ["problem.kv_heads"], found
+
+
 def test_missing_parts_and_bad_options_are_reported_together(
     stub: pb_grpc.TileSolveServiceStub,
 ) -> None:
@@ -291,6 +307,20 @@ def test_batch_over_the_limit_is_resource_exhausted_naming_it() -> None:
 
 
 # ---- hardware, memory, occupancy ---------------------------------------------------------
+
+
+def test_sm_names_resolve_only_when_unambiguous(stub: pb_grpc.TileSolveServiceStub) -> None:
+    t4 = stub.GetHardware(pb.GetHardwareRequest(name="sm75"), timeout=10)
+    assert t4.hardware.name == "t4"
+    error = call_error(stub.GetHardware, pb.GetHardwareRequest(name="sm80"), timeout=10)
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    found = violations(error)
+    assert list(found) == ["name"] and "a100-40gb and a100-80gb" in found["name"], found
+    error = call_error(stub.Solve, request("sm90"), timeout=30)
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    found = violations(error)
+    assert list(found) == ["hardware"], found
+    assert "h100-pcie, h100-sxm and h200" in found["hardware"]
 
 
 def test_list_hardware(stub: pb_grpc.TileSolveServiceStub) -> None:
@@ -625,6 +655,45 @@ def test_bad_options_exit_2(args: list[str]) -> None:
     )
     assert result.returncode == 2
     assert "error:" in result.stderr
+
+
+@pytest.mark.parametrize("busy", [True, False])
+def test_an_address_that_cannot_be_listened_on_is_one_line_and_exit_1(busy: bool) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        # busy: the port another process listens on; else a host that is not this machine's
+        host = "127.0.0.1" if busy else "192.0.2.1"  # TEST-NET-1: never a local address
+        result = subprocess.run(
+            [sys.executable, "-m", "tilesolve.server.main", "--host", host, "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr  # no gRPC log, no traceback
+    assert lines[0].startswith(f"tilesolve-server: error: cannot listen on {host}:{port}: ")
+    if busy:
+        assert "already in use" in lines[0]
+    else:
+        assert "not an address of this machine" in lines[0]
+    assert "GRPC_VERBOSITY" not in result.stderr
+
+
+def test_help_documents_the_exit_codes() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "tilesolve.server.main", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    text = " ".join(result.stdout.split())
+    assert "1 cannot listen on --host:--port (the port is already in use" in text
+    assert "2 invalid options" in text
 
 
 def test_lru_cache_evicts_the_least_recently_used() -> None:
