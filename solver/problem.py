@@ -24,7 +24,8 @@ _FROZEN = ConfigDict(frozen=True, extra="forbid")
 MAX_SEQ_LEN = 1 << 24  # 16 Mi tokens
 MAX_HEAD_DIM = 1024
 # batch x heads x seq_len x seq_len_kv: 2^50 score entries is about 1e18 FLOPs at d = 256,
-# over an hour on any GPU in the catalog; beyond it a request is a typo, not a workload.
+# minutes per call on the fastest catalogued GPU and hours on slower ones (the model's own
+# times: about 3 minutes on a B200, 15 hours on a T4); beyond it a request is a typo.
 MAX_SCORE_ENTRIES = 1 << 50
 
 
