@@ -1,9 +1,10 @@
 """How often FlashAttention-2's shipped forward tile is tilesolve's top-1 / in its top-3.
 
-The reference rows (`reference/fa2_forward_tiles.json` in the shared folder) are FA2's launch
-templates: per head_dim, architecture, causal and dropout. The problem for each row is the
-one the issue fixes: batch 4, heads 2048 / head_dim, seq_len 4096, fp16; sm80 = a100-80gb,
-sm90 = h100-sxm, sm86/sm89 = rtx-4090. A hit compares (block_m, block_n, num_warps).
+The reference rows (`tests/data/fa2_forward_tiles.json`, a copy of the shared reference) are
+FA2's launch templates: per head_dim, architecture, causal and dropout. The problem for each
+row is the one the issue fixes: batch 4, heads 2048 / head_dim, seq_len 4096, fp16;
+sm80 = a100-80gb, sm90 = h100-sxm, sm86/sm89 = rtx-4090. A hit compares (block_m, block_n,
+num_warps).
 
     python benchmarks/fa2_agreement.py [--reference PATH] [--json] [--misses]
 """

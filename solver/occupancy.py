@@ -1,7 +1,7 @@
 """Resident blocks per SM, computed exactly as NVIDIA's occupancy calculator does.
 
-This follows `cudaOccMaxActiveBlocksPerMultiprocessor` in CUDA's `cuda_occupancy.h`
-(see `reference/hardware.md` part 2 and `docs/model.md`): registers are rounded up to the
+This follows `cudaOccMaxActiveBlocksPerMultiprocessor` in the CUDA Toolkit's
+`include/cuda_occupancy.h` (CUDA 13.0; see `docs/model.md`): registers are rounded up to the
 allocation unit per warp and counted per register-file sub-partition; a block whose warp count
 is not a multiple of the sub-partition count is charged as if rounded up for the launch check;
 shared memory per block includes the reserved system part (cc >= 8) and is rounded to the

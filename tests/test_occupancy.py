@@ -1,14 +1,15 @@
 """`tilesolve.solver.occupancy` against NVIDIA's occupancy calculator (`cuda_occupancy.h`).
 
 Two layers:
-- the worked examples of reference/hardware.md Part 2 (numbers returned by the header);
+- the worked examples of cuda_occupancy.h run on them (numbers returned by the header);
 - a differential test: `tests/occupancy_harness.cpp` is compiled against the real header
   (host code only, no GPU) and every launch of a deterministic set of edge cases and random
   launches is compared field by field: blocks per SM, each per-resource limit, the limiting
   factor set, and the registers / shared memory allocated per block.
 
-The SM limits are those of reference/hardware.md Part 1, written out here per compute
-capability (the harness holds the device-property half of the same table).
+The SM limits are those of the CUDA C++ Programming Guide ("Technical Specifications per
+Compute Capability"), written out here per compute capability (the harness holds the
+device-property half of the same table).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from tilesolve.solver.occupancy import Limiter, OccupancyArrays, occupancy, occu
 KIB = 1024
 INT_MAX = 2**31 - 1
 
-# reference/hardware.md Part 1: thr/SM, blocks/SM, smem/SM max (KiB), smem/block opt-in
-# (KiB), smem allocation granularity (B), reserved smem/block (B), carveout options (KiB).
+# CUDA C++ Programming Guide, "Technical Specifications per Compute Capability": thr/SM,
+# blocks/SM, smem/SM max (KiB), smem/block opt-in (KiB),
+# smem allocation granularity (B), reserved smem/block (B), carveout options (KiB).
 _PART1: dict[str, tuple[int, int, int, int, int, int, tuple[int, ...]]] = {
     "7.0": (2048, 32, 96, 96, 256, 0, (0, 8, 16, 32, 64, 96)),
     "7.5": (1024, 16, 64, 64, 256, 0, (32, 64)),
@@ -61,7 +63,8 @@ _LIMITER_BITS = {
 
 
 def sm_limits(cc: str) -> SmLimits:
-    """The SM limits of reference/hardware.md Part 1 for one compute capability."""
+    """The SM limits of one compute capability (CUDA C++ Programming Guide, "Technical
+    Specifications per Compute Capability")."""
     thr_sm, blocks_sm, smem_sm_kib, optin_kib, gran, reserved, carveouts = _PART1[cc]
     return SmLimits(
         compute_capability=cc,
@@ -84,7 +87,7 @@ def sm_limits(cc: str) -> SmLimits:
 
 
 # ---------------------------------------------------------------------------------------
-# Worked examples, reference/hardware.md Part 2
+# Worked examples, cuda_occupancy.h run on them
 # ---------------------------------------------------------------------------------------
 
 SMEM = Limiter.SHARED_MEMORY
