@@ -192,3 +192,12 @@ def test_triton_on_hopper_does_not_overlap_softmax_with_wgmma() -> None:
         by_length.append(best.predicted_tflops)
     assert by_length == sorted(by_length)  # the trend over length: rising
     assert 0.3 * peak < by_length[-1] < 0.5 * peak
+
+
+def test_cuda_forward_reports_its_iteration_figures() -> None:
+    p = AttentionProblem(batch=4, heads=16, seq_len=4096, head_dim=128)
+    best = solve(p, "a100-80gb", SolveOptions(top_k=1)).candidates[0]
+    figures = best.figures
+    pipes = [figures[f"iteration_{name}_cycles"] for name in ("tensor", "smem", "sfu", "alu")]
+    assert figures["iteration_compute_cycles"] >= max(pipes) > 0
+    assert figures["tile_load_cycles"] > 0 and 0 <= figures["kv_dram_fraction"] <= 1

@@ -342,6 +342,16 @@ def _evaluate(
         padding_waste=padding_waste(problem, computed_pairs),
         mma_utilization=np.clip(tensor_total / busy_cycles, 0.0, 1.0),
         bottleneck=bottleneck,
+        figures={
+            "iteration_compute_cycles": it.compute,
+            "iteration_tensor_cycles": it.tensor,
+            "iteration_smem_cycles": it.smem,
+            "iteration_sfu_cycles": it.sfu,
+            "iteration_alu_cycles": it.alu,
+            "iteration_issue_cycles": it.issue,
+            "tile_load_cycles": it.tile_load,
+            "kv_dram_fraction": dram_miss,
+        },
     )
 
 
