@@ -521,6 +521,11 @@ def test_cli_occupancy_that_cannot_fit_exits_1_remotely(
         [*QUICK_START, "--head-dim", "0"],  # caught before asking, as in-process
         [*QUICK_START, "--batch", "1000", "--seq-len", "16000000"],  # the size cap: `problem`
         [*QUICK_START, "--kernel", "fa3"],  # the family's rule: judged by the server
+        [*QUICK_START, "--block-m", "96"],  # outside fa2's domain: the server lists it
+        [*QUICK_START, "--kernel", "triton", "--param", "num_stages=9"],
+        [*QUICK_START, "--param", "warps_kv=2"],  # not a parameter of fa2
+        [*QUICK_START, "--block-m", "64", "--param", "block_m=128"],
+        [*QUICK_START, "--param", "block_m=abc"],  # caught before asking, as in-process
         [*QUICK_START, "--hardware", "ascend-910b"],
         [*QUICK_START, "--hardware", "nope", "--top-k", "x"],  # the server's catalog + local
         ["hardware", "show", "nope"],
