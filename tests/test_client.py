@@ -521,7 +521,7 @@ def test_cli_occupancy_that_cannot_fit_exits_1_remotely(
         [*QUICK_START, "--head-dim", "0"],  # caught before asking, as in-process
         [*QUICK_START, "--batch", "1000", "--seq-len", "16000000"],  # the size cap: `problem`
         [*QUICK_START, "--kernel", "fa3"],  # the family's rule: judged by the server
-        [*QUICK_START, "--hardware", "ascend-910b"],
+        [*QUICK_START, "--hardware", "ascend-910b", "--dtype", "fp8"],
         [*QUICK_START, "--hardware", "nope", "--top-k", "x"],  # the server's catalog + local
         ["hardware", "show", "nope"],
         ["hardware", "show", "sm86"],  # shared by a10 and rtx-3090: refused, naming both
