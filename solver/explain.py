@@ -137,7 +137,7 @@ def divisible_lengths(table: CandidateTable) -> list[DivisibleLength]:
     sq, sk = table.problem.seq_len, table.problem.seq_len_kv_eff
     out = []
     for direction in (-1, 1):
-        best: tuple[int, int, int, int] | None = None  # (distance, objective, lq, lk) ...
+        best: tuple[int, int, int, int] | None = None  # (distance, objective, lq, lk)
         best_i = -1
         for i in allowed:
             m, n = int(bm[i]), int(bn[i])
