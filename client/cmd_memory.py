@@ -71,7 +71,8 @@ def add_memory_parser(subparsers: Any) -> None:
     model.add_argument(
         "--kernel",
         choices=("fa2", "triton", "fa3", "ascend"),
-        help="family whose shared memory is reported beside the working set (default fa2)",
+        help="family whose shared memory / buffers are reported beside the working set "
+        "(default fa2; on an Ascend device, its default family: ascend)",
     )
     model.add_argument(
         "--hardware", metavar="NAME", help="catalog name or alias: adds the roofline"
@@ -189,7 +190,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
         if given is not None:
             violations.append(Violation("sweep", f"{flag} needs --sweep"))
     violations.extend(_plot_check(args.plot))
-    kernel = args.kernel or "fa2"
+    kernel = args.kernel
     if remote is None:
         spec = _local_spec(args.hardware, violations)
         if violations:
@@ -273,7 +274,7 @@ def _cmd_sweep(args: argparse.Namespace, remote: Remote | None) -> int:
         problem = _problem(args, violations, seq_len=str(seq_len))
         if problem is not None:
             problems.append(problem)
-    kernel = args.kernel or "fa2"
+    kernel = args.kernel
     if remote is None:
         spec = _local_spec(args.hardware, violations)
         if violations:
@@ -378,6 +379,9 @@ def memory_report(estimate: MemoryEstimate) -> list[str]:
         if e.family_smem_bytes is not None
         else f"n/a ({e.family_smem_note})"
     )
+    family_lines = _family_resource_lines(e)
+    if e.family_smem_bytes is None and family_lines:
+        family = "n/a (the family has no shared memory; its buffers are below)"
     lines = [
         f"memory model | tile {e.block_m}x{e.block_n} | kernel {e.kernel}",
         f"problem: {_problem_line(e)}",
@@ -395,6 +399,7 @@ def memory_report(estimate: MemoryEstimate) -> list[str]:
         f"  {kernel_line:<22} {family}",
         f"  materialisation ratio  {_num(e.materialization_ratio)}x  "
         "(full score matrix / one score tile)",
+        *family_lines,
         "",
         f"HBM traffic and arithmetic intensity ({_flops(e.flops)} of useful forward work):",
     ]
@@ -428,6 +433,28 @@ def memory_report(estimate: MemoryEstimate) -> list[str]:
             f"{roof.bound}-bound",
         ]
     return lines
+
+
+def _family_resource_lines(e: MemoryEstimate) -> list[str]:
+    """The family's resources for the tile, one line each (empty when there are none)."""
+    if not e.family_resources:
+        return []
+    others = ", ".join(
+        f"{k}={v}" for k, v in e.family_parameters.items() if k not in ("block_m", "block_n")
+    )
+    at = f" at {others}" if others else ""
+    out = ["", f"{e.kernel} resources for this tile{at} (the model's fastest fitting choice):"]
+    for u in e.family_resources:
+        if u.unit.startswith("bytes"):
+            per = u.unit[len("bytes") :].lstrip("/ ").strip()
+            used = f"{size(u.used)} of {size(u.capacity)}"
+            share = f" ({u.used / u.capacity:.0%})" if u.capacity else ""
+            tail = f"  per {per}" if per else ""
+            over = "  OVER CAPACITY" if u.used > u.capacity else ""
+            out.append(f"  {u.name:<22} {used}{share}{tail}{over}")
+        else:
+            out.append(f"  {u.name:<22} {u.used} of {u.capacity} {u.unit}")
+    return out
 
 
 SWEEP_HEADERS = (

@@ -234,6 +234,13 @@ def solve_plot_title(problem: AttentionProblem, grid: HeatmapGrid) -> str:
 # ---- the terminal heatmap ------------------------------------------------------------------
 
 
+def _warps_stages(grid: HeatmapGrid, i: int, j: int, sep: str = "") -> str:
+    """'w4s1' (or 'w4 s1'); a family without warps (Ascend) shows only its stages."""
+    warps, stages = grid.num_warps[i][j], grid.num_stages[i][j]
+    parts = [f"w{warps}" if warps is not None else "", f"s{stages}" if stages is not None else ""]
+    return sep.join(p for p in parts if p)
+
+
 def text_heatmap(grid: HeatmapGrid) -> str:
     """The heatmap as ASCII text, at most 100 columns: rows BLOCK_M, columns BLOCK_N; each
     cell the predicted TFLOP/s with the best warps/stages (`236.4 w4s1`), or the short name of
@@ -244,7 +251,7 @@ def text_heatmap(grid: HeatmapGrid) -> str:
         if value is None:
             return grid.short_names[str(grid.labels[i][j])]
         text = f"{value:.1f}"
-        return f"{text} w{grid.num_warps[i][j]}s{grid.num_stages[i][j]}" if detail else text
+        return f"{text} {_warps_stages(grid, i, j)}".rstrip() if detail else text
 
     corner = "BLOCK_M \\ BLOCK_N"
     rows, cols = len(grid.block_m_values), len(grid.block_n_values)
@@ -271,11 +278,9 @@ def text_heatmap(grid: HeatmapGrid) -> str:
     parts = []
     if grid.winner is not None:
         wi, wj = grid.cell(*grid.winner)
-        parts.append(
-            f"[ ] the answer (rank 1): {grid.winner[0]}x{grid.winner[1]} "
-            f"w{grid.num_warps[wi][wj]} s{grid.num_stages[wi][wj]}, "
-            f"{grid.winner_tflops:.1f} TFLOP/s"
-        )
+        shape = f"{grid.winner[0]}x{grid.winner[1]}"
+        config = " ".join([shape, *_warps_stages(grid, wi, wj, " ").split()])
+        parts.append(f"[ ] the answer (rank 1): {config}, {grid.winner_tflops:.1f} TFLOP/s")
     else:
         parts.append("no tile has a feasible configuration")
     if detail and grid.feasible_cells:

@@ -520,7 +520,7 @@ class TileSolveClient(_ClientBase):
         block_m: int,
         block_n: int,
         hardware: str | HardwareSpec | None = None,
-        kernel: str = "fa2",
+        kernel: str | None = None,
         *,
         timeout_s: float | None = None,
     ) -> MemoryEstimate:
@@ -633,7 +633,7 @@ class AsyncTileSolveClient(_ClientBase):
         block_m: int,
         block_n: int,
         hardware: str | HardwareSpec | None = None,
-        kernel: str = "fa2",
+        kernel: str | None = None,
         *,
         timeout_s: float | None = None,
     ) -> MemoryEstimate:

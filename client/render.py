@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the solver (numpy, pydantic) is imported only by the commands that need it
     from tilesolve.solver import CudaDevice, HardwareSpec, Occupancy, SolveAnswer
-    from tilesolve.solver.answer import Candidate
+    from tilesolve.solver.answer import Candidate, DivisibleLength
 
 MAX_WIDTH = 160
 _GAP = "  "
@@ -199,6 +199,39 @@ CANDIDATE_HEADERS = (
 )
 
 
+def _divisible(d: DivisibleLength, answer: SolveAnswer) -> str:
+    """'2080 (pad 30, 32x32 s2 ...)' or, for unequal lengths, both."""
+    sq, sk = answer.problem.seq_len, answer.problem.seq_len_kv or answer.problem.seq_len
+    how = "pad" if d.seq_len >= sq else "trim"
+    lengths = str(d.seq_len) if sq == sk else f"seq_len {d.seq_len}, seq_len_kv {d.seq_len_kv}"
+    return f"{lengths} ({how} {abs(d.seq_len - sq)}, {d.configuration})"
+
+
+def _size(value: int) -> str:
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value} B"
+
+
+def resource_lines(answer: SolveAnswer) -> list[str]:
+    """Each candidate's resources, for families whose use does not fit the CUDA columns
+    (Ascend's buffers): 'rank: name used of capacity, ...'."""
+    shown = [c for c in answer.candidates if c.smem_bytes is None and c.resources]
+    if not shown:
+        return []
+    lines = ["", "resources (used of capacity):"]
+    for c in shown:
+        parts = [
+            f"{u.name} {_size(u.used)} of {_size(u.capacity)}"
+            if u.unit.startswith("bytes")
+            else f"{u.name} {u.used} of {u.capacity} {u.unit}"
+            for u in c.resources
+        ]
+        lines.extend(wrap(f"{c.rank}: " + ", ".join(parts)))
+    return lines
+
+
 def funnel_lines(answer: SolveAnswer) -> list[str]:
     lines = [
         f"funnel ({answer.search_space_size} configurations, {answer.feasible_count} feasible):"
@@ -236,6 +269,11 @@ def solve_report(answer: SolveAnswer, spec: HardwareSpec, cache_hit: bool = Fals
                     )
                 )
             )
+        if why.divisible_lengths:
+            lines.append("  nearest lengths a feasible tile divides:")
+            lines.extend(
+                wrap("    " + "; ".join(_divisible(d, answer) for d in why.divisible_lengths))
+            )
     else:
         lines.extend(
             table(
@@ -245,6 +283,7 @@ def solve_report(answer: SolveAnswer, spec: HardwareSpec, cache_hit: bool = Fals
                 shrink=len(CANDIDATE_HEADERS) - 1,
             )
         )
+        lines.extend(resource_lines(answer))
         lines.append("")
         if answer.binding_constraints:
             lines.append("binding constraints (the winner would be faster without them):")

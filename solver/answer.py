@@ -9,11 +9,26 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .problem import AttentionProblem, SolveOptions
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
+_COMMON_FIRST = ("block_m", "block_n", "num_warps", "num_stages")
+
+
+def canonical_parameters(values: dict[str, int]) -> dict[str, int]:
+    """A family's parameters in one fixed order whatever their source (a protobuf map keeps
+    none): the common tile fields first, then the others by name."""
+    return dict(
+        sorted(
+            values.items(),
+            key=lambda kv: (
+                _COMMON_FIRST.index(kv[0]) if kv[0] in _COMMON_FIRST else len(_COMMON_FIRST),
+                kv[0],
+            ),
+        )
+    )
 
 
 class Status(StrEnum):
@@ -75,6 +90,11 @@ class Candidate(BaseModel):
     )
     reasons: list[str]
 
+    @field_validator("parameters")
+    @classmethod
+    def _canonical_order(cls, values: dict[str, int]) -> dict[str, int]:
+        return canonical_parameters(values)
+
 
 class FunnelStep(BaseModel):
     """How many configurations one constraint removed, applied in funnel order."""
@@ -120,6 +140,18 @@ class PaddingOption(BaseModel):
     waste_fraction: float
 
 
+class DivisibleLength(BaseModel):
+    """A nearby problem length that a feasible tile divides (with --require-divisible)."""
+
+    model_config = _FROZEN
+
+    seq_len: int
+    seq_len_kv: int
+    block_m: int = Field(description="the tile's block_m, a divisor of seq_len")
+    block_n: int = Field(description="the tile's block_n, a divisor of seq_len_kv")
+    configuration: str = Field(description="the fastest such configuration, as a label")
+
+
 class Infeasibility(BaseModel):
     """Why nothing is feasible, and the smallest change that would make something feasible."""
 
@@ -131,6 +163,11 @@ class Infeasibility(BaseModel):
     relaxation: RelaxationStep | None = None
     padding: list[PaddingOption] = Field(
         default_factory=list, description="with --require-divisible: padded lengths per tile"
+    )
+    divisible_lengths: list[DivisibleLength] = Field(
+        default_factory=list,
+        description="with --require-divisible: the nearest lengths below and above the request "
+        "that a tile satisfying every other constraint divides",
     )
 
 

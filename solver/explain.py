@@ -5,11 +5,19 @@ objects, so they do not depend on which engine ranked it, nor on the family.
 
 from __future__ import annotations
 
+import math
 from itertools import takewhile
 
 import numpy as np
 
-from .answer import BindingConstraint, FunnelStep, Infeasibility, PaddingOption, RelaxationStep
+from .answer import (
+    BindingConstraint,
+    DivisibleLength,
+    FunnelStep,
+    Infeasibility,
+    PaddingOption,
+    RelaxationStep,
+)
 from .candidates import CandidateTable
 from .constraints import ConstraintKind, Relaxation
 from .cost import EQUIVALENT_TIME_FRACTION
@@ -99,19 +107,66 @@ def _relaxation(table: CandidateTable, name: str) -> Relaxation | None:
 
 
 def padding_options(table: CandidateTable) -> list[PaddingOption]:
-    """Per block_m value of the family's space: the nearest padded seq_len it divides, and
-    the share of the padded length that is waste."""
+    """Per block_m value of the family's legal configurations (the tile sizes its kernel can
+    run): the nearest padded seq_len it divides, and the share of the padded length that is
+    waste."""
     column = table.common.get("block_m")
     if column is None:
         return []
     sq = table.problem.seq_len
     out = []
-    for block in sorted({int(v) for v in column}):
+    for block in sorted({int(v) for v in column[table.legal()]}):
         padded = -(-sq // block) * block
         out.append(
             PaddingOption(block=block, padded_seq_len=padded, waste_fraction=(padded - sq) / padded)
         )
     return out
+
+
+def divisible_lengths(table: CandidateTable) -> list[DivisibleLength]:
+    """The nearest lengths that some tile divides: the longest below the request (trim, or
+    split off the rest) and the shortest above it (pad), each with the fastest configuration
+    that satisfies every other constraint and divides it. With seq_len == seq_len_kv both move
+    together (a multiple of block_m and block_n); otherwise each moves to its own tile."""
+    bm, bn = table.common.get("block_m"), table.common.get("block_n")
+    if bm is None or bn is None:
+        return []
+    allowed = np.flatnonzero(_all_except(table, {"divisibility"}))
+    if not len(allowed):
+        return []
+    sq, sk = table.problem.seq_len, table.problem.seq_len_kv_eff
+    out = []
+    for direction in (-1, 1):
+        best: tuple[int, int, int, int] | None = None  # (distance, objective, lq, lk)
+        best_i = -1
+        for i in allowed:
+            m, n = int(bm[i]), int(bn[i])
+            if sq == sk:
+                step = m * n // math.gcd(m, n)
+                lq = lk = _nearest_multiple(sq, step, direction)
+            else:
+                lq, lk = _nearest_multiple(sq, m, direction), _nearest_multiple(sk, n, direction)
+            if lq <= 0 or lk <= 0:
+                continue
+            key = (abs(lq - sq) + abs(lk - sk), int(table.objective[i]), lq, lk)
+            if best is None or key < best:
+                best, best_i = key, int(i)
+        if best is not None:
+            out.append(
+                DivisibleLength(
+                    seq_len=best[2],
+                    seq_len_kv=best[3],
+                    block_m=int(bm[best_i]),
+                    block_n=int(bn[best_i]),
+                    configuration=table.label(best_i),
+                )
+            )
+    return out
+
+
+def _nearest_multiple(length: int, step: int, direction: int) -> int:
+    """The nearest multiple of `step` at or below (direction -1) or at or above `length`."""
+    return (length // step) * step if direction < 0 else -(-length // step) * step
 
 
 def infeasibility(table: CandidateTable, core: list[str] | None = None) -> Infeasibility:
@@ -145,6 +200,7 @@ def infeasibility(table: CandidateTable, core: list[str] | None = None) -> Infea
         if relaxation
         else None,
         padding=padding_options(table) if "divisibility" in conflict else [],
+        divisible_lengths=divisible_lengths(table) if "divisibility" in conflict else [],
     )
 
 
@@ -189,8 +245,8 @@ def notes(table: CandidateTable, ranked: list[int]) -> list[str]:
         out.append(
             f"ranks 1-{tied} are equivalent within the model's resolution (modelled times within "
             f"{EQUIVALENT_TIME_FRACTION:.2%}; bound by {bound}): they are ordered by what "
-            "kernels prefer beyond the model (fewer loop iterations, standard warp counts), "
-            "so measure them if the difference matters"
+            "kernels prefer beyond the model (the family's fixed tie-break order: fewer loop "
+            "iterations first; docs/model.md), so measure them if the difference matters"
         )
     waves = float(table.perf.waves[ranked[0]]) if ranked else SMALL_PROBLEM_WAVES
     if waves < SMALL_PROBLEM_WAVES:
@@ -199,4 +255,5 @@ def notes(table: CandidateTable, ranked: list[int]) -> list[str]:
             f"batch {table.problem.batch} x heads {table.problem.heads} gives too few blocks "
             "to keep every compute unit busy; a realistic batch or head count changes the answer"
         )
+    out.extend(table.family.answer_notes(table, ranked))
     return out

@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from .errors import UnknownHardwareError
 
-CATALOG_VERSION = "2026.11.3"  # .2: Ascend core record; .3: achievable DRAM and L2 fractions
+CATALOG_VERSION = "2026.11.4"  # .2: Ascend core record; .3: achievable DRAM and L2 fractions;
+# .4: 910A and 310P3 vector and transfer rates (assumptions, marked unconfirmed)
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 

@@ -33,17 +33,19 @@ log-sum-exp of each query row (for the backward pass). Dropout is not counted.
 The arithmetic intensities divide the problem's useful FLOPs (`AttentionProblem.flops`) by each
 traffic figure; with a hardware description they are placed on its roofline: attainable
 throughput = min(peak, intensity * DRAM bandwidth). Everything here is exact integer arithmetic
-on the problem's own head dims; `family_smem_bytes` is the one figure that uses a kernel
-family's (padded) head dims. See docs/model.md, "Memory model".
+on the problem's own head dims; `family_smem_bytes` and `family_resources` are the figures that
+use a kernel family's (padded) head dims and buffers (Ascend: L1, L0A, L0B, L0C, UB and the
+GM workspace). See docs/model.md, "Memory model".
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .answer import ResourceUse, canonical_parameters
 from .cost import LSE_BYTES_PER_ROW
 from .errors import FieldViolation, InvalidRequestError
 from .families import PLANNED_FAMILIES, family_names, find_family
@@ -51,12 +53,18 @@ from .hardware import CudaDevice, HardwareSpec, get_hardware
 from .problem import MAX_SEQ_LEN, AttentionProblem, DType, Phase, SolveOptions
 from .space import ConfigArrays, ceil_div
 
+if TYPE_CHECKING:
+    from .families.base import KernelFamily
+
 MAX_BLOCK = 4096  # the largest tile edge, as SolveOptions bounds the block_m/block_n pins
 MAX_SWEEP_VALUES = 64  # values per axis of a sweep
-# Without a hardware description the family's problem rules are checked as on this device
-# (the newest architecture the fa2 and triton families both run on), so only the rules that
-# belong to the kernel itself (head dims, dtype) can make the family figure absent.
+# Without a hardware description the family's problem rules are checked as on a reference
+# device of the family's kind (for CUDA the newest architecture the fa2 and triton families
+# both run on), so only the rules that belong to the kernel itself (head dims, dtype) can make
+# the family figures absent.
 FAMILY_REFERENCE_HARDWARE = "h100-sxm"
+REFERENCE_HARDWARE_BY_KIND = {"cuda": FAMILY_REFERENCE_HARDWARE, "ascend": "ascend-910b"}
+DEFAULT_MEMORY_KERNEL = "fa2"  # seed 003's FlashAttention-2 view, on CUDA devices
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -94,7 +102,9 @@ class MemoryEstimate(BaseModel):
     problem: AttentionProblem = Field(description="the problem, as given")
     block_m: int = Field(ge=1, le=MAX_BLOCK, description="query rows per tile")
     block_n: int = Field(ge=1, le=MAX_BLOCK, description="key/value rows per tile")
-    kernel: str = Field(description="the family whose shared-memory figure is reported")
+    kernel: str = Field(
+        description="the family whose figures (shared memory, resources) are reported"
+    )
     dtype_bytes: int = Field(description="bytes per element of Q, K, V, S, P and O")
     score_matrix_bytes: int = Field(description="B x H x Sq x Sk x e: the materialised S")
     tiles_1d: int = Field(description="ceil(Sq / block_m): query blocks (tiles per axis)")
@@ -112,6 +122,17 @@ class MemoryEstimate(BaseModel):
     family_smem_note: str | None = Field(
         description="why family_smem_bytes is None (None when it is given)"
     )
+    family_resources: list[ResourceUse] = Field(
+        default_factory=list,
+        description="the family's use of each of its resources for this tile, with capacity and "
+        "unit (Ascend: l1, l0a, l0b, l0c, ub, workspace), at family_parameters; empty when the "
+        "family cannot run the problem",
+    )
+    family_parameters: dict[str, int] = Field(
+        default_factory=dict,
+        description="the family's decision variables for family_resources: the tile as given, "
+        "the others the fastest choice whose resources fit (the first of each domain if none)",
+    )
     materialization_ratio: float = Field(
         description="Sq x Sk / (block_m x block_n): full score matrix over one score tile"
     )
@@ -127,6 +148,11 @@ class MemoryEstimate(BaseModel):
         description="flops / hbm_bytes_tiled, FLOP/byte"
     )
     roofline: Roofline | None = Field(description="present when a hardware description is given")
+
+    @field_validator("family_parameters")
+    @classmethod
+    def _canonical_order(cls, values: dict[str, int]) -> dict[str, int]:
+        return canonical_parameters(values)
 
 
 # ---- arithmetic ------------------------------------------------------------------------------
@@ -206,31 +232,103 @@ def _request_violations(
     return violations
 
 
-def _family_smem(
+def memory_kernel(kernel: str | None, hardware: HardwareSpec | None) -> str:
+    """The family the memory model reports: the named one; else fa2 (seed 003's view) without
+    hardware or on a CUDA device, and the device's default family on any other kind."""
+    if kernel:
+        return kernel
+    if hardware is not None and not isinstance(hardware, CudaDevice):
+        return hardware.default_kernel
+    return DEFAULT_MEMORY_KERNEL
+
+
+def _family_figures(
     problem: AttentionProblem,
     block_m: int,
     block_n: int,
     kernel: str,
     hardware: HardwareSpec | None,
-) -> tuple[int | None, str | None]:
-    """The family's shared-memory bytes for the tile, or None and the reason."""
+) -> tuple[int | None, str | None, list[ResourceUse], dict[str, int]]:
+    """The family's shared-memory bytes for the tile (or None and the reason), and its
+    resources at the fastest fitting choice of its other parameters."""
     family = find_family(kernel, problem.phase)
     if family is None:
-        return None, f"kernel family {kernel!r} is not modelled yet"
-    reference = hardware if hardware is not None else get_hardware(FAMILY_REFERENCE_HARDWARE)
+        return None, f"kernel family {kernel!r} is not modelled yet", [], {}
+    reference = hardware
+    if reference is None:
+        reference = get_hardware(
+            REFERENCE_HARDWARE_BY_KIND.get(family.device_kind, FAMILY_REFERENCE_HARDWARE)
+        )
     violations = family.problem_violations(problem, reference)
     if violations:
-        return None, "; ".join(f"{v.field}: {v.description}" for v in violations)
+        return None, "; ".join(f"{v.field}: {v.description}" for v in violations), [], {}
+    params = family.params(problem, reference)
     # The tile as given, every other parameter at the smallest value of its domain (one K/V
     # stage: triton adds a K/V tile per further stage; the smem formulas ignore the warps).
-    values = {p.name: p.domain[0] for p in family.params(problem, reference)}
+    values = {p.name: p.domain[0] for p in params}
     values.update(block_m=block_m, block_n=block_n)
     one = ConfigArrays({k: np.array([v], dtype=np.int64) for k, v in values.items()})
     uses = family.resources(reference, problem, SolveOptions(), one).uses(0)
     smem = next((u.used for u in uses if u.name == "shared_memory"), None)
+    note = None
     if smem is None:
-        return None, f"kernel family {kernel!r} has no shared-memory figure"
-    return smem, None
+        names = ", ".join(u.name for u in uses)
+        note = (
+            f"kernel family {kernel!r} has no shared-memory figure (its resources: {names}; "
+            "see family_resources)"
+        )
+    resources, chosen = _family_resources(family, reference, problem, block_m, block_n)
+    return smem, note, resources, chosen
+
+
+def _family_resources(
+    family: KernelFamily,
+    hardware: HardwareSpec,
+    problem: AttentionProblem,
+    block_m: int,
+    block_n: int,
+) -> tuple[list[ResourceUse], dict[str, int]]:
+    """The family's resources for the tile, its other parameters chosen as the fastest whose
+    capacity constraints hold (the first of each domain when none does)."""
+    from .candidates import NS_PER_US, evaluation, tie_break_order
+    from .constraints import ConstraintKind
+
+    params = family.params(problem, hardware)
+    names = [p.name for p in params]
+    if "block_m" not in names or "block_n" not in names:
+        return [], {}
+    others = [p for p in params if p.name not in ("block_m", "block_n")]
+    grid = ConfigArrays.product(others) if others else ConfigArrays({})
+    count = max(len(grid), 1)
+    columns = {
+        p.name: (
+            np.full(count, block_m if p.name == "block_m" else block_n, dtype=np.int64)
+            if p.name in ("block_m", "block_n")
+            else grid[p.name]
+        )
+        for p in params
+    }
+    cfg = ConfigArrays(columns)
+    options = SolveOptions()
+    ev = evaluation(family, hardware, problem, options, cfg)
+    fits = np.ones(count, dtype=np.bool_)
+    for constraint in family.constraints(hardware, problem, options):
+        if constraint.kind is ConstraintKind.CAPACITY:
+            fits &= constraint.satisfied(ev)
+    with np.errstate(all="ignore"):
+        times = np.asarray(family.evaluate(ev).time_us, dtype=np.float64)
+    ok = fits & np.isfinite(times)
+    index = 0
+    if ok.any():
+        # the solver's order: modelled time in whole nanoseconds, then the family's tie-break
+        rows = np.flatnonzero(ok)
+        ties = tie_break_order(family.tie_keys(ev), count)[rows]
+        index = int(rows[np.lexsort((ties, np.rint(times[rows] * NS_PER_US)))[0]])
+    uses = [
+        ResourceUse(name=u.name, used=u.used, capacity=u.capacity, unit=u.unit)
+        for u in ev.res.uses(index)
+    ]
+    return uses, cfg.config(index).as_dict()
 
 
 def _peak(hardware: HardwareSpec, dtype: DType) -> tuple[float, str]:
@@ -279,19 +377,20 @@ def estimate_memory(
     block_m: int,
     block_n: int,
     hardware: HardwareSpec | str | None = None,
-    kernel: str = "fa2",
+    kernel: str | None = None,
 ) -> MemoryEstimate:
     """The memory model for `problem` tiled block_m x block_n (module doc for the formulas).
 
     `hardware` (a spec, or a catalog name) adds the roofline and decides whether the family
-    can run the problem; `kernel` names the family whose shared-memory figure is reported.
-    Raises InvalidRequestError naming every bad field (block_m, block_n, kernel, phase);
-    UnknownHardwareError for an unknown name.
+    can run the problem; `kernel` names the family whose shared-memory figure and resources
+    are reported (None: `memory_kernel`'s default). Raises InvalidRequestError naming every
+    bad field (block_m, block_n, kernel, phase); UnknownHardwareError for an unknown name.
     """
-    violations = _request_violations(problem, block_m, block_n, kernel)
+    violations = _request_violations(problem, block_m, block_n, kernel or DEFAULT_MEMORY_KERNEL)
     if violations:
         raise InvalidRequestError(violations)
     spec = get_hardware(hardware) if isinstance(hardware, str) else hardware
+    kernel = memory_kernel(kernel, spec)
 
     batch_heads = problem.batch * problem.heads
     sq, sk = problem.seq_len, problem.seq_len_kv_eff
@@ -309,7 +408,7 @@ def estimate_memory(
     hbm_tiled = q_and_o + batch_heads * rows_read * kv_row_bytes
     hbm_tiled_l2 = q_and_o + problem.batch * problem.kv_heads_eff * sk * kv_row_bytes
     flops = problem.flops
-    family_bytes, family_note = _family_smem(problem, bm, bn, kernel, spec)
+    family_bytes, family_note, resources, chosen = _family_figures(problem, bm, bn, kernel, spec)
 
     return MemoryEstimate(
         problem=problem,
@@ -325,6 +424,8 @@ def estimate_memory(
         working_set_bytes=(bm * d + bn * d + bn * dv + bm * bn + bm * dv) * e,
         family_smem_bytes=family_bytes,
         family_smem_note=family_note,
+        family_resources=resources,
+        family_parameters=chosen,
         materialization_ratio=sq * sk / (bm * bn),
         hbm_bytes_naive=hbm_naive,
         hbm_bytes_tiled=hbm_tiled,
@@ -353,7 +454,7 @@ def memory_sweep(
     head_dim_v: int | None = None,
     causal: bool = False,
     hardware: HardwareSpec | str | None = None,
-    kernel: str = "fa2",
+    kernel: str | None = None,
 ) -> list[MemoryEstimate]:
     """Seed 003's comparison: one estimate per (seq_len, square tile), seq_len-major.
 
@@ -411,5 +512,6 @@ __all__ = [
     "estimate_memory",
     "floor_sum",
     "kv_rows_read",
+    "memory_kernel",
     "memory_sweep",
 ]

@@ -20,9 +20,9 @@ from .hardware import CATALOG_VERSION, CudaDevice, HardwareSpec, get_hardware
 from .problem import AttentionProblem, Engine, SolveOptions
 from .validate import check_config, fresh_times_us, same_time
 
-MODEL_VERSION = (
-    "0.2.0"  # 0.2.0: family interface; achievable bandwidth, launch, iteration and window-L2 terms
-)
+# 0.2.0: family interface; achievable bandwidth, launch, iteration and window-L2 terms.
+# 0.3.0: the ascend family (CUDA answers unchanged).
+MODEL_VERSION = "0.3.0"
 
 
 def resolve_hardware(hardware: str | HardwareSpec) -> HardwareSpec:
@@ -121,9 +121,10 @@ def _validate(table: CandidateTable, ranked: list[int]) -> None:
 def kernel_reason(table: CandidateTable, options: SolveOptions) -> str:
     """Which family was modelled and why: the request named it, or it is the device's default."""
     family = table.family
+    summary = family.kernel_summary(table.hardware)
     if options.kernel:
-        return f"{family.name}, as requested: {family.summary}"
-    return f"{family.name}, the default kernel of {table.hardware.name}: {family.summary}"
+        return f"{family.name}, as requested: {summary}"
+    return f"{family.name}, the default kernel of {table.hardware.name}: {summary}"
 
 
 def resolved_problem(problem: AttentionProblem) -> AttentionProblem:

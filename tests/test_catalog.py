@@ -508,7 +508,7 @@ def test_inline_ascend_spec_without_optional_figures_validates() -> None:
         ("ascend-910b", {"vector_clock_mhz": -1.0}, "vector_clock_mhz"),
         ("ascend-910b", {"unconfirmed_fields": ("ascend.l3_bytes",)}, "ascend.l3_bytes"),
         ("ascend-910b", {"unconfirmed_fields": ("sm.regs_per_sm",)}, "sm.regs_per_sm"),
-        ("ascend-910", {"unconfirmed_fields": ("ascend.l2_read_bytes_per_cycle",)}, "None"),
+        ("ascend-910", {"unconfirmed_fields": ("ascend.l2_write_bytes_per_cycle",)}, "None"),
         (
             "ascend-910b",
             {"unconfirmed_fields": ("ascend.cube_clock_mhz", "ascend.cube_clock_mhz")},

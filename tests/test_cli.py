@@ -249,7 +249,10 @@ def test_pins_are_honoured(capsys: pytest.CaptureFixture[str]) -> None:
         (["--max-smem", "-1"], "max_smem"),
         (["--kernel", "fa3"], "kernel"),
         (["--phase", "decode"], "phase"),
-        (["--hardware", "ascend-910b"], "kernel"),
+        (["--hardware", "ascend-910b", "--dtype", "fp8"], "dtype"),
+        (["--hardware", "ascend-910", "--dtype", "bf16"], "dtype"),
+        (["--hardware", "ascend-910b", "--head-dim", "1000"], "head_dim"),
+        (["--hardware", "ascend-910b", "--phase", "decode"], "phase"),
         (["--tls"], "server"),  # a server option without --server
     ],
 )

@@ -526,7 +526,7 @@ def test_cli_occupancy_that_cannot_fit_exits_1_remotely(
         [*QUICK_START, "--param", "warps_kv=2"],  # not a parameter of fa2
         [*QUICK_START, "--block-m", "64", "--param", "block_m=128"],
         [*QUICK_START, "--param", "block_m=abc"],  # caught before asking, as in-process
-        [*QUICK_START, "--hardware", "ascend-910b"],
+        [*QUICK_START, "--hardware", "ascend-910b", "--dtype", "fp8"],
         [*QUICK_START, "--hardware", "nope", "--top-k", "x"],  # the server's catalog + local
         ["hardware", "show", "nope"],
         ["hardware", "show", "sm86"],  # shared by a10 and rtx-3090: refused, naming both

@@ -146,6 +146,7 @@ def test_toy_family_over_grpc(toy: ToyFamily) -> None:
 FAMILY_CASES = {
     "fa2": ("a100-80gb", AttentionProblem(batch=2, heads=8, seq_len=2050, head_dim=128)),
     "triton": ("h100-sxm", AttentionProblem(batch=2, heads=8, seq_len=3000, head_dim=96)),
+    "ascend": ("ascend-910b", AttentionProblem(batch=2, heads=8, seq_len=2050, head_dim=256)),
 }
 
 

@@ -202,7 +202,7 @@ def test_family_violations_get_request_paths(stub: pb_grpc.TileSolveServiceStub)
         stub.Solve, request("t4", pb.SolveOptions(kernel_enum=pb.KERNEL_FAMILY_FA2))
     )
     assert "options.kernel" in violations(legacy)
-    error = call_error(stub.Solve, request("ascend-910"))
+    error = call_error(stub.Solve, request("ascend-910", pb.SolveOptions(kernel="fa2")))
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "options.kernel" in violations(error)
 
@@ -353,8 +353,9 @@ def test_get_hardware_round_trips_an_ascend_device(
     response = stub.GetHardware(pb.GetHardwareRequest(name=name), timeout=10)
     core = response.hardware.ascend
     assert core.core_layout in ("split", "coupled") and core.aic_count > 0
-    # Fields without a figure stay absent on the wire instead of reading as 0.
-    assert core.HasField("l1_to_l0a_bytes_per_cycle") == (name == "ascend-910b")
+    # Fields without a figure stay absent on the wire instead of reading as 0 (the coupled
+    # parts exchange on chip and have no L2 write rate).
+    assert core.HasField("l2_write_bytes_per_cycle") == (name == "ascend-910b")
     assert wire.spec_from_proto(response.hardware) == get_hardware(name)
 
 

@@ -78,10 +78,14 @@ def test_fa2_is_refused_on_volta_with_the_alternative_named() -> None:
     assert "triton" in str(info.value)
 
 
-def test_ascend_hardware_is_refused_until_its_family_exists() -> None:
+def test_ascend_hardware_defaults_to_the_ascend_family() -> None:
+    answer = solve(problem(), "ascend-910b")
+    assert answer.kernel == "ascend" and answer.candidates
+    assert answer.kernel_reason.startswith("ascend, the default kernel of ascend-910b")
     with pytest.raises(InvalidRequestError) as info:
-        solve(problem(), "ascend-910b")
+        solve(problem(), "ascend-910b", SolveOptions(kernel="fa2"))
     assert info.value.violations[0].field == "kernel"
+    assert "families that run this problem on ascend-910b: ascend" in str(info.value)
 
 
 @pytest.mark.parametrize("engine", ["cpsat", "exhaustive"])

@@ -256,21 +256,21 @@ def occupancy_to_proto(occ: Occupancy) -> pb.OccupancyResponse:
 
 # ---- the memory model ---------------------------------------------------------------------
 
-DEFAULT_MEMORY_KERNEL = "fa2"  # EstimateMemoryRequest.kernel absent
-
 
 def memory_request_to_proto(
     problem: AttentionProblem,
     block_m: int,
     block_n: int,
     hardware: str | HardwareSpec | None = None,
-    kernel: str = DEFAULT_MEMORY_KERNEL,
+    kernel: str | None = None,
 ) -> pb.EstimateMemoryRequest:
+    """`kernel` None leaves the field empty: the server applies the solver's default
+    (`tilesolve.solver.memory.memory_kernel`: fa2, or the default family of a non-CUDA device)."""
     request = pb.EstimateMemoryRequest(
         problem=problem_to_proto(problem),
         block_m=block_m,
         block_n=block_n,
-        kernel=kernel,
+        kernel=kernel or "",
     )
     if isinstance(hardware, HardwareSpec):
         request.hardware.spec.CopyFrom(spec_to_proto(hardware))
@@ -281,9 +281,10 @@ def memory_request_to_proto(
 
 def memory_request_from_proto(
     request: pb.EstimateMemoryRequest,
-) -> tuple[AttentionProblem, int, int, str | HardwareSpec | None, str]:
-    """(problem, block_m, block_n, hardware or None, kernel); every bad field reported together.
-    The tile's range is the solver's to check (`estimate_memory` names block_m / block_n)."""
+) -> tuple[AttentionProblem, int, int, str | HardwareSpec | None, str | None]:
+    """(problem, block_m, block_n, hardware or None, kernel or None for the solver's default);
+    every bad field reported together. The tile's range is the solver's to check
+    (`estimate_memory` names block_m / block_n)."""
     violations: list[FieldViolation] = []
     problem: AttentionProblem | None = None
     hardware: str | HardwareSpec | None = None
@@ -305,7 +306,7 @@ def memory_request_from_proto(
         except InvalidRequestError as exc:
             violations.extend(exc.violations)
     # The family's name; the solver checks it against the registry (naming the allowed ones).
-    kernel = request.kernel or DEFAULT_MEMORY_KERNEL
+    kernel: str | None = request.kernel or None
     if not request.kernel and request.kernel_enum:
         wire_name = (
             pb.KernelFamily.Name(request.kernel_enum) if _known_kernel(request.kernel_enum) else ""

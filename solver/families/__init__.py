@@ -11,13 +11,14 @@ from __future__ import annotations
 from ..errors import FieldViolation, InvalidRequestError
 from ..hardware import HardwareSpec
 from ..problem import AttentionProblem, Phase
+from .ascend import AscendFlashAttention
 from .base import KernelFamily
 from .fa2 import FlashAttention2
 from .triton import TritonFlashAttention
 
 _REGISTRY: dict[tuple[str, Phase], KernelFamily] = {}
 # Named in DESIGN.md's contract but not modelled yet: asking for one says so.
-PLANNED_FAMILIES = ("fa3", "flashinfer", "ascend")
+PLANNED_FAMILIES = ("fa3", "flashinfer")
 
 
 def register(family: KernelFamily) -> KernelFamily:
@@ -81,7 +82,7 @@ def get_family(name: str | None, phase: Phase, hardware: HardwareSpec) -> Kernel
     raise InvalidRequestError([FieldViolation("kernel", f"{detail}; {allowed}")])
 
 
-for _family in (FlashAttention2(), TritonFlashAttention()):
+for _family in (FlashAttention2(), TritonFlashAttention(), AscendFlashAttention()):
     register(_family)
 
 __all__ = [

@@ -74,7 +74,8 @@ class KernelFamily(ABC):
                 FieldViolation(
                     "kernel",
                     f"kernel family {self.name!r} runs on {self.device_kind} devices; "
-                    f"{hardware.name} is an {hardware.arch} device",
+                    f"{hardware.name} is {'an' if hardware.arch[0] in 'aeiou' else 'a'} "
+                    f"{hardware.arch} device",
                 )
             ]
         return self._family_violations(problem, hardware)
@@ -145,6 +146,16 @@ class KernelFamily(ABC):
 
     def reason_lines(self, table: CandidateTable, i: int) -> list[str]:
         """Family-specific lines of configuration i's reasons (after the rank line)."""
+        return []
+
+    def kernel_summary(self, hardware: HardwareSpec) -> str:
+        """What the family models on this device, for the answer's `kernel_reason` (default:
+        the summary; a family whose real kernel differs per device names it here)."""
+        return self.summary
+
+    def answer_notes(self, table: CandidateTable, ranked: list[int]) -> list[str]:
+        """The family's remarks on the answer as a whole (e.g. which catalog inputs of the
+        prediction are unconfirmed); appended to the answer's `notes`."""
         return []
 
     @abstractmethod

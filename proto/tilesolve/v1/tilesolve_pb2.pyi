@@ -453,18 +453,34 @@ class PaddingOption(_message.Message):
     def __init__(self, block: _Optional[int] = ..., padded_seq_len: _Optional[int] = ..., waste_fraction: _Optional[float] = ...) -> None: ...
 
 class Infeasibility(_message.Message):
-    __slots__ = ("conflicting_constraints", "explanation", "nearest_relaxation", "relaxation", "padding")
+    __slots__ = ("conflicting_constraints", "explanation", "nearest_relaxation", "relaxation", "padding", "divisible_lengths")
     CONFLICTING_CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
     EXPLANATION_FIELD_NUMBER: _ClassVar[int]
     NEAREST_RELAXATION_FIELD_NUMBER: _ClassVar[int]
     RELAXATION_FIELD_NUMBER: _ClassVar[int]
     PADDING_FIELD_NUMBER: _ClassVar[int]
+    DIVISIBLE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
     conflicting_constraints: _containers.RepeatedScalarFieldContainer[str]
     explanation: str
     nearest_relaxation: str
     relaxation: Relaxation
     padding: _containers.RepeatedCompositeFieldContainer[PaddingOption]
-    def __init__(self, conflicting_constraints: _Optional[_Iterable[str]] = ..., explanation: _Optional[str] = ..., nearest_relaxation: _Optional[str] = ..., relaxation: _Optional[_Union[Relaxation, _Mapping]] = ..., padding: _Optional[_Iterable[_Union[PaddingOption, _Mapping]]] = ...) -> None: ...
+    divisible_lengths: _containers.RepeatedCompositeFieldContainer[DivisibleLength]
+    def __init__(self, conflicting_constraints: _Optional[_Iterable[str]] = ..., explanation: _Optional[str] = ..., nearest_relaxation: _Optional[str] = ..., relaxation: _Optional[_Union[Relaxation, _Mapping]] = ..., padding: _Optional[_Iterable[_Union[PaddingOption, _Mapping]]] = ..., divisible_lengths: _Optional[_Iterable[_Union[DivisibleLength, _Mapping]]] = ...) -> None: ...
+
+class DivisibleLength(_message.Message):
+    __slots__ = ("seq_len", "seq_len_kv", "block_m", "block_n", "configuration")
+    SEQ_LEN_FIELD_NUMBER: _ClassVar[int]
+    SEQ_LEN_KV_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_M_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_N_FIELD_NUMBER: _ClassVar[int]
+    CONFIGURATION_FIELD_NUMBER: _ClassVar[int]
+    seq_len: int
+    seq_len_kv: int
+    block_m: int
+    block_n: int
+    configuration: str
+    def __init__(self, seq_len: _Optional[int] = ..., seq_len_kv: _Optional[int] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., configuration: _Optional[str] = ...) -> None: ...
 
 class SolveResponse(_message.Message):
     __slots__ = ("status", "proven_optimal", "hardware", "kernel_enum", "engine", "candidates", "funnel", "binding_constraints", "infeasibility", "search_space_size", "feasible_count", "solve_ms", "model_version", "catalog_version", "problem", "options", "cache_hit", "kernel", "notes", "kernel_reason")
@@ -631,7 +647,14 @@ class Roofline(_message.Message):
     def __init__(self, hardware: _Optional[str] = ..., peak_tflops: _Optional[float] = ..., peak_kind: _Optional[str] = ..., dram_bandwidth_gb_per_s: _Optional[float] = ..., ridge_point_flops_per_byte: _Optional[float] = ..., attainable_tflops: _Optional[float] = ..., attainable_tflops_tiled_no_l2: _Optional[float] = ..., attainable_tflops_naive: _Optional[float] = ..., bound: _Optional[str] = ...) -> None: ...
 
 class EstimateMemoryResponse(_message.Message):
-    __slots__ = ("score_matrix_bytes", "tiles_1d", "tiles_1d_kv", "score_tiles", "score_tile_bytes", "working_set_bytes", "family_smem_bytes", "family_smem_note", "materialization_ratio", "hbm_bytes_naive", "hbm_bytes_tiled", "hbm_bytes_tiled_l2", "flops", "arithmetic_intensity", "arithmetic_intensity_naive", "arithmetic_intensity_tiled_no_l2", "roofline", "problem", "block_m", "block_n", "kernel_enum", "kernel", "dtype_bytes")
+    __slots__ = ("score_matrix_bytes", "tiles_1d", "tiles_1d_kv", "score_tiles", "score_tile_bytes", "working_set_bytes", "family_smem_bytes", "family_smem_note", "materialization_ratio", "hbm_bytes_naive", "hbm_bytes_tiled", "hbm_bytes_tiled_l2", "flops", "arithmetic_intensity", "arithmetic_intensity_naive", "arithmetic_intensity_tiled_no_l2", "roofline", "problem", "block_m", "block_n", "kernel_enum", "kernel", "dtype_bytes", "family_resources", "family_parameters")
+    class FamilyParametersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     SCORE_MATRIX_BYTES_FIELD_NUMBER: _ClassVar[int]
     TILES_1D_FIELD_NUMBER: _ClassVar[int]
     TILES_1D_KV_FIELD_NUMBER: _ClassVar[int]
@@ -655,6 +678,8 @@ class EstimateMemoryResponse(_message.Message):
     KERNEL_ENUM_FIELD_NUMBER: _ClassVar[int]
     KERNEL_FIELD_NUMBER: _ClassVar[int]
     DTYPE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    FAMILY_RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    FAMILY_PARAMETERS_FIELD_NUMBER: _ClassVar[int]
     score_matrix_bytes: float
     tiles_1d: int
     tiles_1d_kv: int
@@ -678,7 +703,9 @@ class EstimateMemoryResponse(_message.Message):
     kernel_enum: KernelFamily
     kernel: str
     dtype_bytes: int
-    def __init__(self, score_matrix_bytes: _Optional[float] = ..., tiles_1d: _Optional[int] = ..., tiles_1d_kv: _Optional[int] = ..., score_tiles: _Optional[int] = ..., score_tile_bytes: _Optional[int] = ..., working_set_bytes: _Optional[int] = ..., family_smem_bytes: _Optional[int] = ..., family_smem_note: _Optional[str] = ..., materialization_ratio: _Optional[float] = ..., hbm_bytes_naive: _Optional[int] = ..., hbm_bytes_tiled: _Optional[int] = ..., hbm_bytes_tiled_l2: _Optional[int] = ..., flops: _Optional[float] = ..., arithmetic_intensity: _Optional[float] = ..., arithmetic_intensity_naive: _Optional[float] = ..., arithmetic_intensity_tiled_no_l2: _Optional[float] = ..., roofline: _Optional[_Union[Roofline, _Mapping]] = ..., problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., kernel_enum: _Optional[_Union[KernelFamily, str]] = ..., kernel: _Optional[str] = ..., dtype_bytes: _Optional[int] = ...) -> None: ...
+    family_resources: _containers.RepeatedCompositeFieldContainer[ResourceUse]
+    family_parameters: _containers.ScalarMap[str, int]
+    def __init__(self, score_matrix_bytes: _Optional[float] = ..., tiles_1d: _Optional[int] = ..., tiles_1d_kv: _Optional[int] = ..., score_tiles: _Optional[int] = ..., score_tile_bytes: _Optional[int] = ..., working_set_bytes: _Optional[int] = ..., family_smem_bytes: _Optional[int] = ..., family_smem_note: _Optional[str] = ..., materialization_ratio: _Optional[float] = ..., hbm_bytes_naive: _Optional[int] = ..., hbm_bytes_tiled: _Optional[int] = ..., hbm_bytes_tiled_l2: _Optional[int] = ..., flops: _Optional[float] = ..., arithmetic_intensity: _Optional[float] = ..., arithmetic_intensity_naive: _Optional[float] = ..., arithmetic_intensity_tiled_no_l2: _Optional[float] = ..., roofline: _Optional[_Union[Roofline, _Mapping]] = ..., problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., kernel_enum: _Optional[_Union[KernelFamily, str]] = ..., kernel: _Optional[str] = ..., dtype_bytes: _Optional[int] = ..., family_resources: _Optional[_Iterable[_Union[ResourceUse, _Mapping]]] = ..., family_parameters: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class OccupancyRequest(_message.Message):
     __slots__ = ("hardware", "threads", "regs", "smem_bytes", "carveout_percent")
