@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from .errors import UnknownHardwareError
 
-CATALOG_VERSION = "2026.11.3"  # .2: Ascend core record; .3: achievable DRAM and L2 fractions
+# .2: Ascend core record; .3: achievable DRAM and L2 fractions; .4: fa3 is the cc 9.0 default
+CATALOG_VERSION = "2026.11.4"
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
