@@ -70,7 +70,6 @@ WGMMA_K_BYTES = 32
 # producer); the transpose works on 64 x 32 blocks when dv % 64 == 0, else it needs
 # block_n % 64 == 0 (mainloop_fwd_sm90_tma_gmma_ws.hpp static_asserts).
 FP8_TRANSPOSE_V_MULTIPLE = 64
-FP8_TRANSPOSE_V_MIN = 32
 
 # The K/V ring: FA3 instantiates kStages = 2 on sm90 (flash_fwd_launch_template.h). One stage
 # exposes every load and a third only adds shared memory where the second already hides the
@@ -82,7 +81,7 @@ SETMAXNREG_MIN = 24  # what the producer keeps: it only issues TMA (FA3 keeps 24
 SETMAXNREG_STEP = 8
 # Consumer register estimate, 32-bit registers per thread (docs/model.md 11.2): the FP32 S and
 # O accumulators of a warpgroup's 64 rows over its 128 threads, P as the A operand of an RS
-# wgmma, Q as the A operand when held in registers, plus a fixed part: the softmax row state
+# wgmma while the next S accumulates, plus a fixed part: the softmax row state
 # (max, sum, scale of the thread's 2 rows), pipeline state, pointers and loop counters.
 CONSUMER_FIXED_REGS = 24
 
@@ -475,7 +474,7 @@ class FlashAttention3(KernelFamily):
             bm % WARPGROUP_ROWS
             or (pingpong and w < 2)
             or (p_smem and (not overlap or fp8))
-            or (fp8 and dv % 64 and bn % 64)
+            or (fp8 and dv % FP8_TRANSPOSE_V_MULTIPLE and bn % FP8_TRANSPOSE_V_MULTIPLE)
         ):
             out.append(f"fa3_shape: {self.shape_rule}")
         threads = WARPGROUP_THREADS * (w + 1)
