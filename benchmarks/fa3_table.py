@@ -145,7 +145,7 @@ def agreement() -> dict[str, Any]:
 
     summary = {
         f"{label}_top{top}": count(min_seq, top)
-        for label, min_seq in (("all", 0), ("from_2k", 2048), ("at_8k", 8192))
+        for label, min_seq in (("all", 0), ("from_2k", 2048), ("from_8k", 8192))
         for top in (1, 3)
     }
     return {"rows": rows, "summary": summary}
