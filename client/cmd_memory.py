@@ -375,7 +375,8 @@ def memory_report(estimate: MemoryEstimate) -> list[str]:
     e = estimate
     kernel_line = f"{e.kernel} shared memory"
     family = (
-        f"{_exact(e.family_smem_bytes)}  (the kernel's dynamic shared memory, one K/V stage)"
+        f"{_exact(e.family_smem_bytes)}  "
+        "(the kernel's dynamic shared memory, shallowest K/V pipeline)"
         if e.family_smem_bytes is not None
         else f"n/a ({e.family_smem_note})"
     )

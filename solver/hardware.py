@@ -17,8 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from .errors import UnknownHardwareError
 
-CATALOG_VERSION = "2026.11.4"  # .2: Ascend core record; .3: achievable DRAM and L2 fractions;
-# .4: 910A and 310P3 vector and transfer rates (assumptions, marked unconfirmed)
+# .2: Ascend core record; .3: achievable DRAM and L2 fractions; .4: fa3 is the cc 9.0 default;
+# .5: 910A and 310P3 vector and transfer rates (assumptions, marked unconfirmed)
+CATALOG_VERSION = "2026.11.5"
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 

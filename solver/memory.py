@@ -117,7 +117,8 @@ class MemoryEstimate(BaseModel):
     )
     family_smem_bytes: int | None = Field(
         description="the kernel family's dynamic shared memory for this tile (its padded head "
-        "dims, one K/V stage); None when the family cannot run the problem"
+        "dims, its shallowest K/V pipeline: one stage, fa3's two-stage ring); None when the "
+        "family cannot run the problem"
     )
     family_smem_note: str | None = Field(
         description="why family_smem_bytes is None (None when it is given)"

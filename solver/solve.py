@@ -22,7 +22,8 @@ from .validate import check_config, fresh_times_us, same_time
 
 # 0.2.0: family interface; achievable bandwidth, launch, iteration and window-L2 terms.
 # 0.3.0: the ascend family (CUDA answers unchanged).
-MODEL_VERSION = "0.3.0"
+# 0.4.0: the fa3 family, the default on compute capability 9.0.
+MODEL_VERSION = "0.4.0"
 
 
 def resolve_hardware(hardware: str | HardwareSpec) -> HardwareSpec:

@@ -78,8 +78,11 @@ def test_sections_match_arch() -> None:
         if isinstance(spec, CudaDevice):
             assert spec.vendor == "nvidia" and spec.arch == "cuda"
             assert not hasattr(spec, "ascend")
-            # FlashAttention-2 needs sm80+; Volta and Turing fall back to Triton.
+            # FlashAttention-3 is Hopper's (cc 9.0) kernel; FlashAttention-2 needs sm80+; Volta
+            # and Turing fall back to Triton.
             expected = "triton" if spec.sm.cc_major < 8 else "fa2"
+            if spec.sm.compute_capability == "9.0":
+                expected = "fa3"
             assert spec.default_kernel == expected, spec.name
         else:
             assert isinstance(spec, AscendDevice)

@@ -43,7 +43,7 @@ CASES = [
     pytest.param(
         AttentionProblem(batch=1, heads=32, kv_heads=8, seq_len=8192, head_dim=256),
         "h100-sxm",
-        SolveOptions(),
+        SolveOptions(kernel="fa2"),
         id="h100-fa2-d256-gqa",
     ),
     pytest.param(

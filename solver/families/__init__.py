@@ -14,11 +14,12 @@ from ..problem import AttentionProblem, Phase
 from .ascend import AscendFlashAttention
 from .base import KernelFamily
 from .fa2 import FlashAttention2
+from .fa3 import FlashAttention3
 from .triton import TritonFlashAttention
 
 _REGISTRY: dict[tuple[str, Phase], KernelFamily] = {}
 # Named in DESIGN.md's contract but not modelled yet: asking for one says so.
-PLANNED_FAMILIES = ("fa3", "flashinfer")
+PLANNED_FAMILIES = ("flashinfer",)
 
 
 def register(family: KernelFamily) -> KernelFamily:
@@ -46,6 +47,22 @@ def families_for(problem: AttentionProblem, hardware: HardwareSpec) -> list[str]
     )
 
 
+def families_on(hardware: HardwareSpec, phase: Phase = Phase.FORWARD) -> list[str]:
+    """Names of the registered families of the phase that run on `hardware` at all: their
+    device rules (kind, compute capability) admit it, judged on a plain fp16 problem."""
+    probe = AttentionProblem(seq_len=1024, head_dim=64, phase=phase)
+    return sorted(
+        name
+        for (name, p), family in _REGISTRY.items()
+        if p is phase
+        and family.device_kind == hardware.arch
+        # the base statement of the rules: a family may decorate its own refusal with this list
+        and not any(
+            v.field == "kernel" for v in KernelFamily.problem_violations(family, probe, hardware)
+        )
+    )
+
+
 def find_family(name: str, phase: Phase = Phase.FORWARD) -> KernelFamily | None:
     return _REGISTRY.get((name, phase))
 
@@ -68,9 +85,7 @@ def get_family(name: str | None, phase: Phase, hardware: HardwareSpec) -> Kernel
                 )
             ]
         )
-    runs_here = sorted(
-        n for (n, p), f in _REGISTRY.items() if p is phase and f.device_kind == hardware.arch
-    )
+    runs_here = families_on(hardware, phase)
     if chosen in PLANNED_FAMILIES:
         detail = f"kernel family {chosen!r} is not modelled yet"
     else:
@@ -82,13 +97,19 @@ def get_family(name: str | None, phase: Phase, hardware: HardwareSpec) -> Kernel
     raise InvalidRequestError([FieldViolation("kernel", f"{detail}; {allowed}")])
 
 
-for _family in (FlashAttention2(), TritonFlashAttention(), AscendFlashAttention()):
+for _family in (
+    FlashAttention2(),
+    TritonFlashAttention(),
+    FlashAttention3(),
+    AscendFlashAttention(),
+):
     register(_family)
 
 __all__ = [
     "PLANNED_FAMILIES",
     "KernelFamily",
     "families_for",
+    "families_on",
     "family_names",
     "find_family",
     "get_family",
