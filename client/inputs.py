@@ -287,5 +287,6 @@ def read_grid(path: str, hardware: list[str] | None = None) -> Grid:
             where = f"{path}:{found}" if found else path
             if key == "hardware" and hardware:
                 where = "--hardware"
-            out.append(Violation(f"{where}: {v.field or 'grid'}", v.description))
+            field = re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", v.field) or "grid"
+            out.append(Violation(f"{where}: {field}", v.description))
         raise CliInputError(out) from None

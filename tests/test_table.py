@@ -9,6 +9,7 @@ import importlib.util
 import json
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -292,3 +293,62 @@ def test_stamp_is_rewritten_only_when_what_decides_the_table_changes(
     stamp.write_text(stamp.read_text().replace(written["model_version"], "0.0.1"))
     assert run(capsys, "table", "--grid", grid, "--format", "cpp", "--stamp", str(stamp))[0] == 0
     assert json.loads(stamp.read_text()) == written
+
+
+BUF = Path(__file__).resolve().parents[1] / "node_modules" / ".bin" / "buf"
+
+
+@pytest.mark.skipif(not BUF.exists(), reason="buf is not installed (npm ci)")
+def test_buf_curl_answer_becomes_a_header(tmp_path: Path, port: int) -> None:
+    """docs/integration.md's generic-client step: buf curl, then examples/buf/solve_to_header.py."""
+    requests = {
+        "requests": [
+            {
+                "hardware": {"name": "a100"},
+                "problem": {
+                    "seqLen": 4096,
+                    "headDim": 128,
+                    "batch": 4,
+                    "heads": 16,
+                    "causal": True,
+                },
+                "options": {"topK": 1},
+            },
+            {"hardware": {"name": "h100-sxm"}, "problem": {"seqLen": 1024, "headDim": 64}},
+        ]
+    }
+    answer = subprocess.run(
+        [
+            str(BUF),
+            "curl",
+            "--protocol",
+            "grpc",
+            "--http2-prior-knowledge",
+            f"http://127.0.0.1:{port}/tilesolve.v1.TileSolveService/SolveBatch",
+            "-d",
+            json.dumps(requests),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    script = Path(__file__).resolve().parents[1] / "examples" / "buf" / "solve_to_header.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--namespace", "my::tiles"],
+        input=answer,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    for i, (hardware, problem) in enumerate(
+        [
+            ("a100", AttentionProblem(seq_len=4096, head_dim=128, batch=4, heads=16, causal=True)),
+            ("h100-sxm", AttentionProblem(seq_len=1024, head_dim=64)),
+        ]
+    ):
+        best = solve(problem, hardware).candidates[0]
+        tile = f"{best.block_m}, {best.block_n}, {best.num_warps}, {best.num_stages}"
+        assert f"inline constexpr Tile kTile{i} = {{{tile}}};" in done.stdout
+    bad = subprocess.run([sys.executable, str(script)], input="[]", capture_output=True, text=True)
+    assert bad.returncode == 2 and "error: input:" in bad.stderr
