@@ -24,9 +24,10 @@ T = TypeVar("T")
 R = TypeVar("R")
 MapFn = Callable[[Callable[[T], R], Sequence[T]], list[R]]
 
-# Below this many items per worker a process is not worth starting (spawning one and
-# importing the solver costs about as much as solving ~300 problems; benchmarks/README.md).
-MIN_ITEMS_PER_WORKER = 300
+# Below this many items per worker a process is not worth starting: spawning one and importing
+# the solver costs about a second, what solving ~1,000 table cells costs; a 1,000-cell table
+# ran 7% slower on two processes than on one (benchmarks/README.md).
+MIN_ITEMS_PER_WORKER = 1000
 CHUNKS_PER_WORKER = 4
 DASK_CONNECT_TIMEOUT_S = 10
 
