@@ -287,6 +287,7 @@ def read_grid(path: str, hardware: list[str] | None = None) -> Grid:
             where = f"{path}:{found}" if found else path
             if key == "hardware" and hardware:
                 where = "--hardware"
-            field = re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", v.field) or "grid"
+            field = re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", v.field)
+            field = "grid" if field in ("", "Grid") else field
             out.append(Violation(f"{where}: {field}", v.description))
         raise CliInputError(out) from None
