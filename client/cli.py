@@ -35,8 +35,10 @@ from .cli_remote import cli_field, server_violations
 from .cmd_hardware import add_hardware_parser
 from .cmd_memory import add_memory_parser
 from .cmd_occupancy import add_occupancy_parser
+from .cmd_portfolio import add_portfolio_parser
 from .cmd_simulate import add_simulate_parser
 from .cmd_solve import add_solve_parser
+from .cmd_table import add_table_parser
 
 # The entry point, and the names tests and callers use from here.
 __all__ = ["Violation", "build_parser", "main", "server_violations"]
@@ -69,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_occupancy_parser(subparsers)
     add_memory_parser(subparsers)
     add_simulate_parser(subparsers)
+    add_portfolio_parser(subparsers)
+    add_table_parser(subparsers)
     return parser
 
 

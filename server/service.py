@@ -35,6 +35,7 @@ from tilesolve.solver import (
     occupancy,
     solve,
 )
+from tilesolve.solver.portfolio import solve_portfolio
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
@@ -387,3 +388,24 @@ class TileSolveServicer(pb_grpc.TileSolveServiceServicer):
             raise InvalidRequestError(violations)
         result = occupancy(sm, request.threads, request.regs, request.smem_bytes, carveout)
         return wire.occupancy_to_proto(result)
+
+    # ---- portfolios ----------------------------------------------------------------------
+
+    @logged
+    def Portfolio(
+        self, request: pb.PortfolioRequest, context: grpc.ServicerContext
+    ) -> pb.PortfolioResponse:
+        return _answer(context, "Portfolio", lambda: self._portfolio(request, context))
+
+    @staticmethod
+    def _portfolio(
+        request: pb.PortfolioRequest, context: grpc.ServicerContext
+    ) -> pb.PortfolioResponse:
+        portfolio, hardware = wire.portfolio_request_from_proto(request)
+        remaining = context.time_remaining()
+        if remaining is not None:  # the wall-clock limit never outlives the call
+            budget = max(float(remaining) - DEADLINE_MARGIN_S, 1e-3)
+            portfolio = portfolio.model_copy(
+                update={"time_limit_s": min(portfolio.time_limit_s, budget)}
+            )
+        return wire.portfolio_to_proto(solve_portfolio(portfolio, hardware))

@@ -10,6 +10,7 @@ validation failure becomes field violations whose paths are the request's field 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,6 +31,7 @@ from tilesolve.solver import (
 )
 from tilesolve.solver.hardware import DEVICE_KINDS
 from tilesolve.solver.occupancy import Occupancy
+from tilesolve.solver.portfolio import PortfolioAnswer, PortfolioRequest
 from tilesolve.solver.violations import violations_from_validation
 from tilesolve.v1 import tilesolve_pb2 as pb
 
@@ -346,3 +348,94 @@ def estimate_from_proto(response: pb.EstimateMemoryResponse) -> MemoryEstimate:
         _to_dict(response.roofline, with_defaults=True) if response.HasField("roofline") else None
     )
     return MemoryEstimate.model_validate(data)
+
+
+# ---- portfolios ---------------------------------------------------------------------------
+
+_INDEX_IN_PATH = re.compile(r"\.(\d+)(?=\.|$)")
+
+
+def _list_paths(violations: list[FieldViolation]) -> list[FieldViolation]:
+    """pydantic's `problems.3.weight` as the request path `problems[3].weight`."""
+    return [FieldViolation(_INDEX_IN_PATH.sub(r"[\1]", v.field), v.description) for v in violations]
+
+
+def portfolio_request_to_proto(
+    request: PortfolioRequest, hardware: str | HardwareSpec
+) -> pb.PortfolioRequest:
+    message = pb.PortfolioRequest(
+        kernel=request.kernel or "",
+        max_configs=request.max_configs,
+        work_limit_s=request.work_limit_s,
+        time_limit_s=request.time_limit_s,
+    )
+    if request.max_slowdown is not None:
+        message.max_slowdown = request.max_slowdown
+    message.max_resources.update(request.max_resources)
+    for wp in request.problems:
+        message.problems.add(problem=problem_to_proto(wp.problem), weight=wp.weight)
+    for pin in request.pinned:
+        message.pinned.add().parameters.update(pin)
+    if isinstance(hardware, HardwareSpec):
+        message.hardware.spec.CopyFrom(spec_to_proto(hardware))
+    else:
+        message.hardware.name = hardware
+    return message
+
+
+def portfolio_request_from_proto(
+    message: pb.PortfolioRequest,
+) -> tuple[PortfolioRequest, str | HardwareSpec]:
+    """Decode a PortfolioRequest; every bad field is reported together, with paths such as
+    `problems[3].problem.head_dim`."""
+    violations: list[FieldViolation] = []
+    hardware: str | HardwareSpec | None = None
+    try:
+        hardware = hardware_from_proto(message.hardware)
+    except InvalidRequestError as exc:
+        violations.extend(exc.violations)
+    problems = []
+    for i, wp in enumerate(message.problems):
+        if not wp.HasField("problem"):
+            violations.append(FieldViolation(f"problems[{i}].problem", "required"))
+            continue
+        try:
+            problem = problem_from_proto(wp.problem, f"problems[{i}].problem")
+        except InvalidRequestError as exc:
+            violations.extend(exc.violations)
+            continue
+        problems.append({"problem": problem, "weight": wp.weight if wp.HasField("weight") else 1})
+    data: dict[str, Any] = {
+        "problems": problems,
+        "max_configs": message.max_configs,
+        "kernel": message.kernel or None,
+        "max_resources": dict(message.max_resources),
+        "pinned": [dict(pin.parameters) for pin in message.pinned],
+    }
+    for field in ("max_slowdown", "work_limit_s", "time_limit_s"):
+        if message.HasField(field):
+            data[field] = getattr(message, field)
+    if violations:  # the problems' own errors first; the request's rules need them all
+        raise InvalidRequestError(violations)
+    try:
+        request = PortfolioRequest.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidRequestError(
+            _list_paths(violations_from_validation(exc, PortfolioRequest))
+        ) from None
+    assert hardware is not None
+    return request, hardware
+
+
+def portfolio_to_proto(answer: PortfolioAnswer) -> pb.PortfolioResponse:
+    data = answer.model_dump(mode="json")
+    kernel = data.pop("kernel")
+    response = json_format.ParseDict(_enums_to_wire(data), pb.PortfolioResponse())
+    response.kernel = kernel
+    return response
+
+
+def portfolio_from_proto(response: pb.PortfolioResponse) -> PortfolioAnswer:
+    """The solver's PortfolioAnswer, validated."""
+    data = _enums_to_solver(_to_dict(response, with_defaults=True))
+    return PortfolioAnswer.model_validate(data)

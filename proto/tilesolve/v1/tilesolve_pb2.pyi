@@ -752,3 +752,169 @@ class OccupancyResponse(_message.Message):
     smem_per_block_bytes: int
     smem_per_sm_config_bytes: int
     def __init__(self, blocks_per_sm: _Optional[int] = ..., limiter: _Optional[str] = ..., limiters: _Optional[_Iterable[str]] = ..., limit_warps: _Optional[int] = ..., limit_registers: _Optional[int] = ..., limit_shared_memory: _Optional[int] = ..., limit_blocks: _Optional[int] = ..., occupancy: _Optional[float] = ..., active_warps_per_sm: _Optional[int] = ..., warps_per_block: _Optional[int] = ..., max_warps_per_sm: _Optional[int] = ..., regs_per_block: _Optional[int] = ..., smem_per_block_bytes: _Optional[int] = ..., smem_per_sm_config_bytes: _Optional[int] = ...) -> None: ...
+
+class WeightedProblem(_message.Message):
+    __slots__ = ("problem", "weight")
+    PROBLEM_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    problem: AttentionProblem
+    weight: float
+    def __init__(self, problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., weight: _Optional[float] = ...) -> None: ...
+
+class Configuration(_message.Message):
+    __slots__ = ("parameters",)
+    class ParametersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    parameters: _containers.ScalarMap[str, int]
+    def __init__(self, parameters: _Optional[_Mapping[str, int]] = ...) -> None: ...
+
+class PortfolioRequest(_message.Message):
+    __slots__ = ("hardware", "kernel", "problems", "max_configs", "max_slowdown", "max_resources", "pinned", "work_limit_s", "time_limit_s")
+    class MaxResourcesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    HARDWARE_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_FIELD_NUMBER: _ClassVar[int]
+    PROBLEMS_FIELD_NUMBER: _ClassVar[int]
+    MAX_CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    MAX_SLOWDOWN_FIELD_NUMBER: _ClassVar[int]
+    MAX_RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    PINNED_FIELD_NUMBER: _ClassVar[int]
+    WORK_LIMIT_S_FIELD_NUMBER: _ClassVar[int]
+    TIME_LIMIT_S_FIELD_NUMBER: _ClassVar[int]
+    hardware: HardwareRef
+    kernel: str
+    problems: _containers.RepeatedCompositeFieldContainer[WeightedProblem]
+    max_configs: int
+    max_slowdown: float
+    max_resources: _containers.ScalarMap[str, int]
+    pinned: _containers.RepeatedCompositeFieldContainer[Configuration]
+    work_limit_s: float
+    time_limit_s: float
+    def __init__(self, hardware: _Optional[_Union[HardwareRef, _Mapping]] = ..., kernel: _Optional[str] = ..., problems: _Optional[_Iterable[_Union[WeightedProblem, _Mapping]]] = ..., max_configs: _Optional[int] = ..., max_slowdown: _Optional[float] = ..., max_resources: _Optional[_Mapping[str, int]] = ..., pinned: _Optional[_Iterable[_Union[Configuration, _Mapping]]] = ..., work_limit_s: _Optional[float] = ..., time_limit_s: _Optional[float] = ...) -> None: ...
+
+class PortfolioConfiguration(_message.Message):
+    __slots__ = ("index", "label", "parameters", "block_m", "block_n", "num_warps", "num_stages", "pinned", "problems", "weight", "seq_len_min", "seq_len_max", "head_dims", "resources")
+    class ParametersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class ResourcesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_M_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_N_FIELD_NUMBER: _ClassVar[int]
+    NUM_WARPS_FIELD_NUMBER: _ClassVar[int]
+    NUM_STAGES_FIELD_NUMBER: _ClassVar[int]
+    PINNED_FIELD_NUMBER: _ClassVar[int]
+    PROBLEMS_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    SEQ_LEN_MIN_FIELD_NUMBER: _ClassVar[int]
+    SEQ_LEN_MAX_FIELD_NUMBER: _ClassVar[int]
+    HEAD_DIMS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    label: str
+    parameters: _containers.ScalarMap[str, int]
+    block_m: int
+    block_n: int
+    num_warps: int
+    num_stages: int
+    pinned: bool
+    problems: _containers.RepeatedScalarFieldContainer[int]
+    weight: float
+    seq_len_min: int
+    seq_len_max: int
+    head_dims: _containers.RepeatedScalarFieldContainer[int]
+    resources: _containers.ScalarMap[str, int]
+    def __init__(self, index: _Optional[int] = ..., label: _Optional[str] = ..., parameters: _Optional[_Mapping[str, int]] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., num_warps: _Optional[int] = ..., num_stages: _Optional[int] = ..., pinned: _Optional[bool] = ..., problems: _Optional[_Iterable[int]] = ..., weight: _Optional[float] = ..., seq_len_min: _Optional[int] = ..., seq_len_max: _Optional[int] = ..., head_dims: _Optional[_Iterable[int]] = ..., resources: _Optional[_Mapping[str, int]] = ...) -> None: ...
+
+class PortfolioAssignment(_message.Message):
+    __slots__ = ("problem", "config", "weight", "seq_len", "time_us", "optimal_time_us", "optimal_label", "loss")
+    PROBLEM_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    SEQ_LEN_FIELD_NUMBER: _ClassVar[int]
+    TIME_US_FIELD_NUMBER: _ClassVar[int]
+    OPTIMAL_TIME_US_FIELD_NUMBER: _ClassVar[int]
+    OPTIMAL_LABEL_FIELD_NUMBER: _ClassVar[int]
+    LOSS_FIELD_NUMBER: _ClassVar[int]
+    problem: int
+    config: int
+    weight: float
+    seq_len: int
+    time_us: float
+    optimal_time_us: float
+    optimal_label: str
+    loss: float
+    def __init__(self, problem: _Optional[int] = ..., config: _Optional[int] = ..., weight: _Optional[float] = ..., seq_len: _Optional[int] = ..., time_us: _Optional[float] = ..., optimal_time_us: _Optional[float] = ..., optimal_label: _Optional[str] = ..., loss: _Optional[float] = ...) -> None: ...
+
+class PortfolioResponse(_message.Message):
+    __slots__ = ("status", "proven_optimal", "gap", "stopped_by", "hardware", "kernel", "max_configs", "configurations", "assignments", "weighted_time_us", "optimal_weighted_time_us", "loss", "worst_loss", "worst_problem", "smallest_feasible_max_configs", "unserved_problems", "explanation", "candidate_configs", "assignment_variables", "objective_unit_ns", "solve_ms", "model_version", "catalog_version")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    PROVEN_OPTIMAL_FIELD_NUMBER: _ClassVar[int]
+    GAP_FIELD_NUMBER: _ClassVar[int]
+    STOPPED_BY_FIELD_NUMBER: _ClassVar[int]
+    HARDWARE_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_FIELD_NUMBER: _ClassVar[int]
+    MAX_CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    CONFIGURATIONS_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
+    WEIGHTED_TIME_US_FIELD_NUMBER: _ClassVar[int]
+    OPTIMAL_WEIGHTED_TIME_US_FIELD_NUMBER: _ClassVar[int]
+    LOSS_FIELD_NUMBER: _ClassVar[int]
+    WORST_LOSS_FIELD_NUMBER: _ClassVar[int]
+    WORST_PROBLEM_FIELD_NUMBER: _ClassVar[int]
+    SMALLEST_FEASIBLE_MAX_CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    UNSERVED_PROBLEMS_FIELD_NUMBER: _ClassVar[int]
+    EXPLANATION_FIELD_NUMBER: _ClassVar[int]
+    CANDIDATE_CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNMENT_VARIABLES_FIELD_NUMBER: _ClassVar[int]
+    OBJECTIVE_UNIT_NS_FIELD_NUMBER: _ClassVar[int]
+    SOLVE_MS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    CATALOG_VERSION_FIELD_NUMBER: _ClassVar[int]
+    status: SolveStatus
+    proven_optimal: bool
+    gap: float
+    stopped_by: str
+    hardware: str
+    kernel: str
+    max_configs: int
+    configurations: _containers.RepeatedCompositeFieldContainer[PortfolioConfiguration]
+    assignments: _containers.RepeatedCompositeFieldContainer[PortfolioAssignment]
+    weighted_time_us: float
+    optimal_weighted_time_us: float
+    loss: float
+    worst_loss: float
+    worst_problem: int
+    smallest_feasible_max_configs: int
+    unserved_problems: _containers.RepeatedScalarFieldContainer[int]
+    explanation: str
+    candidate_configs: int
+    assignment_variables: int
+    objective_unit_ns: int
+    solve_ms: float
+    model_version: str
+    catalog_version: str
+    def __init__(self, status: _Optional[_Union[SolveStatus, str]] = ..., proven_optimal: _Optional[bool] = ..., gap: _Optional[float] = ..., stopped_by: _Optional[str] = ..., hardware: _Optional[str] = ..., kernel: _Optional[str] = ..., max_configs: _Optional[int] = ..., configurations: _Optional[_Iterable[_Union[PortfolioConfiguration, _Mapping]]] = ..., assignments: _Optional[_Iterable[_Union[PortfolioAssignment, _Mapping]]] = ..., weighted_time_us: _Optional[float] = ..., optimal_weighted_time_us: _Optional[float] = ..., loss: _Optional[float] = ..., worst_loss: _Optional[float] = ..., worst_problem: _Optional[int] = ..., smallest_feasible_max_configs: _Optional[int] = ..., unserved_problems: _Optional[_Iterable[int]] = ..., explanation: _Optional[str] = ..., candidate_configs: _Optional[int] = ..., assignment_variables: _Optional[int] = ..., objective_unit_ns: _Optional[int] = ..., solve_ms: _Optional[float] = ..., model_version: _Optional[str] = ..., catalog_version: _Optional[str] = ...) -> None: ...

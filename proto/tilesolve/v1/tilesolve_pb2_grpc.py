@@ -65,6 +65,11 @@ class TileSolveServiceStub:
                 request_serializer=tilesolve_dot_v1_dot_tilesolve__pb2.OccupancyRequest.SerializeToString,
                 response_deserializer=tilesolve_dot_v1_dot_tilesolve__pb2.OccupancyResponse.FromString,
                 _registered_method=True)
+        self.Portfolio = channel.unary_unary(
+                '/tilesolve.v1.TileSolveService/Portfolio',
+                request_serializer=tilesolve_dot_v1_dot_tilesolve__pb2.PortfolioRequest.SerializeToString,
+                response_deserializer=tilesolve_dot_v1_dot_tilesolve__pb2.PortfolioResponse.FromString,
+                _registered_method=True)
 
 
 class TileSolveServiceServicer:
@@ -125,6 +130,19 @@ class TileSolveServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Portfolio(self, request, context):
+        """Chooses at most `max_configs` configurations for a weighted mix of problems on one device
+        and kernel family, and assigns every problem one of them, minimising the weighted total of
+        the modelled times (a facility-location program over each problem's whole feasible set,
+        solved with CP-SAT). A bound that no `max_configs` configurations can meet is a normal
+        response (status SOLVE_STATUS_INFEASIBLE with `smallest_feasible_max_configs`), not an
+        error. Bad problems are INVALID_ARGUMENT with paths such as `problems[3].head_dim`. The
+        wall-clock limit is the smaller of `time_limit_s` and the call's remaining deadline.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TileSolveServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -157,6 +175,11 @@ def add_TileSolveServiceServicer_to_server(servicer, server):
                     servicer.Occupancy,
                     request_deserializer=tilesolve_dot_v1_dot_tilesolve__pb2.OccupancyRequest.FromString,
                     response_serializer=tilesolve_dot_v1_dot_tilesolve__pb2.OccupancyResponse.SerializeToString,
+            ),
+            'Portfolio': grpc.unary_unary_rpc_method_handler(
+                    servicer.Portfolio,
+                    request_deserializer=tilesolve_dot_v1_dot_tilesolve__pb2.PortfolioRequest.FromString,
+                    response_serializer=tilesolve_dot_v1_dot_tilesolve__pb2.PortfolioResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -322,6 +345,33 @@ class TileSolveService:
             '/tilesolve.v1.TileSolveService/Occupancy',
             tilesolve_dot_v1_dot_tilesolve__pb2.OccupancyRequest.SerializeToString,
             tilesolve_dot_v1_dot_tilesolve__pb2.OccupancyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Portfolio(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tilesolve.v1.TileSolveService/Portfolio',
+            tilesolve_dot_v1_dot_tilesolve__pb2.PortfolioRequest.SerializeToString,
+            tilesolve_dot_v1_dot_tilesolve__pb2.PortfolioResponse.FromString,
             options,
             channel_credentials,
             insecure,

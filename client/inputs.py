@@ -1,0 +1,293 @@
+"""Reading the files `portfolio` and `table` take: a shapes file (CSV or JSON) and a grid file
+(TOML or JSON). Every bad value is reported as `error: FILE:LINE: FIELD: ...` and exit 2.
+
+Shapes: one problem per CSV row (a header row names the columns) or per object of a JSON
+array. Columns are the problem's fields by their JSON or CLI names (`seq_len` or `seq-len`):
+batch, heads, kv_heads, seq_len, seq_len_kv, head_dim, head_dim_v, dtype, causal, dropout,
+phase; plus `weight` (a number > 0) or `count` (a whole number of calls >= 1). Empty cells take
+the defaults. Blank lines and lines starting with `#` are skipped.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .cli_common import CliInputError, Violation
+
+if TYPE_CHECKING:
+    from tilesolve.solver.portfolio import WeightedProblem
+    from tilesolve.solver.table import Grid
+
+PROBLEM_COLUMNS = (
+    "batch",
+    "heads",
+    "kv_heads",
+    "seq_len",
+    "seq_len_kv",
+    "head_dim",
+    "head_dim_v",
+    "dtype",
+    "causal",
+    "dropout",
+    "phase",
+)
+WEIGHT_COLUMNS = ("weight", "count")
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """The problems of a shapes file, and the line each came from."""
+
+    problems: list[WeightedProblem]
+    lines: list[int]
+    path: str
+
+    def where(self, index: int) -> str:
+        return f"{self.path}:{self.lines[index]}"
+
+
+def _read_text(path: str, field: str) -> str:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise CliInputError(
+            [Violation(field, f"cannot read {path!r}: {exc.strerror or exc}")]
+        ) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise CliInputError([Violation(field, f"{path!r} is over 64 MiB")])
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise CliInputError([Violation(f"{path}:{line}", "not UTF-8 text")]) from None
+
+
+def _column(name: str) -> str:
+    return name.strip().lower().replace("-", "_")
+
+
+def _problem_row(
+    path: str, line: int, row: dict[str, Any], violations: list[Violation]
+) -> WeightedProblem | None:
+    from pydantic import ValidationError
+
+    from tilesolve.solver import AttentionProblem
+    from tilesolve.solver.portfolio import MAX_WEIGHT, WeightedProblem
+    from tilesolve.solver.violations import violations_from_validation
+
+    where = f"{path}:{line}"
+    problem_input: dict[str, Any] = {}
+    weight: float = 1.0
+    bad = False
+    allowed = ", ".join((*PROBLEM_COLUMNS, *WEIGHT_COLUMNS))
+    given_weights = [k for k in row if _column(k) in WEIGHT_COLUMNS]
+    if len(given_weights) > 1:
+        violations.append(Violation(f"{where}: weight", "give weight or count, not both"))
+        bad = True
+    for key, value in row.items():
+        name = _column(key)
+        if isinstance(value, str):
+            value = value.strip()
+            if value == "":
+                continue
+        if value is None:
+            continue
+        if name in PROBLEM_COLUMNS:
+            problem_input[name] = value
+        elif name in WEIGHT_COLUMNS:
+            number = _weight(name, value)
+            if isinstance(number, str):
+                violations.append(Violation(f"{where}: {name}", f"{number}; got {value!r}"))
+                bad = True
+            elif number > MAX_WEIGHT:
+                violations.append(
+                    Violation(f"{where}: {name}", f"must be at most {MAX_WEIGHT:g}; got {value!r}")
+                )
+                bad = True
+            else:
+                weight = number
+        else:
+            violations.append(
+                Violation(f"{where}: {key}", f"unknown column {key!r}; allowed: {allowed}")
+            )
+            bad = True
+    try:
+        problem = AttentionProblem.model_validate(problem_input)
+    except ValidationError as exc:
+        for v in violations_from_validation(exc, AttentionProblem):
+            violations.append(Violation(f"{where}: {v.field}", v.description))
+        return None
+    if bad:
+        return None
+    return WeightedProblem(problem=problem, weight=weight)
+
+
+def _weight(name: str, value: Any) -> float | str:
+    """A weight (> 0) or a count (a whole number >= 1), or what is wrong with it."""
+    if isinstance(value, bool):
+        return "must be a number"
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return "must be a number > 0" if name == "weight" else "must be a whole number >= 1"
+    if not math.isfinite(number) or number <= 0:
+        return "must be a number > 0" if name == "weight" else "must be a whole number >= 1"
+    if name == "count" and not number.is_integer():
+        return "must be a whole number >= 1"
+    return number
+
+
+def read_shapes(path: str, max_problems: int) -> Shapes:
+    """The weighted problems of a CSV or JSON shapes file (CliInputError naming line and
+    field for every bad value)."""
+    text = _read_text(path, "shapes")
+    rows = _json_rows(path, text) if _looks_json(path, text) else _csv_rows(path, text)
+    violations: list[Violation] = []
+    problems: list[WeightedProblem] = []
+    lines: list[int] = []
+    for line, row in rows:
+        if len(lines) == max_problems:
+            violations.append(
+                Violation(
+                    f"{path}:{line}",
+                    f"more than {max_problems} problems (the maximum: --max-problems); "
+                    "bucket the shapes or raise the maximum",
+                )
+            )
+            break
+        wp = _problem_row(path, line, row, violations)
+        lines.append(line)
+        if wp is not None:
+            problems.append(wp)
+    if not lines and not violations:
+        violations.append(Violation("shapes", f"{path!r} holds no problems"))
+    if violations:
+        raise CliInputError(violations)
+    return Shapes(problems, lines, path)
+
+
+def _looks_json(path: str, text: str) -> bool:
+    if path.lower().endswith(".json"):
+        return True
+    if path.lower().endswith(".csv"):
+        return False
+    return text.lstrip().startswith("[")
+
+
+def _csv_rows(path: str, text: str) -> list[tuple[int, dict[str, Any]]]:
+    lines = [(i + 1, line) for i, line in enumerate(text.splitlines())]
+    content = [(n, line) for n, line in lines if line.strip() and not line.lstrip().startswith("#")]
+    if not content:
+        return []
+    header_line, header = content[0]
+    reader = csv.reader(io.StringIO(header))
+    columns = next(reader)
+    out = []
+    for n, line in content[1:]:
+        values = next(csv.reader(io.StringIO(line)), [])
+        if len(values) != len(columns):
+            raise CliInputError(
+                [
+                    Violation(
+                        f"{path}:{n}",
+                        f"{len(values)} values for the {len(columns)} columns of line "
+                        f"{header_line} ({', '.join(columns)})",
+                    )
+                ]
+            )
+        out.append((n, dict(zip(columns, values, strict=True))))
+    return out
+
+
+def _json_rows(path: str, text: str) -> list[tuple[int, dict[str, Any]]]:
+    """The objects of a top-level JSON array, each with the line it starts on."""
+    decoder = json.JSONDecoder()
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliInputError([Violation(f"{path}:{exc.lineno}", f"not JSON: {exc.msg}")]) from None
+    i = len(text) - len(text.lstrip())
+    if text[i : i + 1] != "[":
+        raise CliInputError(
+            [Violation(f"{path}:1", "must be a JSON array of problems ([{...}, ...])")]
+        )
+    i += 1
+    out: list[tuple[int, dict[str, Any]]] = []
+    while True:
+        i += len(text[i:]) - len(text[i:].lstrip())
+        if text[i] == "]":
+            return out
+        value, end = decoder.raw_decode(text, i)
+        line = text.count("\n", 0, i) + 1
+        if not isinstance(value, dict):
+            raise CliInputError([Violation(f"{path}:{line}", "each problem must be an object")])
+        out.append((line, value))
+        i = end + len(text[end:]) - len(text[end:].lstrip())
+        if text[i] == ",":
+            i += 1
+
+
+# ---- grids ---------------------------------------------------------------------------------
+
+
+def _key_line(text: str, key: str) -> int | None:
+    pattern = re.compile(rf'^\s*"?{re.escape(key)}"?\s*[=:]', re.M)
+    match = pattern.search(text)
+    return text.count("\n", 0, match.start()) + 1 if match else None
+
+
+def read_grid(path: str, hardware: list[str] | None = None) -> Grid:
+    """The grid of a TOML or JSON file (keys at the top level), `hardware` replacing its
+    device list when given."""
+    from pydantic import ValidationError
+
+    from tilesolve.solver.table import Grid
+    from tilesolve.solver.violations import violations_from_validation
+
+    text = _read_text(path, "grid")
+    suffix = Path(path).suffix.lower()
+    if suffix == ".toml":
+        try:
+            data: Any = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            line = re.search(r"line (\d+)", str(exc))
+            where = f"{path}:{line.group(1)}" if line else path
+            raise CliInputError([Violation(where, f"not TOML: {exc}")]) from None
+    elif suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CliInputError(
+                [Violation(f"{path}:{exc.lineno}", f"not JSON: {exc.msg}")]
+            ) from None
+    else:
+        raise CliInputError(
+            [Violation("grid", f"{path!r}: the grid file must end in .toml or .json")]
+        )
+    if not isinstance(data, dict):
+        raise CliInputError([Violation(f"{path}:1", "must be a table of keys (hardware, ...)")])
+    if hardware:
+        data = {**data, "hardware": hardware}
+    try:
+        return Grid.model_validate(data)
+    except ValidationError as exc:
+        out = []
+        for v in violations_from_validation(exc, Grid):
+            key = v.field.split(".")[0]
+            found = _key_line(text, key)
+            where = f"{path}:{found}" if found else path
+            if key == "hardware" and hardware:
+                where = "--hardware"
+            field = re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", v.field)
+            field = "grid" if field in ("", "Grid") else field
+            out.append(Violation(f"{where}: {field}", v.description))
+        raise CliInputError(out) from None
