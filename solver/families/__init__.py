@@ -13,7 +13,9 @@ from ..hardware import HardwareSpec
 from ..problem import AttentionProblem, Phase
 from .base import KernelFamily
 from .fa2 import FlashAttention2
+from .fa2_backward import FlashAttention2Backward
 from .triton import TritonFlashAttention
+from .triton_backward import TritonFlashAttentionBackward
 
 _REGISTRY: dict[tuple[str, Phase], KernelFamily] = {}
 # Named in DESIGN.md's contract but not modelled yet: asking for one says so.
@@ -81,7 +83,12 @@ def get_family(name: str | None, phase: Phase, hardware: HardwareSpec) -> Kernel
     raise InvalidRequestError([FieldViolation("kernel", f"{detail}; {allowed}")])
 
 
-for _family in (FlashAttention2(), TritonFlashAttention()):
+for _family in (
+    FlashAttention2(),
+    TritonFlashAttention(),
+    FlashAttention2Backward(),
+    TritonFlashAttentionBackward(),
+):
     register(_family)
 
 __all__ = [
