@@ -38,6 +38,11 @@ def family_names() -> list[str]:
     return sorted({name for name, _ in _REGISTRY})
 
 
+def registrations() -> list[tuple[str, Phase]]:
+    """Every registered (name, phase), sorted."""
+    return sorted(_REGISTRY, key=lambda key: (key[0], key[1].value))
+
+
 def families_for(problem: AttentionProblem, hardware: HardwareSpec) -> list[str]:
     """Names of the registered families that can run `problem` on `hardware`."""
     return sorted(
@@ -58,26 +63,33 @@ def get_family(name: str | None, phase: Phase, hardware: HardwareSpec) -> Kernel
     family = _REGISTRY.get((chosen, phase))
     if family is not None:
         return family
+    runs_here = sorted(
+        n for (n, p), f in _REGISTRY.items() if p is phase and f.device_kind == hardware.arch
+    )
     if chosen in family_names():
         phases = sorted(p.value for n, p in _REGISTRY if n == chosen)
+        modelled = (
+            f"families with a {phase.value} model on {hardware.name}: {', '.join(runs_here)}"
+            if runs_here
+            else f"no family has a {phase.value} model on {hardware.name} yet"
+        )
         raise InvalidRequestError(
             [
                 FieldViolation(
                     "phase",
-                    f"phase {phase.value!r} is not modelled yet for kernel {chosen!r}; "
-                    f"allowed: {', '.join(phases)}",
+                    f"phase {phase.value!r} is not modelled yet for kernel {chosen!r} "
+                    f"(allowed for {chosen}: {', '.join(phases)}); {modelled}",
                 )
             ]
         )
-    runs_here = sorted(
-        n for (n, p), f in _REGISTRY.items() if p is phase and f.device_kind == hardware.arch
-    )
     if chosen in PLANNED_FAMILIES:
         detail = f"kernel family {chosen!r} is not modelled yet"
     else:
         detail = f"unknown kernel family {chosen!r}"
-    if runs_here:
+    if runs_here and phase is Phase.FORWARD:
         allowed = f"families that run on {hardware.name}: {', '.join(runs_here)}"
+    elif runs_here:
+        allowed = f"families with a {phase.value} model on {hardware.name}: {', '.join(runs_here)}"
     else:
         allowed = f"no family for {hardware.arch} devices such as {hardware.name} is modelled yet"
     raise InvalidRequestError([FieldViolation("kernel", f"{detail}; {allowed}")])
@@ -99,5 +111,6 @@ __all__ = [
     "find_family",
     "get_family",
     "register",
+    "registrations",
     "unregister",
 ]

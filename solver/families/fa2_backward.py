@@ -32,7 +32,7 @@ from ..cost import (
 from ..errors import FieldViolation
 from ..hardware import CudaDevice, HardwareSpec
 from ..problem import AttentionProblem
-from ..space import ConfigArrays, IntArray, Param, ceil_div
+from ..space import Config, ConfigArrays, IntArray, Param, ceil_div
 from .base import BoolArray, FloatArray
 from .cuda import CudaResources
 from .cuda_backward import (
@@ -167,6 +167,15 @@ class FlashAttention2Backward(CudaBackwardFamily):
             "num_warps": cfg["num_warps"],
             "num_stages": np.asarray(2 - cfg["no_double_buffer"], dtype=np.int64),
         }
+
+    def label(self, config: Config) -> str:
+        """'64x128 w8 s2 layout 2/4/2', then 'v_in_regs' with Is_V_in_regs (s1 is
+        No_double_buffer): the three warp layouts are S/dP, dK/dV, dQ."""
+        c = config.as_dict()
+        layout = f"{c['atom_layout_m_sdp']}/{c['atom_layout_n_dkv']}/{c['atom_layout_m_dq']}"
+        stages = 2 - c["no_double_buffer"]
+        text = f"{c['block_m']}x{c['block_n']} w{c['num_warps']} s{stages} layout {layout}"
+        return text + (" v_in_regs" if c["is_v_in_regs"] else "")
 
     # ---- shapes and resources ------------------------------------------------------------------
     def _rows_per_copy_pass(self, cfg: ConfigArrays, problem: AttentionProblem) -> IntArray:

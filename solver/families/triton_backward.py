@@ -34,7 +34,7 @@ from ..cost import (
 from ..errors import FieldViolation
 from ..hardware import CudaDevice, HardwareSpec
 from ..problem import AttentionProblem, DType
-from ..space import ConfigArrays, IntArray, Param, ceil_div
+from ..space import Config, ConfigArrays, IntArray, Param, ceil_div
 from .base import BoolArray, FloatArray, pow2_range
 from .cuda import FIXED_OVERHEAD_REGS, CudaResources, cuda_device
 from .cuda_backward import (
@@ -145,6 +145,14 @@ class TritonFlashAttentionBackward(CudaBackwardFamily):
             Param("dq_block_n", step, "key/value rows per iteration of the dQ loop (BLOCK_N2)"),
             Param("num_warps", WARPS, "warps per program"),
             stages,
+        )
+
+    def label(self, config: Config) -> str:
+        """'32x128 w4 s5 dq 128x32': the dK/dV loop's tile, then the dQ loop's."""
+        c = config.as_dict()
+        return (
+            f"{c['block_m']}x{c['block_n']} w{c['num_warps']} s{c['num_stages']} "
+            f"dq {c['dq_block_m']}x{c['dq_block_n']}"
         )
 
     # ---- shapes and resources ------------------------------------------------------------------

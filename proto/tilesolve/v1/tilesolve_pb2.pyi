@@ -631,7 +631,7 @@ class Roofline(_message.Message):
     def __init__(self, hardware: _Optional[str] = ..., peak_tflops: _Optional[float] = ..., peak_kind: _Optional[str] = ..., dram_bandwidth_gb_per_s: _Optional[float] = ..., ridge_point_flops_per_byte: _Optional[float] = ..., attainable_tflops: _Optional[float] = ..., attainable_tflops_tiled_no_l2: _Optional[float] = ..., attainable_tflops_naive: _Optional[float] = ..., bound: _Optional[str] = ...) -> None: ...
 
 class EstimateMemoryResponse(_message.Message):
-    __slots__ = ("score_matrix_bytes", "tiles_1d", "tiles_1d_kv", "score_tiles", "score_tile_bytes", "working_set_bytes", "family_smem_bytes", "family_smem_note", "materialization_ratio", "hbm_bytes_naive", "hbm_bytes_tiled", "hbm_bytes_tiled_l2", "flops", "arithmetic_intensity", "arithmetic_intensity_naive", "arithmetic_intensity_tiled_no_l2", "roofline", "problem", "block_m", "block_n", "kernel_enum", "kernel", "dtype_bytes")
+    __slots__ = ("score_matrix_bytes", "tiles_1d", "tiles_1d_kv", "score_tiles", "score_tile_bytes", "working_set_bytes", "family_smem_bytes", "family_smem_note", "materialization_ratio", "hbm_bytes_naive", "hbm_bytes_tiled", "hbm_bytes_tiled_l2", "flops", "arithmetic_intensity", "arithmetic_intensity_naive", "arithmetic_intensity_tiled_no_l2", "roofline", "problem", "block_m", "block_n", "kernel_enum", "kernel", "dtype_bytes", "saved_lse_bytes", "dq_atomic_bytes")
     SCORE_MATRIX_BYTES_FIELD_NUMBER: _ClassVar[int]
     TILES_1D_FIELD_NUMBER: _ClassVar[int]
     TILES_1D_KV_FIELD_NUMBER: _ClassVar[int]
@@ -655,6 +655,8 @@ class EstimateMemoryResponse(_message.Message):
     KERNEL_ENUM_FIELD_NUMBER: _ClassVar[int]
     KERNEL_FIELD_NUMBER: _ClassVar[int]
     DTYPE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    SAVED_LSE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    DQ_ATOMIC_BYTES_FIELD_NUMBER: _ClassVar[int]
     score_matrix_bytes: float
     tiles_1d: int
     tiles_1d_kv: int
@@ -678,7 +680,9 @@ class EstimateMemoryResponse(_message.Message):
     kernel_enum: KernelFamily
     kernel: str
     dtype_bytes: int
-    def __init__(self, score_matrix_bytes: _Optional[float] = ..., tiles_1d: _Optional[int] = ..., tiles_1d_kv: _Optional[int] = ..., score_tiles: _Optional[int] = ..., score_tile_bytes: _Optional[int] = ..., working_set_bytes: _Optional[int] = ..., family_smem_bytes: _Optional[int] = ..., family_smem_note: _Optional[str] = ..., materialization_ratio: _Optional[float] = ..., hbm_bytes_naive: _Optional[int] = ..., hbm_bytes_tiled: _Optional[int] = ..., hbm_bytes_tiled_l2: _Optional[int] = ..., flops: _Optional[float] = ..., arithmetic_intensity: _Optional[float] = ..., arithmetic_intensity_naive: _Optional[float] = ..., arithmetic_intensity_tiled_no_l2: _Optional[float] = ..., roofline: _Optional[_Union[Roofline, _Mapping]] = ..., problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., kernel_enum: _Optional[_Union[KernelFamily, str]] = ..., kernel: _Optional[str] = ..., dtype_bytes: _Optional[int] = ...) -> None: ...
+    saved_lse_bytes: int
+    dq_atomic_bytes: int
+    def __init__(self, score_matrix_bytes: _Optional[float] = ..., tiles_1d: _Optional[int] = ..., tiles_1d_kv: _Optional[int] = ..., score_tiles: _Optional[int] = ..., score_tile_bytes: _Optional[int] = ..., working_set_bytes: _Optional[int] = ..., family_smem_bytes: _Optional[int] = ..., family_smem_note: _Optional[str] = ..., materialization_ratio: _Optional[float] = ..., hbm_bytes_naive: _Optional[int] = ..., hbm_bytes_tiled: _Optional[int] = ..., hbm_bytes_tiled_l2: _Optional[int] = ..., flops: _Optional[float] = ..., arithmetic_intensity: _Optional[float] = ..., arithmetic_intensity_naive: _Optional[float] = ..., arithmetic_intensity_tiled_no_l2: _Optional[float] = ..., roofline: _Optional[_Union[Roofline, _Mapping]] = ..., problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., kernel_enum: _Optional[_Union[KernelFamily, str]] = ..., kernel: _Optional[str] = ..., dtype_bytes: _Optional[int] = ..., saved_lse_bytes: _Optional[int] = ..., dq_atomic_bytes: _Optional[int] = ...) -> None: ...
 
 class OccupancyRequest(_message.Message):
     __slots__ = ("hardware", "threads", "regs", "smem_bytes", "carveout_percent")
