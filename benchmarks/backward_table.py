@@ -18,10 +18,11 @@ of the shipped block_m x block_n among tilesolve's ranking (the ranking lists on
 per tile: the model's; `layout` says whether it is FA2's), and of the full shipped
 configuration pinned. The shipped tiles are a measurement, never an input.
 
-`--published`: predicted backward TFLOP/s of FA2's shipped A100 tile against FlashAttention-2
-paper (Dao 2023) Fig. 5, A100 80GB SXM4, 16k tokens (batch 16384 / seq_len, hidden 2048), at
-each sequence length of the figure; the paper's values are printed for 16k only, the lengths
-the figure's caption and the text state (docs/model.md 12.8).
+`--published`: predicted TFLOP/s of FA2's shipped tiles against the FlashAttention-2 paper
+(Dao 2023, arXiv:2307.08691) at each sequence length of its figures (16k tokens as batch
+16384 / seq_len, hidden 2048, fp16): Fig. 6, the backward pass on an A100 80GB SXM4, and
+Fig. 7, forward + backward on an H100 80GB SXM5 (the backward's FLOPs are 2.5 x the forward's,
+as the paper counts them). docs/model.md 12.8 discusses the differences.
 """
 
 from __future__ import annotations
@@ -40,8 +41,22 @@ ARCH_HARDWARE = {"sm80": "a100-80gb", "sm90": "h100-sxm", "sm86/sm89": "rtx-4090
 HEAD_DIMS = (32, 64, 96, 128, 160, 192, 224, 256)
 FA2_OPTIONS = ("atom_layout_m_sdp", "atom_layout_n_dkv", "atom_layout_m_dq")
 FA2_OPTIONS += ("is_v_in_regs", "no_double_buffer")
-# FlashAttention-2 paper, Fig. 5 (A100 80GB SXM4, backward, 16k tokens), TFLOP/s.
-PUBLISHED = {(64, False): 170, (128, False): 196, (64, True): 166, (128, True): 186}
+FORWARD_SHIPPED = json.loads((ROOT / "tests" / "data" / "fa2_forward_tiles.json").read_text())
+# FlashAttention-2 paper (Dao 2023, arXiv:2307.08691), FlashAttention-2's bars, TFLOP/s, at
+# sequence lengths 512 ... 16k (batch x seq_len = 16k tokens, hidden 2048), as labelled on the
+# bars. Fig. 6: backward on an A100 80GB SXM4; Fig. 7: forward + backward on an H100 80GB SXM5.
+PUBLISHED_A100_BACKWARD = {
+    (64, False): (120, 152, 163, 169, 170, 170),
+    (128, False): (114, 175, 187, 193, 196, 196),
+    (64, True): (81, 111, 149, 160, 166, 166),
+    (128, True): (90, 122, 145, 165, 175, 186),
+}
+PUBLISHED_H100_FORWARD_BACKWARD = {
+    (64, False): (215, 254, 274, 288, 294, 295),
+    (128, False): (248, 320, 326, 315, 318, 318),
+    (64, True): (141, 192, 232, 257, 273, 284),
+    (128, True): (163, 221, 265, 294, 308, 328),
+}
 SEQ_LENS = (512, 1024, 2048, 4096, 8192, 16384)
 
 
@@ -159,39 +174,90 @@ def shipped() -> list[str]:
     return lines
 
 
+def _training(n: int, head_dim: int, causal: bool, phase: str) -> AttentionProblem:
+    return AttentionProblem(
+        batch=16384 // n,
+        heads=2048 // head_dim,
+        seq_len=n,
+        head_dim=head_dim,
+        causal=causal,
+        phase=phase,
+    )
+
+
+def _shipped_backward(arch: str, head_dim: int) -> dict[str, Any]:
+    return next(
+        r for r in SHIPPED if r["arch"] == arch and r["head_dim"] == head_dim and not r["dropout"]
+    )
+
+
+def _shipped_forward(arch: str, head_dim: int, causal: bool) -> SolveOptions:
+    row = next(
+        r
+        for r in FORWARD_SHIPPED
+        if r["arch"] == arch
+        and r["head_dim"] == head_dim
+        and r["causal"] == causal
+        and not r["dropout"]
+    )
+    return SolveOptions(
+        kernel="fa2",
+        top_k=1,
+        block_m=row["block_m"],
+        block_n=row["block_n"],
+        num_warps=row["num_warps"],
+    )
+
+
 def published() -> list[str]:
+    header = "| d | causal | " + " | ".join(str(n) for n in SEQ_LENS) + " |"
+    rule = "|---|---|" + "---|" * len(SEQ_LENS)
     lines = [
         "",
-        "FA2 backward on A100 80GB SXM4, 16k tokens, hidden 2048 (shipped tile pinned; "
-        "published: FlashAttention-2 paper Fig. 5)",
+        "FA2 backward, A100 80GB SXM4, 16k tokens, hidden 2048 (shipped tile pinned): "
+        "predicted / published (FlashAttention-2 paper Fig. 6), TFLOP/s",
         "",
-        "| d | causal | " + " | ".join(f"{n}" for n in SEQ_LENS) + " | published 16k | ratio |",
-        "|---|---|" + "---|" * len(SEQ_LENS) + "---|---|",
+        header,
+        rule,
     ]
-    for (head_dim, causal), value in sorted(PUBLISHED.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        row = next(
-            r
-            for r in SHIPPED
-            if r["arch"] == "sm80" and r["head_dim"] == head_dim and not r["dropout"]
-        )
-        predicted = []
-        for n in SEQ_LENS:
-            problem = AttentionProblem(
-                batch=16384 // n,
-                heads=2048 // head_dim,
-                seq_len=n,
-                head_dim=head_dim,
-                causal=causal,
-                phase="backward",
+    ratios = []
+    for (head_dim, causal), values in PUBLISHED_A100_BACKWARD.items():
+        options = _pinned(_shipped_backward("sm80", head_dim))
+        cells = []
+        for n, value in zip(SEQ_LENS, values, strict=True):
+            answer = solve(_training(n, head_dim, causal, "backward"), "a100-80gb", options)
+            predicted = answer.candidates[0].predicted_tflops
+            ratios.append(predicted / value)
+            cells.append(f"{predicted:.0f} / {value}")
+        lines.append(f"| {head_dim} | {'yes' if causal else 'no'} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "FA2 forward + backward, H100 80GB SXM5, same shapes (shipped forward and backward "
+        "tiles pinned): predicted / published (FlashAttention-2 paper Fig. 7), TFLOP/s",
+        "",
+        header,
+        rule,
+    ]
+    for (head_dim, causal), values in PUBLISHED_H100_FORWARD_BACKWARD.items():
+        backward_options = _pinned(_shipped_backward("sm90", head_dim))
+        forward_options = _shipped_forward("sm90", head_dim, causal)
+        cells = []
+        for n, value in zip(SEQ_LENS, values, strict=True):
+            fwd = solve(_training(n, head_dim, causal, "forward"), "h100-sxm", forward_options)
+            bwd = solve(_training(n, head_dim, causal, "backward"), "h100-sxm", backward_options)
+            f, b = fwd.candidates[0], bwd.candidates[0]
+            flops = (
+                f.predicted_tflops * f.predicted_time_us + b.predicted_tflops * b.predicted_time_us
             )
-            predicted.append(
-                solve(problem, "a100-80gb", _pinned(row)).candidates[0].predicted_tflops
-            )
-        cells = " | ".join(f"{t:.0f}" for t in predicted)
-        lines.append(
-            f"| {head_dim} | {'yes' if causal else 'no'} | {cells} | {value} "
-            f"| {predicted[-1] / value:.2f} |"
-        )
+            predicted = flops / (f.predicted_time_us + b.predicted_time_us)
+            ratios.append(predicted / value)
+            cells.append(f"{predicted:.0f} / {value}")
+        lines.append(f"| {head_dim} | {'yes' if causal else 'no'} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        f"predicted / published over {len(ratios)} points: {min(ratios):.2f} to "
+        f"{max(ratios):.2f}, mean {sum(ratios) / len(ratios):.2f}",
+    ]
     return lines
 
 
