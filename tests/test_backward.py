@@ -214,6 +214,20 @@ def test_every_shipped_backward_tile_is_feasible_when_pinned(
     assert best.num_stages == (1 if row["no_double_buffer"] else 2)
 
 
+@pytest.mark.parametrize(
+    "row", SHIPPED, ids=lambda r: f"{r['arch']}-d{r['head_dim']}-p{r['dropout']:d}"
+)
+def test_every_shipped_tile_is_feasible_pinned_by_its_common_fields(row: dict[str, Any]) -> None:
+    """--block-m/--block-n/--num-warps alone: the layouts and options left to the model."""
+    problem = training_shape(row["head_dim"], dropout=0.1 if row["dropout"] else 0.0)
+    options = SolveOptions(
+        kernel="fa2", block_m=row["block_m"], block_n=row["block_n"], num_warps=row["num_warps"]
+    )
+    answer = solve(problem, ARCH_HARDWARE[row["arch"]], options)
+    assert answer.status.value == "optimal", answer.infeasibility
+    assert {(c.block_m, c.block_n) for c in answer.candidates} == {(row["block_m"], row["block_n"])}
+
+
 def test_shipped_tiles_pinned_from_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
     row = next(r for r in SHIPPED if r["arch"] == "sm86/sm89" and r["head_dim"] == 256)
     argv = ["solve", "--hardware", "rtx-4090", "--head-dim", "256", "--seq-len", "4096"]
