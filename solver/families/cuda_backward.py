@@ -39,6 +39,9 @@ from .cuda import (
     register_cap,
 )
 from .cuda_forward import (
+    DROPOUT_OPS_PER_SCORE,
+    MASK_OPS_PER_SCORE,
+    MMA_K,
     MMA_LATENCY_CYCLES,
     SUBPARTITIONS_PER_SM,
     combine_pipes,
@@ -77,13 +80,11 @@ ATOMIC_L2_BYTES_PER_BYTE = 2.0
 # backward throughput (docs/model.md 12.8; values 2, 4 and 8 tried).
 BWD_INSTRUCTION_LEVEL_PARALLELISM = 4.0
 WARP_THREADS = 32
-MMA_K = 16
 A_FRAGMENT_REGS_PER_16_ROWS = 4  # one m16k16 fp16 A fragment: 8 halves per thread
 B_FRAGMENT_REGS_PER_8_COLUMNS = 2  # one n8k16 fp16 B fragment: 4 halves per thread
 BWD_FIXED_OVERHEAD_REGS = 16  # pointers, indices, loop state, predicates
 BWD_DROPOUT_PERSISTENT_REGS = 4  # Philox seed and offset, the keep threshold
 BWD_DROPOUT_TRANSIENT_REGS = 8  # one Philox 4x32 counter/key and its 4 words while P is made
-DROPOUT_OPS_PER_SCORE = 8.0  # the forward's Philox 4x32-10 cost, regenerated per score
 LSE_D_BYTES_PER_ROW = 8  # the FP32 log-sum-exp and D = rowsum(dO o O) of one query row
 
 
@@ -158,7 +159,7 @@ def loop_iteration(
     compute, active = combine_pipes(
         [tensor, smem, sfu, alu, issue], warps, blocks, ilp, chain_cycles
     )
-    mask_extra = scores * 2.0 / tp.fp32_ops_per_clk_per_sm / active
+    mask_extra = scores * MASK_OPS_PER_SCORE / tp.fp32_ops_per_clk_per_sm / active
     return LoopIteration(
         compute=compute,
         tensor=tensor,
@@ -493,6 +494,8 @@ def inner_rank(
 
 __all__ = [
     "BACKWARD_MAX_SPILL_REGS",
+    "DROPOUT_OPS_PER_SCORE",
+    "MMA_K",
     "CudaBackwardFamily",
     "LoopIteration",
     "backward_flops",
