@@ -424,19 +424,22 @@ def server() -> Iterator[str]:
 def test_backward_over_grpc_matches_in_process(server: str, kernel: str) -> None:
     with grpc.insecure_channel(server) as channel:
         stub = pb_grpc.TileSolveServiceStub(channel)
+        shapes = [(d, causal) for d in (32, 64, 128, 256) for causal in (False, True)]
         for hardware in HARDWARE:
-            problem = training_shape(128, causal=True)
-            options = SolveOptions(kernel=kernel)
-            response = stub.Solve(
-                wire.solve_request_to_proto(problem, hardware, options), timeout=60
-            )
-            assert response.status == pb.SOLVE_STATUS_OPTIMAL
-            assert response.problem.phase == pb.PHASE_BACKWARD
-            remote, _ = wire.answer_from_proto(response)
-            local = solve(problem, hardware, options)
-            assert [c.parameters for c in remote.candidates] == [
-                c.parameters for c in local.candidates
-            ]
+            for head_dim, causal in shapes:
+                dropout = 0.1 if kernel == "fa2" and head_dim == 64 else 0.0
+                problem = training_shape(head_dim, causal=causal, dropout=dropout)
+                options = SolveOptions(kernel=kernel)
+                response = stub.Solve(
+                    wire.solve_request_to_proto(problem, hardware, options), timeout=60
+                )
+                assert response.status == pb.SOLVE_STATUS_OPTIMAL
+                assert response.problem.phase == pb.PHASE_BACKWARD
+                remote, _ = wire.answer_from_proto(response)
+                local = solve(problem, hardware, options)
+                assert [c.parameters for c in remote.candidates] == [
+                    c.parameters for c in local.candidates
+                ]
         bad = training_shape(64, dropout=0.1)
         request = wire.solve_request_to_proto(bad, "a100", SolveOptions(kernel="triton"))
         if kernel == "triton":
