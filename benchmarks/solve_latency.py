@@ -17,8 +17,10 @@ Both engines must return the same ranked list of configurations (every decision 
 family, by name) on every problem and every repeat; the script prints the agreement count and a
 reproducer for each disagreement. See benchmarks/README.md for the latest output.
 
-A separate Ascend group (`build_ascend_cases`, its own set fingerprint) is timed the same way and
-reported after the main set, which stays unchanged so that old figures remain comparable.
+Separate groups, each with its own set fingerprint, are timed the same way and reported after
+the main set, which stays unchanged so that old figures remain comparable: Ascend problems
+(`build_ascend_cases`) and backward-pass problems (`build_backward_cases`: fa2 and triton,
+`phase="backward"`, against their own targets: median < 20 ms, p95 < 50 ms).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ TOP_K = 5
 TARGET_CPSAT_MEDIAN_MS = 20.0
 # The fa3 family's own target (issue 10): cold CP-SAT top-5 median under 20 ms, p95 under 50 ms.
 TARGET_FA3_P95_MS = 50.0
+TARGET_BACKWARD_MEDIAN_MS = 20.0
+TARGET_BACKWARD_P95_MS = 50.0
 
 # ---- the problem set ---------------------------------------------------------------------------
 # A fixed arithmetic rule (no random generator, so no dependence on a library's stream): problem
@@ -212,6 +216,45 @@ def build_ascend_cases() -> list[Case]:
     return cases
 
 
+# Backward problems: fa2 on the sm80+ parts (fp16 and bf16, dropout on some), triton asked for
+# on sm80/sm89/sm90 and as the default on v100/t4 (fp16, no dropout: the triton backward has
+# none). Same arithmetic rule as the forward set, from other indices.
+BACKWARD_FA2_PER_HARDWARE = 4
+BACKWARD_TRITON = (
+    ("a100-80gb", "triton"),
+    ("h100-sxm", "triton"),
+    ("l4", "triton"),
+    ("rtx-4090", "triton"),
+    ("a100-40gb", "triton"),
+    ("h200", "triton"),
+    ("v100", None),
+    ("t4", None),
+)
+
+
+def build_backward_cases() -> list[Case]:
+    """The fixed backward problem set (identical on every run)."""
+    cases: list[Case] = []
+    for h, hw in enumerate(FA2_HARDWARE):
+        for j in range(BACKWARD_FA2_PER_HARDWARE):
+            i = 300 + h * BACKWARD_FA2_PER_HARDWARE + j
+            shape = _shape(i, seq_stride=5)
+            shape["dtype"] = "bf16" if (i // 2) % 2 else "fp16"
+            cases.append(
+                Case(
+                    f"bwd-fa2-{i - 300:02d}", hw, None, AttentionProblem(**shape, phase="backward")
+                )
+            )
+    for j, (hw, kernel) in enumerate(BACKWARD_TRITON * 2):
+        shape = _shape(400 + j, seq_stride=11)
+        shape["dtype"] = "fp16"
+        shape["dropout"] = 0.0
+        cases.append(
+            Case(f"bwd-triton-{j:02d}", hw, kernel, AttentionProblem(**shape, phase="backward"))
+        )
+    return cases
+
+
 def fingerprint(cases: list[Case]) -> str:
     doc = [[c.name, c.hardware, c.kernel, c.problem.model_dump(mode="json")] for c in cases]
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
@@ -261,6 +304,10 @@ def warm_up() -> None:
             solve(throwaway, hardware, SolveOptions(engine=engine, top_k=TOP_K, kernel=kernel))
     for engine in ENGINES:
         solve(throwaway, "ascend-910b", SolveOptions(engine=engine, top_k=TOP_K))
+    for problem in (throwaway.model_copy(update={"phase": "backward"}),):
+        for kernel in ("fa2", "triton"):
+            for engine in ENGINES:
+                solve(problem, "rtx-5090", SolveOptions(engine=engine, top_k=TOP_K, kernel=kernel))
 
 
 def run(cases: list[Case], repeats: int, progress: bool) -> dict[str, dict[str, EngineRuns]]:
@@ -510,6 +557,66 @@ def print_tables(
         )
 
 
+def print_backward_report(
+    ctx: dict[str, Any],
+    cases: list[Case],
+    results: dict[str, dict[str, EngineRuns]],
+    stats: dict[str, Any],
+    disagreements: list[str],
+) -> None:
+    print()
+    print(
+        f"backward problems {len(cases)} (set {fingerprint(cases)}), repeats {ctx['repeats']} "
+        f"interleaved, top_k {TOP_K}"
+    )
+    header = (
+        f"{'family':<7} {'space':>9} {'engine':<11} {'problems':>8} {'median ms':>10} "
+        f"{'p95 ms':>9} {'max ms':>9} {'cpsat/exh':>9}"
+    )
+    print(header)
+    print("-" * len(header))
+    for family in ["all", *sorted(k for k in stats if k != "all")]:
+        g = stats[family]
+        space = "/".join(str(s) for s in g["space_sizes"]) if family != "all" else ""
+        for engine in ENGINES:
+            e = g["engines"][engine]
+            w = e["wall"]
+            ratio = f"{g['cpsat_over_exhaustive']:.2f}x" if engine == "cpsat" else ""
+            print(
+                f"{family:<7} {space:>9} {engine:<11} {e['problems']:>8} {w['median_ms']:>10.2f} "
+                f"{w['p95_ms']:>9.2f} {w['max_ms']:>9.2f} {ratio:>9}"
+            )
+    slowest = sorted(cases, key=lambda c: results[c.name]["cpsat"].median_wall_ms, reverse=True)
+    print("slowest backward cpsat problems (median wall ms: cpsat / exhaustive)")
+    for case in slowest[:3]:
+        r = results[case.name]
+        p = case.problem
+        print(
+            f"  {case.name:<18} {case.hardware:<10} {case.family:<6} "
+            f"{r['cpsat'].median_wall_ms:8.2f} / {r['exhaustive'].median_wall_ms:6.2f}  "
+            f"d={p.head_dim} s={p.seq_len} {p.dtype.value} feasible "
+            f"{r['cpsat'].feasible_count}/{r['cpsat'].search_space_size}"
+        )
+    statuses: dict[str, int] = {}
+    for case in cases:
+        key = f"{results[case.name]['cpsat'].status}/{results[case.name]['exhaustive'].status}"
+        statuses[key] = statuses.get(key, 0) + 1
+    print(
+        "status (cpsat/exhaustive): " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items()))
+    )
+    print(f"agreement: {len(cases) - len(disagreements)}/{len(cases)} backward problems")
+    for line in disagreements:
+        print(f"  DISAGREE {line}")
+    wall = stats["all"]["engines"]["cpsat"]["wall"]
+    median_met = "met" if wall["median_ms"] < TARGET_BACKWARD_MEDIAN_MS else "NOT met"
+    p95_met = "met" if wall["p95_ms"] < TARGET_BACKWARD_P95_MS else "NOT met"
+    print(
+        f"target: backward cold CP-SAT solve (top {TOP_K}) median < "
+        f"{TARGET_BACKWARD_MEDIAN_MS:.0f} ms: {median_met} ({wall['median_ms']:.2f} ms); "
+        f"p95 < {TARGET_BACKWARD_P95_MS:.0f} ms: {p95_met} ({wall['p95_ms']:.2f} ms)"
+    )
+
+
 def to_json(
     ctx: dict[str, Any],
     cases: list[Case],
@@ -562,6 +669,7 @@ def main(argv: list[str] | None = None) -> int:
 
     cases = build_cases()
     ascend = build_ascend_cases()
+    backward = build_backward_cases()
     warm_up()
     results = run(cases, args.repeats, progress=sys.stderr.isatty())
     ascend_results = run(ascend, args.repeats, progress=sys.stderr.isatty())
@@ -569,15 +677,23 @@ def main(argv: list[str] | None = None) -> int:
     ascend_disagreements = [
         d for c in ascend if (d := disagreement(c, ascend_results[c.name])) is not None
     ]
+    bwd_results = run(backward, args.repeats, progress=sys.stderr.isatty())
+    bwd_disagreements = [
+        d for c in backward if (d := disagreement(c, bwd_results[c.name])) is not None
+    ]
     ctx = context(cases, args.repeats)
     ascend_ctx = context(ascend, args.repeats)
     stats = summary(cases, results)
     ascend_stats = summary(ascend, ascend_results)
+    bwd_stats = summary(backward, bwd_results)
     if args.json:
         doc = to_json(ctx, cases, results, stats, disagreements)
         doc["ascend_group"] = to_json(
             ascend_ctx, ascend, ascend_results, ascend_stats, ascend_disagreements
         )
+        doc["backward"] = to_json(ctx, backward, bwd_results, bwd_stats, bwd_disagreements)
+        doc["backward"]["context"]["problem_set_sha256"] = fingerprint(backward)
+        doc["backward"]["target_p95_ms"] = TARGET_BACKWARD_P95_MS
         json.dump(doc, sys.stdout, indent=2)
         print()
     else:
@@ -593,7 +709,8 @@ def main(argv: list[str] | None = None) -> int:
             machine=False,
             target=False,
         )
-    return 1 if disagreements or ascend_disagreements else 0
+        print_backward_report(ctx, backward, bwd_results, bwd_stats, bwd_disagreements)
+    return 1 if disagreements or ascend_disagreements or bwd_disagreements else 0
 
 
 if __name__ == "__main__":

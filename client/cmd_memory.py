@@ -63,6 +63,12 @@ def add_memory_parser(subparsers: Any) -> None:
     )
     prob = p.add_argument_group("problem")
     add_shape_arguments(prob, seq_len_help="query tokens per sequence (required unless --sweep)")
+    prob.add_argument(
+        "--phase",
+        choices=("forward", "backward"),
+        help="forward (default) or backward: the backward kernels' working set, HBM traffic "
+        "with the dQ atomics, and FLOPs",
+    )
     tile = p.add_argument_group("tile (--tile N, or --block-m and --block-n)")
     tile.add_argument("--tile", metavar="N", help="a square tile: block_m = block_n = N")
     tile.add_argument("--block-m", metavar="N", help="query rows per tile")
@@ -151,7 +157,7 @@ def _problem(
 
     from tilesolve.solver import AttentionProblem
 
-    data = _given(args, SHAPE_FIELDS) | {"causal": args.causal} | override
+    data = _given(args, (*SHAPE_FIELDS, "phase")) | {"causal": args.causal} | override
     try:
         return AttentionProblem.model_validate(data)
     except ValidationError as exc:
@@ -295,6 +301,7 @@ def _cmd_sweep(args: argparse.Namespace, remote: Remote | None) -> int:
             causal=base.causal,
             hardware=spec,
             kernel=kernel,
+            phase=base.phase,
         )
     else:
         with asking(remote) as client:
@@ -373,16 +380,22 @@ def memory_report(estimate: MemoryEstimate) -> list[str]:
     from .render import table
 
     e = estimate
+    backward = e.problem.phase.value == "backward"
     kernel_line = f"{e.kernel} shared memory"
+    stage = "its standard layout" if backward else "shallowest K/V pipeline"
     family = (
-        f"{_exact(e.family_smem_bytes)}  "
-        "(the kernel's dynamic shared memory, shallowest K/V pipeline)"
+        f"{_exact(e.family_smem_bytes)}  (the kernel's dynamic shared memory, {stage})"
         if e.family_smem_bytes is not None
         else f"n/a ({e.family_smem_note})"
     )
     family_lines = _family_resource_lines(e)
     if e.family_smem_bytes is None and family_lines:
         family = "n/a (the family has no shared memory; its buffers are below)"
+    tiles_held = (
+        "(Q, dO, K, V, P, dS tiles; FP32 dK, dV, dQ; LSE, D)"
+        if backward
+        else "(Q, K, V, score and output tiles)"
+    )
     lines = [
         f"memory model | tile {e.block_m}x{e.block_n} | kernel {e.kernel}",
         f"problem: {_problem_line(e)}",
@@ -395,14 +408,23 @@ def memory_report(estimate: MemoryEstimate) -> list[str]:
         f"  tiles per axis         {e.tiles_1d} query x {e.tiles_1d_kv} key/value",
         f"  score tiles            {e.score_tiles}",
         f"  one score tile         {_exact(e.score_tile_bytes)}",
-        f"  working set            {_exact(e.working_set_bytes)}  "
-        "(Q, K, V, score and output tiles)",
+        f"  working set            {_exact(e.working_set_bytes)}  {tiles_held}",
         f"  {kernel_line:<22} {family}",
         f"  materialisation ratio  {_num(e.materialization_ratio)}x  "
         "(full score matrix / one score tile)",
         *family_lines,
+        f"  saved for backward     {_exact(e.saved_lse_bytes)}  "
+        "(the FP32 log-sum-exp the forward pass keeps, with O)",
+    ]
+    if e.dq_atomic_bytes is not None:
+        lines.append(
+            f"  dQ atomics             {_exact(e.dq_atomic_bytes)}  "
+            "(FP32 adds into the dQ accumulator, to L2)"
+        )
+    pass_name = "backward" if backward else "forward"
+    lines += [
         "",
-        f"HBM traffic and arithmetic intensity ({_flops(e.flops)} of useful forward work):",
+        f"HBM traffic and arithmetic intensity ({_flops(e.flops)} of useful {pass_name} work):",
     ]
     roof = e.roofline
     headers = ["traffic", "HBM", "FLOP/B"]

@@ -30,11 +30,18 @@ from .cli_remote import (
     _add_remote,
     _remote_spec,
     asking,
+    cli_field,
     remote_settings,
+    server_violations,
 )
 
 if TYPE_CHECKING:
     from tilesolve.solver import AttentionProblem, HardwareSpec, SolveAnswer, SolveOptions
+
+# `--phase both`: one training shape's forward and backward passes, in this order.
+BOTH = "both"
+TRAINING_PHASES = ("forward", "backward")
+PHASE_CHOICES = ("forward", "backward", "decode", BOTH)
 
 _OPTION_FIELDS = (
     "kernel",
@@ -69,7 +76,11 @@ def add_solve_parser(subparsers: Any) -> None:
     prob = p.add_argument_group("problem")
     add_shape_arguments(prob)
     prob.add_argument(
-        "--phase", choices=("forward", "backward", "decode"), help="phase (default forward)"
+        "--phase",
+        choices=PHASE_CHOICES,
+        action=_PhaseAction,
+        help="phase (default forward); both: the forward and the backward pass of one training "
+        "shape in one call (the exit code is the worse of the two)",
     )
     prob.add_argument(
         "--dropout",
@@ -126,6 +137,36 @@ def add_solve_parser(subparsers: Any) -> None:
     _add_remote(p)
 
 
+class _PhaseAction(argparse.Action):
+    """--phase, remembering every value given: two different ones are refused (a decode step
+    has no backward pass; a training step asks for `--phase both`)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        given = [*(getattr(namespace, "phases_given", None) or []), str(values)]
+        namespace.phases_given = given
+        setattr(namespace, self.dest, values)
+
+
+def _phase_violations(args: argparse.Namespace) -> list[Violation]:
+    given = sorted(set(getattr(args, "phases_given", None) or []))
+    if len(given) <= 1:
+        return []
+    if "decode" in given and ("backward" in given or BOTH in given):
+        why = (
+            "decode has no backward pass (a decode step is inference, one query against the KV "
+            "cache); for a training shape's forward and backward give --phase both"
+        )
+    else:
+        why = f"give one of {', '.join(PHASE_CHOICES)}; for forward and backward: --phase both"
+    return [Violation("phase", f"given more than once ({', '.join(given)}): {why}")]
+
+
 # ---- the command ---------------------------------------------------------------------------
 
 
@@ -167,7 +208,11 @@ def cmd_solve(args: argparse.Namespace) -> int:
             spec = _resolve_hardware(args.hardware)
         except CliInputError as exc:
             violations.extend(exc.violations)
+    violations.extend(_phase_violations(args))
+    both = args.phase == BOTH
     problem_input = _given(args, _PROBLEM_FIELDS) | {"causal": args.causal}
+    if both:
+        problem_input.pop("phase")
     options_input = _given(args, _OPTION_FIELDS) | {"require_divisible": args.require_divisible}
     pins = parameter_pins(args.param)
     if isinstance(pins, list):
@@ -185,7 +230,14 @@ def cmd_solve(args: argparse.Namespace) -> int:
         violations.extend(violations_from_pydantic(exc, SolveOptions))
     pictures = args.plot is not None or args.explain
     not_local: list[Violation] = []
-    if pictures:
+    if pictures and both:
+        violations.append(
+            Violation(
+                "phase",
+                "--explain and --plot draw one pass; give --phase forward or --phase backward",
+            )
+        )
+    elif pictures:
         violations.extend(_plot_violations(args.plot))
         if remote is not None:  # the heatmap is computed here, from the local catalog
             try:
@@ -199,6 +251,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
                     )
                     for v in exc.violations
                 ]
+    if both:
+        return _solve_both(args, remote, spec, violations, problem, options)
     if remote is not None:
         code = _solve_remote(args, remote, violations, problem, options)
         if not_local:  # the server knows the name (it answered), this catalog does not
@@ -270,16 +324,109 @@ def _solve_remote(
 def _print_answer(
     args: argparse.Namespace, answer: SolveAnswer, spec: HardwareSpec, cache_hit: bool = False
 ) -> int:
-    if answer.status.value == "feasible":
-        print(
-            "note: CP-SAT reached its time limit before proving the ranking "
-            "(raise --time-limit or use --engine exhaustive)",
-            file=sys.stderr,
-        )
+    _time_limit_note(answer)
     if args.json:
         _print_json(answer.model_dump(mode="json") | {"cache_hit": cache_hit})
     else:
         from .render import solve_report
 
         _print_lines(solve_report(answer, spec, cache_hit))
+    return _exit_code(answer)
+
+
+def _time_limit_note(answer: SolveAnswer) -> None:
+    if answer.status.value == "feasible":
+        print(
+            "note: CP-SAT reached its time limit before proving the ranking "
+            "(raise --time-limit or use --engine exhaustive)",
+            file=sys.stderr,
+        )
+
+
+def _exit_code(answer: SolveAnswer) -> int:
     return EXIT_INFEASIBLE if answer.status.value == "infeasible" else EXIT_OK
+
+
+# ---- --phase both ---------------------------------------------------------------------------
+
+
+def _solve_both(
+    args: argparse.Namespace,
+    remote: Remote | None,
+    spec: HardwareSpec | None,
+    violations: list[Violation],
+    problem: AttentionProblem | None,
+    options: SolveOptions | None,
+) -> int:
+    """The forward and the backward pass of one training shape: in-process one after the
+    other, on a server as one SolveBatch of two. A pass that refuses the request (invalid
+    input) refuses both, naming the pass; otherwise both answers are printed and the exit
+    code is the worse of the two."""
+    from tilesolve.solver import InvalidRequestError, Phase, solve
+
+    if remote is None and violations:
+        raise CliInputError(violations)
+    problems = (
+        []
+        if problem is None
+        else [problem.model_copy(update={"phase": Phase(phase)}) for phase in TRAINING_PHASES]
+    )
+    results: list[tuple[SolveAnswer, bool]] = []
+    refused: list[Violation] = []
+    if remote is None:
+        assert spec is not None and options is not None
+        for one in problems:
+            try:
+                results.append((solve(one, spec, options), False))
+            except InvalidRequestError as exc:
+                refused.extend(_pass_violation(one, v.field, v.description) for v in exc.violations)
+    else:
+        time_limit_s = options.time_limit_s if options is not None else 0.0
+        with asking(remote, max(DEFAULT_TIMEOUT_S, 2.0 * time_limit_s + 10.0)) as client:
+            spec = _remote_spec(client, args.hardware, violations)
+            if violations:
+                raise CliInputError(violations)
+            assert spec is not None and options is not None
+            batch = client.solve_batch_with_meta([(p, args.hardware, options) for p in problems])
+            for one, result in zip(problems, batch, strict=True):
+                if isinstance(result, tuple):
+                    results.append(result)
+                elif result.code.name in ("INVALID_ARGUMENT", "NOT_FOUND"):
+                    refused.extend(
+                        _pass_violation(one, v.field, v.description)
+                        for v in server_violations(result, "request")
+                    )
+                else:
+                    raise result  # server trouble: `asking` turns it into exit 3 or 4
+    if refused:
+        raise CliInputError(refused)
+    assert spec is not None
+    for answer, _ in results:
+        _time_limit_note(answer)
+    (forward, forward_hit), (backward, backward_hit) = results
+    if args.json:
+        _print_json(
+            {
+                "phase": BOTH,
+                "forward": forward.model_dump(mode="json") | {"cache_hit": forward_hit},
+                "backward": backward.model_dump(mode="json") | {"cache_hit": backward_hit},
+            }
+        )
+    else:
+        from .render import solve_report
+
+        _print_lines(
+            [
+                "forward pass",
+                *solve_report(forward, spec, forward_hit),
+                "",
+                "backward pass",
+                *solve_report(backward, spec, backward_hit),
+            ]
+        )
+    return max(_exit_code(forward), _exit_code(backward))
+
+
+def _pass_violation(problem: AttentionProblem, field: str, description: str) -> Violation:
+    """A pass's refusal, naming the pass."""
+    return Violation(cli_field(field), f"{problem.phase.value} pass: {description}")

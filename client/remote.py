@@ -280,16 +280,26 @@ def _batch_request(requests: Sequence[SolveRequestTuple]) -> pb.SolveBatchReques
 def _batch_results(
     response: pb.SolveBatchResponse, expected: int, target: str
 ) -> list[SolveAnswer | TilesolveRpcError]:
+    return [
+        item[0] if isinstance(item, tuple) else item
+        for item in _batch_results_with_meta(response, expected, target)
+    ]
+
+
+def _batch_results_with_meta(
+    response: pb.SolveBatchResponse, expected: int, target: str
+) -> list[tuple[SolveAnswer, bool] | TilesolveRpcError]:
+    """Each item's answer and whether the server's cache answered it, or its error."""
     if len(response.items) != expected:
         raise InternalError(
             grpc.StatusCode.INTERNAL,
             f"SolveBatch answered {len(response.items)} items for {expected} requests",
             target=target,
         )
-    out: list[SolveAnswer | TilesolveRpcError] = []
+    out: list[tuple[SolveAnswer, bool] | TilesolveRpcError] = []
     for item in response.items:
         if item.code == 0:
-            out.append(wire.answer_from_proto(item.response)[0])
+            out.append(wire.answer_from_proto(item.response))
             continue
         code = _CODE_FOR_NUMBER.get(item.code, grpc.StatusCode.UNKNOWN)
         violations = [FieldViolation(v.field, v.description) for v in item.field_violations]
@@ -485,6 +495,15 @@ class TileSolveClient(_ClientBase):
             pb.SolveBatchResponse, self._call("SolveBatch", _batch_request(requests), timeout_s)
         )
         return _batch_results(response, len(requests), self.target)
+
+    def solve_batch_with_meta(
+        self, requests: Sequence[SolveRequestTuple], *, timeout_s: float | None = None
+    ) -> list[tuple[SolveAnswer, bool] | TilesolveRpcError]:
+        """`solve_batch`, each answer with whether the server's cache answered it."""
+        response = cast(
+            pb.SolveBatchResponse, self._call("SolveBatch", _batch_request(requests), timeout_s)
+        )
+        return _batch_results_with_meta(response, len(requests), self.target)
 
     def hardware_catalog(self, *, timeout_s: float | None = None) -> HardwareCatalog:
         response = self._call("ListHardware", pb.ListHardwareRequest(), timeout_s)

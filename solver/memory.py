@@ -30,7 +30,27 @@ diagonal, rounded up to block_n, with one. With L2 reuse K and V come from HBM o
 head. Q is read once, O written once, and the tiled kernel also writes the 4-byte FP32
 log-sum-exp of each query row (for the backward pass). Dropout is not counted.
 
-The arithmetic intensities divide the problem's useful FLOPs (`AttentionProblem.flops`) by each
+For the backward pass (`phase` backward) the same fields describe the backward kernels
+(FlashAttention-2's design: a K/V block resident, Q, dO, LSE and D streamed past it, dQ added
+into an fp32 accumulator with atomics, plus the preprocessing and dQ conversion kernels):
+
+    working_set_bytes (backward) = (bm*(d + dv) + bn*(d + dv) + 2*bm*bn) * e     Q, dO, K, V, P, dS
+                                   + 4 * (bn*(d + dv) + bm*d) + 8*bm    dK, dV, dQ (FP32), LSE, D
+    naive     = B * H * e * (7*Sq*Sk + 2*Sq*(d + dv) + 2*Sk*(d + dv))
+    tiled     = pre + B*H*Sk*(d + dv)*e + B*H*Rq*((d + dv)*e + 8) + 8*B*H*Rq*d
+                + dKV + conv                     (Q/dO/LSE/D and the dQ atomics at every K/V block)
+    tiled_l2  = pre + B*Hkv*Sk*(d + dv)*e + B*H*Sq*((d + dv)*e + 8) + 8*B*H*Sq*d + dKV + conv
+    pre  = B*H*Sq*(2*dv*e + 4 + 4*d)             read O and dO, write D, zero the dQ accumulator
+    conv = B*H*Sq*d*(4 + e)                      read the accumulator, write dQ
+    dKV  = B*H*Sk*(d + dv)*e  (+ B*(H + Hkv)*Sk*(d + dv)*e to sum dK, dV over a GQA group)
+    dq_atomic_bytes = 4 * B * H * Rq * d         FP32 atomic adds sent to L2
+
+where Rq is the query rows the K/V blocks of one head visit (all Sq for every block without a
+mask; from each block's diagonal with one). `saved_lse_bytes = 4*B*H*Sq` is the activation the
+forward pass keeps for the backward (with O).
+
+The arithmetic intensities divide the problem's useful FLOPs (`AttentionProblem.flops`; the
+backward's five GEMMs, 2.5 times as many when d = dv, for phase backward) by each
 traffic figure; with a hardware description they are placed on its roofline: attainable
 throughput = min(peak, intensity * DRAM bandwidth). Everything here is exact integer arithmetic
 on the problem's own head dims; `family_smem_bytes` and `family_resources` are the figures that
@@ -67,6 +87,12 @@ REFERENCE_HARDWARE_BY_KIND = {"cuda": FAMILY_REFERENCE_HARDWARE, "ascend": "asce
 DEFAULT_MEMORY_KERNEL = "fa2"  # seed 003's FlashAttention-2 view, on CUDA devices
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
+MODELLED_PHASES = (Phase.FORWARD, Phase.BACKWARD)
+FP32_BYTES = 4
+LSE_AND_D_BYTES_PER_ROW = 8  # the backward reads the FP32 log-sum-exp and D of each row
+# Naive backward per head, in score-sized tensors: read P for dV = P^T dO (1), write dP (1),
+# read P and dP and write dS for the softmax gradient (3), read dS for dQ (1) and for dK (1).
+NAIVE_BACKWARD_SCORE_PASSES = 7
 
 
 class Roofline(BaseModel):
@@ -136,6 +162,14 @@ class MemoryEstimate(BaseModel):
     )
     materialization_ratio: float = Field(
         description="Sq x Sk / (block_m x block_n): full score matrix over one score tile"
+    )
+    saved_lse_bytes: int = Field(
+        description="B x H x Sq x 4: the FP32 log-sum-exp the forward pass keeps for the backward"
+    )
+    dq_atomic_bytes: int | None = Field(
+        None,
+        description="backward only: FP32 atomic-add bytes of the dQ accumulator sent to L2 "
+        "(4 x B x H x Rq x d); None for the forward pass",
     )
     hbm_bytes_naive: int = Field(description="naive attention's HBM traffic (see module doc)")
     hbm_bytes_tiled: int = Field(
@@ -222,12 +256,13 @@ def _request_violations(
                 "kernel", f"unknown kernel family {kernel!r}; allowed: {', '.join(known)}"
             )
         )
-    if problem.phase is not Phase.FORWARD:
+    if problem.phase not in MODELLED_PHASES:
         violations.append(
             FieldViolation(
                 "phase",
-                f"the memory model covers the forward pass; phase {problem.phase.value!r} is "
-                "not modelled yet; allowed: forward",
+                f"the memory model covers the forward and backward passes; phase "
+                f"{problem.phase.value!r} is not modelled yet; allowed: "
+                f"{', '.join(p.value for p in MODELLED_PHASES)}",
             )
         )
     return violations
@@ -395,20 +430,16 @@ def estimate_memory(
 
     batch_heads = problem.batch * problem.heads
     sq, sk = problem.seq_len, problem.seq_len_kv_eff
-    d, dv = problem.head_dim, problem.head_dim_v_eff
     e = problem.dtype.bytes
     bm, bn = block_m, block_n
 
     tiles_1d = ceil_div(sq, bm)
     tiles_1d_kv = ceil_div(sk, bn)
-    naive_per_head = e * (sq * d + sk * d + 4 * sq * sk + sk * dv + sq * dv)
-    q_and_o = batch_heads * (sq * d * e + sq * (dv * e + LSE_BYTES_PER_ROW))
-    kv_row_bytes = (d + dv) * e
-    rows_read = kv_rows_read(sq, sk, bm, bn, problem.causal)
-    hbm_naive = batch_heads * naive_per_head
-    hbm_tiled = q_and_o + batch_heads * rows_read * kv_row_bytes
-    hbm_tiled_l2 = q_and_o + problem.batch * problem.kv_heads_eff * sk * kv_row_bytes
-    flops = problem.flops
+    if problem.phase is Phase.BACKWARD:
+        traffic = _backward_traffic(problem, bm, bn)
+    else:
+        traffic = _forward_traffic(problem, bm, bn)
+    hbm_naive, hbm_tiled, hbm_tiled_l2, flops, working_set, dq_atomic_bytes = traffic
     family_bytes, family_note, resources, chosen = _family_figures(problem, bm, bn, kernel, spec)
 
     return MemoryEstimate(
@@ -422,12 +453,14 @@ def estimate_memory(
         tiles_1d_kv=tiles_1d_kv,
         score_tiles=tiles_1d * tiles_1d_kv,
         score_tile_bytes=bm * bn * e,
-        working_set_bytes=(bm * d + bn * d + bn * dv + bm * bn + bm * dv) * e,
+        working_set_bytes=working_set,
         family_smem_bytes=family_bytes,
         family_smem_note=family_note,
         family_resources=resources,
         family_parameters=chosen,
         materialization_ratio=sq * sk / (bm * bn),
+        saved_lse_bytes=batch_heads * sq * LSE_BYTES_PER_ROW,
+        dq_atomic_bytes=dq_atomic_bytes,
         hbm_bytes_naive=hbm_naive,
         hbm_bytes_tiled=hbm_tiled,
         hbm_bytes_tiled_l2=hbm_tiled_l2,
@@ -443,6 +476,82 @@ def estimate_memory(
     )
 
 
+Traffic = tuple[int, int, int, float, int, int | None]
+
+
+def _forward_traffic(problem: AttentionProblem, bm: int, bn: int) -> Traffic:
+    """(naive, tiled, tiled with L2 reuse, FLOPs, working set, None) of the forward pass."""
+    batch_heads = problem.batch * problem.heads
+    sq, sk = problem.seq_len, problem.seq_len_kv_eff
+    d, dv = problem.head_dim, problem.head_dim_v_eff
+    e = problem.dtype.bytes
+    naive_per_head = e * (sq * d + sk * d + 4 * sq * sk + sk * dv + sq * dv)
+    q_and_o = batch_heads * (sq * d * e + sq * (dv * e + LSE_BYTES_PER_ROW))
+    kv_row_bytes = (d + dv) * e
+    rows_read = kv_rows_read(sq, sk, bm, bn, problem.causal)
+    hbm_naive = batch_heads * naive_per_head
+    hbm_tiled = q_and_o + batch_heads * rows_read * kv_row_bytes
+    hbm_tiled_l2 = q_and_o + problem.batch * problem.kv_heads_eff * sk * kv_row_bytes
+    working_set = (bm * d + bn * d + bn * dv + bm * bn + bm * dv) * e
+    return hbm_naive, hbm_tiled, hbm_tiled_l2, problem.flops, working_set, None
+
+
+def q_rows_read(sq: int, sk: int, block_m: int, block_n: int, causal: bool) -> int:
+    """Query rows the K/V blocks of one head visit in the backward pass, summed over blocks.
+
+    Without a mask every K/V block reads all Sq rows. With the bottom-right causal mask
+    (offset Sk - Sq) K/V block j (keys j*block_n ...) is first needed by query row
+    j*block_n - offset, so it reads from the query block holding that row to the end:
+    Sq - block_m * floor(max(0, j*block_n - offset) / block_m) rows. The sum is taken in
+    closed form with `floor_sum`."""
+    n_kv = ceil_div(sk, block_n)
+    if not causal:
+        return n_kv * sq
+    offset = sk - sq
+    first = 0 if offset < 0 else offset // block_n + 1  # first block with j*block_n > offset
+    first = min(first, n_kv)
+    skipped = floor_sum(n_kv - first, block_m, block_n, first * block_n - offset)
+    return n_kv * sq - block_m * skipped
+
+
+def _backward_traffic(problem: AttentionProblem, bm: int, bn: int) -> Traffic:
+    """(naive, tiled, tiled with L2 reuse, FLOPs, working set, dQ atomic bytes) of the
+    backward pass (module doc)."""
+    batch_heads = problem.batch * problem.heads
+    sq, sk = problem.seq_len, problem.seq_len_kv_eff
+    d, dv = problem.head_dim, problem.head_dim_v_eff
+    e = problem.dtype.bytes
+    naive_per_head = e * (
+        NAIVE_BACKWARD_SCORE_PASSES * sq * sk + 2 * sq * (d + dv) + 2 * sk * (d + dv)
+    )
+    row_q = (d + dv) * e + LSE_AND_D_BYTES_PER_ROW
+    kv_head = sk * (d + dv) * e
+    pre = batch_heads * sq * (2 * dv * e + FP32_BYTES + FP32_BYTES * d)
+    conv = batch_heads * sq * d * (FP32_BYTES + e)
+    dkv = batch_heads * kv_head
+    if problem.kv_heads_eff != problem.heads:
+        dkv += problem.batch * (problem.heads + problem.kv_heads_eff) * kv_head
+    rows = q_rows_read(sq, sk, bm, bn, problem.causal)
+    atomic = FP32_BYTES * batch_heads * rows * d
+    hbm_tiled = pre + batch_heads * kv_head + batch_heads * rows * row_q + 2 * atomic + dkv + conv
+    accumulator = 2 * FP32_BYTES * batch_heads * sq * d  # first touch and write-back
+    hbm_tiled_l2 = (
+        pre
+        + problem.batch * problem.kv_heads_eff * kv_head
+        + batch_heads * sq * row_q
+        + accumulator
+        + dkv
+        + conv
+    )
+    working_set = (
+        (bm * (d + dv) + bn * (d + dv) + 2 * bm * bn) * e
+        + FP32_BYTES * (bn * (d + dv) + bm * d)
+        + LSE_AND_D_BYTES_PER_ROW * bm
+    )
+    flops = problem.flops * (3 * d + 2 * dv) / (d + dv)
+    return batch_heads * naive_per_head, hbm_tiled, hbm_tiled_l2, flops, working_set, atomic
+
+
 def memory_sweep(
     seq_lens: list[int],
     tiles: list[int],
@@ -456,6 +565,7 @@ def memory_sweep(
     causal: bool = False,
     hardware: HardwareSpec | str | None = None,
     kernel: str | None = None,
+    phase: Phase | str = Phase.FORWARD,
 ) -> list[MemoryEstimate]:
     """Seed 003's comparison: one estimate per (seq_len, square tile), seq_len-major.
 
@@ -492,6 +602,7 @@ def memory_sweep(
                 head_dim_v=head_dim_v,
                 dtype=dtype,
                 causal=causal,
+                phase=phase,
             )
         except ValidationError as exc:
             raise InvalidRequestError(_problem_violations(exc)) from None
@@ -515,4 +626,5 @@ __all__ = [
     "kv_rows_read",
     "memory_kernel",
     "memory_sweep",
+    "q_rows_read",
 ]

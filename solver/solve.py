@@ -23,7 +23,8 @@ from .validate import check_config, fresh_times_us, same_time
 # 0.2.0: family interface; achievable bandwidth, launch, iteration and window-L2 terms.
 # 0.3.0: the ascend family (CUDA answers unchanged).
 # 0.4.0: the fa3 family, the default on compute capability 9.0.
-MODEL_VERSION = "0.4.0"
+# 0.5.0: the backward pass (fa2 and triton backward families); forward answers unchanged.
+MODEL_VERSION = "0.5.0"
 
 
 def resolve_hardware(hardware: str | HardwareSpec) -> HardwareSpec:
@@ -125,6 +126,12 @@ def kernel_reason(table: CandidateTable, options: SolveOptions) -> str:
     summary = family.kernel_summary(table.hardware)
     if options.kernel:
         return f"{family.name}, as requested: {summary}"
+    default = table.hardware.default_kernel
+    if family.name != default:
+        return (
+            f"{family.name}, standing in for {table.hardware.name}'s default {default}, which "
+            f"has no {table.problem.phase.value} model: {summary}"
+        )
     return f"{family.name}, the default kernel of {table.hardware.name}: {summary}"
 
 

@@ -10,7 +10,6 @@ no change outside its own module.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, overload
@@ -94,9 +93,11 @@ class ConfigArrays:
     def product(cls, params: Iterable[Param]) -> ConfigArrays:
         """All combinations of the domains, ordered lexicographically by declaration order."""
         params = list(params)
-        rows = list(itertools.product(*(p.domain for p in params)))
-        table = np.array(rows, dtype=np.int64).reshape(-1, len(params))
-        return cls({p.name: table[:, j] for j, p in enumerate(params)})
+        if not params:
+            return cls({})
+        # numpy's "ij" grid in C order is itertools.product's order: the last varies fastest
+        grids = np.meshgrid(*(np.asarray(p.domain, dtype=np.int64) for p in params), indexing="ij")
+        return cls({p.name: grid.reshape(-1) for p, grid in zip(params, grids, strict=True)})
 
     @classmethod
     def from_configs(cls, names: Iterable[str], configs: list[Config]) -> ConfigArrays:

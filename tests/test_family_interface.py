@@ -27,7 +27,7 @@ from tilesolve.solver import (
 )
 from tilesolve.solver.candidates import build_table, evaluation, ordered_constraints
 from tilesolve.solver.constraints import ConstraintKind
-from tilesolve.solver.families import family_names, find_family, get_family
+from tilesolve.solver.families import family_names, find_family, get_family, registrations
 from tilesolve.solver.heatmap import heatmap_grid
 from tilesolve.solver.space import COMMON_FIELDS
 from tilesolve.solver.validate import check_config
@@ -142,30 +142,58 @@ def test_toy_family_over_grpc(toy: ToyFamily) -> None:
 
 # ---- every registered family satisfies the interface ----------------------------------------
 
-# A device and problem each family runs on (forward phase).
+# A device and problem each registration runs, keyed by (name, phase).
 FAMILY_CASES = {
-    "fa2": ("a100-80gb", AttentionProblem(batch=2, heads=8, seq_len=2050, head_dim=128)),
-    "triton": ("h100-sxm", AttentionProblem(batch=2, heads=8, seq_len=3000, head_dim=96)),
-    "ascend": ("ascend-910b", AttentionProblem(batch=2, heads=8, seq_len=2050, head_dim=256)),
-    "fa3": ("h100-sxm", AttentionProblem(batch=2, heads=8, seq_len=3000, head_dim=128)),
+    ("fa2", Phase.FORWARD): (
+        "a100-80gb",
+        AttentionProblem(batch=2, heads=8, seq_len=2050, head_dim=128),
+    ),
+    ("triton", Phase.FORWARD): (
+        "h100-sxm",
+        AttentionProblem(batch=2, heads=8, seq_len=3000, head_dim=96),
+    ),
+    ("fa2", Phase.BACKWARD): (
+        "a100-80gb",
+        AttentionProblem(batch=2, heads=8, seq_len=2050, head_dim=128, phase="backward"),
+    ),
+    ("triton", Phase.BACKWARD): (
+        "h100-sxm",
+        AttentionProblem(batch=2, heads=8, seq_len=3000, head_dim=96, phase="backward"),
+    ),
+    ("ascend", Phase.FORWARD): (
+        "ascend-910b",
+        AttentionProblem(batch=2, heads=8, seq_len=2050, head_dim=256),
+    ),
+    ("fa3", Phase.FORWARD): (
+        "h100-sxm",
+        AttentionProblem(batch=2, heads=8, seq_len=3000, head_dim=128),
+    ),
 }
+CASE_KEYS = sorted(FAMILY_CASES, key=lambda key: (key[0], key[1].value))
 
 
-@pytest.mark.parametrize("name", sorted(FAMILY_CASES))
-def test_built_in_families_are_registered(name: str) -> None:
+def _case_id(key: tuple[str, Phase]) -> str:
+    return f"{key[0]}-{key[1].value}"
+
+
+@pytest.mark.parametrize("key", CASE_KEYS, ids=_case_id)
+def test_built_in_families_are_registered(key: tuple[str, Phase]) -> None:
+    name, phase = key
     assert name in family_names()
-    assert find_family(name, Phase.FORWARD) is not None
+    family = find_family(name, phase)
+    assert family is not None and family.phase is phase and FAMILY_CASES[key][1].phase is phase
 
 
 def test_every_registered_family_has_a_case() -> None:
-    assert set(family_names()) - {"toy"} == set(FAMILY_CASES)
+    assert {key for key in registrations() if key[0] != "toy"} == set(FAMILY_CASES)
 
 
-@pytest.mark.parametrize("name", sorted(FAMILY_CASES))
-def test_family_satisfies_the_interface(name: str) -> None:
-    hardware_name, problem = FAMILY_CASES[name]
+@pytest.mark.parametrize("key", CASE_KEYS, ids=_case_id)
+def test_family_satisfies_the_interface(key: tuple[str, Phase]) -> None:
+    name, phase = key
+    hardware_name, problem = FAMILY_CASES[key]
     hardware = get_hardware(hardware_name)
-    family = get_family(name, Phase.FORWARD, hardware)
+    family = get_family(name, phase, hardware)
     assert family.problem_violations(problem, hardware) == []
     # every user constraint switched on, so each has rules to state
     options = SolveOptions(kernel=name, max_smem=96 * 1024, min_blocks_per_sm=1)

@@ -264,7 +264,7 @@ def test_bad_tile_names_the_field(block_m: int, block_n: int, fields: set[str]) 
 
 def test_bad_kernel_and_phase_name_the_field() -> None:
     with pytest.raises(InvalidRequestError) as caught:
-        estimate_memory(seed(phase="backward"), 64, 64, kernel="cutlass")
+        estimate_memory(seed(phase="decode"), 64, 64, kernel="cutlass")
     assert {v.field for v in caught.value.violations} == {"kernel", "phase"}
 
 

@@ -343,6 +343,7 @@ def estimate_from_proto(response: pb.EstimateMemoryResponse) -> MemoryEstimate:
     data = _enums_to_solver(_to_dict(response, with_defaults=True))
     data["problem"] = _enums_to_solver(_to_dict(response.problem))
     data.setdefault("family_smem_bytes", None)
+    data.setdefault("dq_atomic_bytes", None)
     data["family_smem_note"] = response.family_smem_note or None
     data["roofline"] = (
         _to_dict(response.roofline, with_defaults=True) if response.HasField("roofline") else None

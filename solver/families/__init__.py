@@ -14,8 +14,10 @@ from ..problem import AttentionProblem, Phase
 from .ascend import AscendFlashAttention
 from .base import KernelFamily
 from .fa2 import FlashAttention2
+from .fa2_backward import FlashAttention2Backward
 from .fa3 import FlashAttention3
 from .triton import TritonFlashAttention
+from .triton_backward import TritonFlashAttentionBackward
 
 _REGISTRY: dict[tuple[str, Phase], KernelFamily] = {}
 # Named in DESIGN.md's contract but not modelled yet: asking for one says so.
@@ -36,6 +38,11 @@ def unregister(name: str, phase: Phase = Phase.FORWARD) -> None:
 def family_names() -> list[str]:
     """Registered family names, sorted."""
     return sorted({name for name, _ in _REGISTRY})
+
+
+def registrations() -> list[tuple[str, Phase]]:
+    """Every registered (name, phase), sorted."""
+    return sorted(_REGISTRY, key=lambda key: (key[0], key[1].value))
 
 
 def families_for(problem: AttentionProblem, hardware: HardwareSpec) -> list[str]:
@@ -74,24 +81,36 @@ def get_family(name: str | None, phase: Phase, hardware: HardwareSpec) -> Kernel
     family = _REGISTRY.get((chosen, phase))
     if family is not None:
         return family
+    runs_here = families_on(hardware, phase)
+    if name is None and runs_here:
+        # The device's default has no model of this phase (fa3 has no backward yet): the first
+        # registered family that has one and runs here stands in; the answer says so.
+        first = next(n for (n, p) in _REGISTRY if p is phase and n in runs_here)
+        return _REGISTRY[(first, phase)]
     if chosen in family_names():
         phases = sorted(p.value for n, p in _REGISTRY if n == chosen)
+        modelled = (
+            f"families with a {phase.value} model on {hardware.name}: {', '.join(runs_here)}"
+            if runs_here
+            else f"no family has a {phase.value} model on {hardware.name} yet"
+        )
         raise InvalidRequestError(
             [
                 FieldViolation(
                     "phase",
-                    f"phase {phase.value!r} is not modelled yet for kernel {chosen!r}; "
-                    f"allowed: {', '.join(phases)}",
+                    f"phase {phase.value!r} is not modelled yet for kernel {chosen!r} "
+                    f"(allowed for {chosen}: {', '.join(phases)}); {modelled}",
                 )
             ]
         )
-    runs_here = families_on(hardware, phase)
     if chosen in PLANNED_FAMILIES:
         detail = f"kernel family {chosen!r} is not modelled yet"
     else:
         detail = f"unknown kernel family {chosen!r}"
-    if runs_here:
+    if runs_here and phase is Phase.FORWARD:
         allowed = f"families that run on {hardware.name}: {', '.join(runs_here)}"
+    elif runs_here:
+        allowed = f"families with a {phase.value} model on {hardware.name}: {', '.join(runs_here)}"
     else:
         allowed = f"no family for {hardware.arch} devices such as {hardware.name} is modelled yet"
     raise InvalidRequestError([FieldViolation("kernel", f"{detail}; {allowed}")])
@@ -102,6 +121,8 @@ for _family in (
     TritonFlashAttention(),
     FlashAttention3(),
     AscendFlashAttention(),
+    FlashAttention2Backward(),
+    TritonFlashAttentionBackward(),
 ):
     register(_family)
 
@@ -114,5 +135,6 @@ __all__ = [
     "find_family",
     "get_family",
     "register",
+    "registrations",
     "unregister",
 ]

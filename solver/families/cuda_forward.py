@@ -18,6 +18,7 @@ parts (causal work, waves, L2 reuse, DRAM traffic, padding) come from `solver/co
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,6 +29,7 @@ from ..cost import (
     KERNEL_LAUNCH_US,
     LSE_BYTES_PER_ROW,
     Perf,
+    Waves,
     causal_iterations,
     forward_hbm_bytes,
     kv_reuse,
@@ -37,7 +39,7 @@ from ..cost import (
 from ..hardware import CudaDevice
 from ..problem import AttentionProblem
 from ..space import ConfigArrays, IntArray, Param, ceil_div
-from .base import FloatArray, pow2_range
+from .base import BoolArray, FloatArray, pow2_range
 from .cuda import CudaFamily, CudaResources, cuda_device
 
 if TYPE_CHECKING:
@@ -114,32 +116,19 @@ def _iteration_cycles(
         alu_ops = alu_ops + scores * DROPOUT_OPS_PER_SCORE
     alu = alu_ops / tp.fp32_ops_per_clk_per_sm
 
-    # Warps of one block run in lock-step (barriers every iteration): they reach the tensor
-    # cores and the softmax at the same time. Pipes overlap, and dependency latency hides,
-    # only across blocks: `streams` is the number of distinct blocks per warp scheduler.
-    warps_per_scheduler = blocks * warps / SUBPARTITIONS_PER_SM
-    active_fraction = np.minimum(1.0, warps_per_scheduler)
-    streams = np.maximum(
-        1.0, blocks * np.minimum(warps, SUBPARTITIONS_PER_SM) / SUBPARTITIONS_PER_SM
-    )
-    latency_exposed = 1.0 / streams
-    serial = 1.0 / (streams * family.pipe_overlap(cfg, device))
     issue = warps * ITERATION_FIXED_INSTRUCTIONS / SUBPARTITIONS_PER_SM
-    pipes = np.stack([tensor, smem, sfu, alu, issue])
-    busiest = pipes.max(axis=0)
-    rest = pipes.sum(axis=0) - busiest
     chain_cycles = (
         MMA_LATENCY_CYCLES * (d + bn) / MMA_K
         + SOFTMAX_CHAIN_CYCLES
         + BARRIERS_PER_ITERATION * tp.barrier_cycles
     )
-    chain = chain_cycles * latency_exposed
-    compute = (busiest + rest * serial) / active_fraction + chain
-
-    l2_share = _l2_bytes_per_clk_per_sm(device)
-    dram_share = _dram_bytes_per_clk(device) / tp.sm_count
-    transfer = kv_tile_bytes * ((1.0 - dram_miss) / l2_share + dram_miss / dram_share)
-    latency = (1.0 - dram_miss) * tp.l2_hit_latency_cycles + dram_miss * tp.dram_latency_cycles
+    compute, active_fraction = combine_pipes(
+        [tensor, smem, sfu, alu, issue],
+        warps,
+        blocks,
+        family.pipe_overlap(cfg, device),
+        chain_cycles,
+    )
     mask_extra = scores * MASK_OPS_PER_SCORE / tp.fp32_ops_per_clk_per_sm / active_fraction
     return _Iteration(
         compute=compute,
@@ -148,10 +137,55 @@ def _iteration_cycles(
         sfu=sfu,
         alu=alu,
         issue=issue,
-        tile_load=latency + transfer,
+        tile_load=tile_load_cycles(device, kv_tile_bytes, dram_miss),
         tile_bytes=kv_tile_bytes,
         mask_extra=mask_extra,
     )
+
+
+def combine_pipes(
+    pipes: Sequence[FloatArray],
+    warps: FloatArray,
+    blocks: FloatArray,
+    ilp: FloatArray,
+    chain_cycles: FloatArray | float,
+) -> tuple[FloatArray, FloatArray]:
+    """Cycles of one iteration of one block when `blocks` blocks of `warps` warps share the
+    SM (`C`, docs/model.md 5.1), and the fraction of the warp schedulers that have a warp.
+
+    Warps of one block run in lock-step (barriers every iteration): they reach the tensor
+    cores and the softmax at the same time. Pipes overlap, and dependency latency hides,
+    only across blocks: `streams` is the number of distinct blocks per warp scheduler. The
+    busiest pipe sets the pace; the others' remainder is divided by the streams times the
+    independent instruction streams (`ilp`) one warp interleaves; the dependent-latency
+    `chain_cycles` of one iteration hides behind the other streams.
+    """
+    warps_per_scheduler = blocks * warps / SUBPARTITIONS_PER_SM
+    active_fraction = np.minimum(1.0, warps_per_scheduler)
+    streams = np.maximum(
+        1.0, blocks * np.minimum(warps, SUBPARTITIONS_PER_SM) / SUBPARTITIONS_PER_SM
+    )
+    latency_exposed = 1.0 / streams
+    serial = 1.0 / (streams * ilp)
+    stacked = np.stack(pipes)
+    busiest = stacked.max(axis=0)
+    rest = stacked.sum(axis=0) - busiest
+    chain = chain_cycles * latency_exposed
+    compute = (busiest + rest * serial) / active_fraction + chain
+    return compute, active_fraction
+
+
+def tile_load_cycles(
+    device: CudaDevice, tile_bytes: FloatArray, dram_miss: FloatArray
+) -> FloatArray:
+    """Cycles to bring one streamed tile from L2 (or, for the `dram_miss` share, DRAM) into
+    the SM: the access latency plus the transfer at the SM's share of the bandwidth (`Lt`)."""
+    tp = device.throughput
+    l2_share = _l2_bytes_per_clk_per_sm(device)
+    dram_share = _dram_bytes_per_clk(device) / tp.sm_count
+    transfer = tile_bytes * ((1.0 - dram_miss) / l2_share + dram_miss / dram_share)
+    latency = (1.0 - dram_miss) * tp.l2_hit_latency_cycles + dram_miss * tp.dram_latency_cycles
+    return np.asarray(latency + transfer)
 
 
 def _l2_bytes_per_clk_per_sm(device: CudaDevice) -> float:
@@ -173,18 +207,28 @@ def _round_cycles(
     it: _Iteration, blocks: FloatArray, prefetch: IntArray, device: CudaDevice
 ) -> tuple[FloatArray, FloatArray]:
     """Cycles for each of `blocks` resident blocks to finish one iteration, and the overlap."""
-    l2_share = _l2_bytes_per_clk_per_sm(device)
     p = prefetch.astype(np.float64)
-    round_cycles = np.maximum.reduce(
-        [
-            blocks * it.compute,
-            (it.compute + it.tile_load) / (1.0 + p),
-            blocks * it.tile_bytes / l2_share,
-        ]
-    )
-    idle = np.maximum(0.0, round_cycles - blocks * it.compute)
-    overlap = np.clip(1.0 - idle / it.tile_load, 0.0, 1.0)
-    return round_cycles, overlap
+    serial = (it.compute + it.tile_load) / (1.0 + p)
+    return round_cycles(it.compute, serial, it.tile_bytes, it.tile_load, blocks, device)
+
+
+def round_cycles(
+    compute: FloatArray,
+    serial: FloatArray,
+    l2_bytes: FloatArray,
+    tile_load: FloatArray,
+    blocks: FloatArray,
+    device: CudaDevice,
+) -> tuple[FloatArray, FloatArray]:
+    """`W`: the SM time for each of `blocks` resident blocks to finish one iteration (their
+    compute, or one block's `serial` time of compute plus the load it cannot hide, or the
+    SM's share of L2 bandwidth for `l2_bytes` per block and iteration), and the share of
+    each tile load (`tile_load` cycles) that compute hides (docs/model.md 5.2)."""
+    l2_share = _l2_bytes_per_clk_per_sm(device)
+    cycles = np.maximum.reduce([blocks * compute, serial, blocks * l2_bytes / l2_share])
+    idle = np.maximum(0.0, cycles - blocks * compute)
+    overlap = np.clip(1.0 - idle / tile_load, 0.0, 1.0)
+    return cycles, overlap
 
 
 def tile_params(num_stages: Param) -> tuple[Param, ...]:
@@ -299,14 +343,12 @@ def _evaluate(
     diag_mean = diag_iters / n_m
     if problem.causal:
         work = heads_total * duration(total_iters, diag_iters, round_full)
-        mean_duration = work / ctas
         longest = duration(max_iters, np.minimum(diag_mean * 2, max_iters), round_last)
-        spread = work / slots + 0.5 * mean_duration
-        cycles = np.where(ctas > slots, np.maximum(spread, longest), longest)
+        cycles = makespan_cycles(True, ctas, slots, waves, work, longest, longest, longest)
     else:
         full = duration(mean_iters, diag_mean, round_full)
         last = duration(mean_iters, diag_mean, round_last)
-        cycles = (waves.count - 1) * full + last
+        cycles = makespan_cycles(False, ctas, slots, waves, full * ctas, last, full, last)
 
     dram_bound_cycles = hbm_bytes / _dram_bytes_per_clk(device)
     cycles = np.maximum(cycles, dram_bound_cycles)
@@ -365,23 +407,64 @@ def _bottlenecks(
     matrix_unit: str,
 ) -> list[str]:
     """The dominant cost of each candidate, in words used by the reasons."""
-    names = (
-        matrix_unit,
-        "shared-memory bandwidth",
-        "softmax exp (SFU)",
-        "FP32 softmax math",
-        "per-iteration overhead",
+    return bottleneck_words(
+        [it.tensor, it.smem, it.sfu, it.alu, it.issue],
+        (
+            matrix_unit,
+            "shared-memory bandwidth",
+            "softmax exp (SFU)",
+            "FP32 softmax math",
+            "per-iteration overhead",
+        ),
+        "K/V load latency",
+        round_cycles > blocks * it.compute * 1.0001,
+        cycles,
+        dram_bound,
+        waves,
     )
-    pipes = np.stack([it.tensor, it.smem, it.sfu, it.alu, it.issue])
-    busiest = pipes.argmax(axis=0)
-    out = []
-    for i in range(len(round_cycles)):
-        if dram_bound[i] >= cycles[i] * 0.999:
-            out.append("HBM bandwidth")
-        elif waves[i] < 0.5:
-            out.append("too few blocks to fill the SMs")
-        elif round_cycles[i] > blocks[i] * it.compute[i] * 1.0001:
-            out.append("K/V load latency")
-        else:
-            out.append(names[int(busiest[i])])
-    return out
+
+
+def makespan_cycles(
+    causal: bool,
+    ctas: IntArray,
+    slots: IntArray,
+    waves: Waves,
+    work: FloatArray,
+    longest: FloatArray,
+    full: FloatArray,
+    last: FloatArray,
+) -> FloatArray:
+    """Cycles until the last of `ctas` blocks ends on `slots` places (docs/model.md 5.3).
+
+    Causal (blocks of unequal length, scheduled dynamically): the longest block, or the total
+    `work` spread over the slots plus half a mean block (Graham's list-scheduling bound with
+    the expected ragged end), whichever is longer. Otherwise (equal blocks): full waves of
+    blocks lasting `full` and a last wave of blocks lasting `last` (fewer blocks share the SM
+    there)."""
+    if causal:
+        spread = work / slots + 0.5 * (work / ctas)
+        return np.asarray(np.where(ctas > slots, np.maximum(spread, longest), longest))
+    return np.asarray((waves.count - 1) * full + last)
+
+
+def bottleneck_words(
+    pipes: Sequence[FloatArray],
+    names: Sequence[str],
+    load_words: str,
+    load_bound: BoolArray,
+    cycles: FloatArray,
+    dram_bound: FloatArray,
+    waves: FloatArray,
+) -> list[str]:
+    """The dominant cost of each candidate in words: HBM bandwidth when the DRAM floor sets
+    the time, too few blocks under half a wave, `load_words` where a round has idle time
+    (`load_bound`), otherwise the name of the busiest pipe."""
+    busiest = np.stack(pipes).argmax(axis=0)
+    k = len(names)
+    words = np.array([*names, "HBM bandwidth", "too few blocks to fill the SMs", load_words])
+    code = np.where(
+        dram_bound >= cycles * 0.999,
+        k,
+        np.where(waves < 0.5, k + 1, np.where(load_bound, k + 2, busiest)),
+    )
+    return [str(word) for word in words[code]]

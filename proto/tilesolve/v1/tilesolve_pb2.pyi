@@ -647,7 +647,7 @@ class Roofline(_message.Message):
     def __init__(self, hardware: _Optional[str] = ..., peak_tflops: _Optional[float] = ..., peak_kind: _Optional[str] = ..., dram_bandwidth_gb_per_s: _Optional[float] = ..., ridge_point_flops_per_byte: _Optional[float] = ..., attainable_tflops: _Optional[float] = ..., attainable_tflops_tiled_no_l2: _Optional[float] = ..., attainable_tflops_naive: _Optional[float] = ..., bound: _Optional[str] = ...) -> None: ...
 
 class EstimateMemoryResponse(_message.Message):
-    __slots__ = ("score_matrix_bytes", "tiles_1d", "tiles_1d_kv", "score_tiles", "score_tile_bytes", "working_set_bytes", "family_smem_bytes", "family_smem_note", "materialization_ratio", "hbm_bytes_naive", "hbm_bytes_tiled", "hbm_bytes_tiled_l2", "flops", "arithmetic_intensity", "arithmetic_intensity_naive", "arithmetic_intensity_tiled_no_l2", "roofline", "problem", "block_m", "block_n", "kernel_enum", "kernel", "dtype_bytes", "family_resources", "family_parameters")
+    __slots__ = ("score_matrix_bytes", "tiles_1d", "tiles_1d_kv", "score_tiles", "score_tile_bytes", "working_set_bytes", "family_smem_bytes", "family_smem_note", "materialization_ratio", "hbm_bytes_naive", "hbm_bytes_tiled", "hbm_bytes_tiled_l2", "flops", "arithmetic_intensity", "arithmetic_intensity_naive", "arithmetic_intensity_tiled_no_l2", "roofline", "problem", "block_m", "block_n", "kernel_enum", "kernel", "dtype_bytes", "family_resources", "family_parameters", "saved_lse_bytes", "dq_atomic_bytes")
     class FamilyParametersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -680,6 +680,8 @@ class EstimateMemoryResponse(_message.Message):
     DTYPE_BYTES_FIELD_NUMBER: _ClassVar[int]
     FAMILY_RESOURCES_FIELD_NUMBER: _ClassVar[int]
     FAMILY_PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    SAVED_LSE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    DQ_ATOMIC_BYTES_FIELD_NUMBER: _ClassVar[int]
     score_matrix_bytes: float
     tiles_1d: int
     tiles_1d_kv: int
@@ -705,7 +707,9 @@ class EstimateMemoryResponse(_message.Message):
     dtype_bytes: int
     family_resources: _containers.RepeatedCompositeFieldContainer[ResourceUse]
     family_parameters: _containers.ScalarMap[str, int]
-    def __init__(self, score_matrix_bytes: _Optional[float] = ..., tiles_1d: _Optional[int] = ..., tiles_1d_kv: _Optional[int] = ..., score_tiles: _Optional[int] = ..., score_tile_bytes: _Optional[int] = ..., working_set_bytes: _Optional[int] = ..., family_smem_bytes: _Optional[int] = ..., family_smem_note: _Optional[str] = ..., materialization_ratio: _Optional[float] = ..., hbm_bytes_naive: _Optional[int] = ..., hbm_bytes_tiled: _Optional[int] = ..., hbm_bytes_tiled_l2: _Optional[int] = ..., flops: _Optional[float] = ..., arithmetic_intensity: _Optional[float] = ..., arithmetic_intensity_naive: _Optional[float] = ..., arithmetic_intensity_tiled_no_l2: _Optional[float] = ..., roofline: _Optional[_Union[Roofline, _Mapping]] = ..., problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., kernel_enum: _Optional[_Union[KernelFamily, str]] = ..., kernel: _Optional[str] = ..., dtype_bytes: _Optional[int] = ..., family_resources: _Optional[_Iterable[_Union[ResourceUse, _Mapping]]] = ..., family_parameters: _Optional[_Mapping[str, int]] = ...) -> None: ...
+    saved_lse_bytes: int
+    dq_atomic_bytes: int
+    def __init__(self, score_matrix_bytes: _Optional[float] = ..., tiles_1d: _Optional[int] = ..., tiles_1d_kv: _Optional[int] = ..., score_tiles: _Optional[int] = ..., score_tile_bytes: _Optional[int] = ..., working_set_bytes: _Optional[int] = ..., family_smem_bytes: _Optional[int] = ..., family_smem_note: _Optional[str] = ..., materialization_ratio: _Optional[float] = ..., hbm_bytes_naive: _Optional[int] = ..., hbm_bytes_tiled: _Optional[int] = ..., hbm_bytes_tiled_l2: _Optional[int] = ..., flops: _Optional[float] = ..., arithmetic_intensity: _Optional[float] = ..., arithmetic_intensity_naive: _Optional[float] = ..., arithmetic_intensity_tiled_no_l2: _Optional[float] = ..., roofline: _Optional[_Union[Roofline, _Mapping]] = ..., problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., kernel_enum: _Optional[_Union[KernelFamily, str]] = ..., kernel: _Optional[str] = ..., dtype_bytes: _Optional[int] = ..., family_resources: _Optional[_Iterable[_Union[ResourceUse, _Mapping]]] = ..., family_parameters: _Optional[_Mapping[str, int]] = ..., saved_lse_bytes: _Optional[int] = ..., dq_atomic_bytes: _Optional[int] = ...) -> None: ...
 
 class OccupancyRequest(_message.Message):
     __slots__ = ("hardware", "threads", "regs", "smem_bytes", "carveout_percent")
