@@ -142,33 +142,68 @@ def test_toy_family_over_grpc(toy: ToyFamily) -> None:
 
 # ---- every registered family satisfies the interface ----------------------------------------
 
-# A device and problem each family runs on (forward phase).
-FAMILY_CASES = {
-    "fa2": ("a100-80gb", AttentionProblem(batch=2, heads=8, seq_len=2050, head_dim=128)),
-    "triton": ("h100-sxm", AttentionProblem(batch=2, heads=8, seq_len=3000, head_dim=96)),
+# A device and problem each registration (family name, phase) runs on; a paged KV cache
+# (choose_page_size) for the families with a paged path, so that every constraint has rules.
+DECODE = Phase.DECODE
+FAMILY_CASES: dict[tuple[str, Phase], tuple[str, AttentionProblem, bool]] = {
+    ("fa2", Phase.FORWARD): (
+        "a100-80gb",
+        AttentionProblem(batch=2, heads=8, seq_len=2050, head_dim=128),
+        False,
+    ),
+    ("triton", Phase.FORWARD): (
+        "h100-sxm",
+        AttentionProblem(batch=2, heads=8, seq_len=3000, head_dim=96),
+        False,
+    ),
+    ("flashinfer", Phase.FORWARD): (
+        "a100-80gb",
+        AttentionProblem(batch=2, heads=8, kv_heads=2, seq_len=200, seq_len_kv=5000, head_dim=128),
+        True,
+    ),
+    ("fa2", DECODE): (
+        "h100-sxm",
+        AttentionProblem(
+            batch=3, heads=32, kv_heads=8, seq_len=1, seq_len_kv=9000, head_dim=128, phase=DECODE
+        ),
+        True,
+    ),
+    ("flashinfer", DECODE): (
+        "l4",
+        AttentionProblem(
+            batch=2, heads=16, kv_heads=4, seq_len=1, seq_len_kv=4100, head_dim=64, phase=DECODE
+        ),
+        True,
+    ),
 }
 
 
-@pytest.mark.parametrize("name", sorted(FAMILY_CASES))
-def test_built_in_families_are_registered(name: str) -> None:
+def _registrations() -> set[tuple[str, Phase]]:
+    return {(n, p) for n in family_names() for p in Phase if find_family(n, p) is not None}
+
+
+@pytest.mark.parametrize("key", sorted(FAMILY_CASES))
+def test_built_in_families_are_registered(key: tuple[str, Phase]) -> None:
+    name, phase = key
     assert name in family_names()
-    assert find_family(name, Phase.FORWARD) is not None
+    assert find_family(name, phase) is not None
 
 
 def test_every_registered_family_has_a_case() -> None:
-    assert set(family_names()) - {"toy"} == set(FAMILY_CASES)
+    assert {key for key in _registrations() if key[0] != "toy"} == set(FAMILY_CASES)
 
 
-@pytest.mark.parametrize("name", sorted(FAMILY_CASES))
-def test_family_satisfies_the_interface(name: str) -> None:
-    hardware_name, problem = FAMILY_CASES[name]
+@pytest.mark.parametrize("key", sorted(FAMILY_CASES))
+def test_family_satisfies_the_interface(key: tuple[str, Phase]) -> None:
+    name, phase = key
+    hardware_name, problem, paged = FAMILY_CASES[key]
     hardware = get_hardware(hardware_name)
-    family = get_family(name, Phase.FORWARD, hardware)
+    family = get_family(name, phase, hardware)
     assert family.problem_violations(problem, hardware) == []
     # every user constraint switched on, so each has rules to state
     options = SolveOptions(kernel=name, max_smem=96 * 1024, min_blocks_per_sm=1)
-    options = options.model_copy(update={"require_divisible": True})
-    params = family.params(problem, hardware)
+    options = options.model_copy(update={"require_divisible": True, "choose_page_size": paged})
+    params = family.request_params(problem, hardware, options)
     ev = evaluation(family, hardware, problem, options)
     # the declared parameters are the table's columns, and the table is their product
     assert ev.cfg.names == tuple(p.name for p in params)
@@ -197,7 +232,8 @@ def test_family_satisfies_the_interface(name: str) -> None:
     for values in table.perf.figures.values():
         assert np.all(np.isfinite(values))
     # a label names the common fields
-    assert family.label(ev.cfg.config(0)).startswith("16x16")
+    first = f"{ev.common['block_m'][0]}x{ev.common['block_n'][0]}"
+    assert family.label(ev.cfg.config(0)).startswith(first)
 
 
 def test_a_parameter_that_cannot_be_pinned_is_refused(toy: ToyFamily) -> None:

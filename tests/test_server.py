@@ -150,7 +150,7 @@ def test_inline_hardware_spec_is_solved(stub: pb_grpc.TileSolveServiceStub) -> N
         (pb.AttentionProblem(seq_len=-1, head_dim=128), "problem.seq_len"),
         (pb.AttentionProblem(seq_len=1 << 40, head_dim=128), "problem.seq_len"),
         (pb.AttentionProblem(seq_len=4096, head_dim=100), "problem.head_dim"),  # fa2's rule
-        (pb.AttentionProblem(seq_len=4096, head_dim=128, phase=pb.PHASE_DECODE), "problem.phase"),
+        (pb.AttentionProblem(seq_len=4096, head_dim=128, phase=pb.PHASE_DECODE), "problem.seq_len"),
         (pb.AttentionProblem(head_dim=128), "problem.seq_len"),  # required
     ],
 )

@@ -12,12 +12,12 @@ from ..errors import FieldViolation, InvalidRequestError
 from ..hardware import HardwareSpec
 from ..problem import AttentionProblem, Phase
 from .base import KernelFamily
-from .fa2 import FlashAttention2
-from .triton import TritonFlashAttention
+from .decode import FlashAttention2Decode, FlashAttention2SplitKv, TritonSplitKv
+from .flashinfer import FlashInfer, FlashInferDecode
 
 _REGISTRY: dict[tuple[str, Phase], KernelFamily] = {}
 # Named in DESIGN.md's contract but not modelled yet: asking for one says so.
-PLANNED_FAMILIES = ("fa3", "flashinfer", "ascend")
+PLANNED_FAMILIES = ("fa3", "ascend")
 
 
 def register(family: KernelFamily) -> KernelFamily:
@@ -43,6 +43,15 @@ def families_for(problem: AttentionProblem, hardware: HardwareSpec) -> list[str]
         for (name, phase), family in _REGISTRY.items()
         if phase is problem.phase and not family.problem_violations(problem, hardware)
     )
+
+
+def paged_kv_families(problem: AttentionProblem, hardware: HardwareSpec) -> list[str]:
+    """Names of the families that run `problem` on `hardware` and have a paged-KV path."""
+    return [
+        name
+        for name in families_for(problem, hardware)
+        if _REGISTRY[(name, problem.phase)].paged_kv_rule is not None
+    ]
 
 
 def find_family(name: str, phase: Phase = Phase.FORWARD) -> KernelFamily | None:
@@ -81,7 +90,14 @@ def get_family(name: str | None, phase: Phase, hardware: HardwareSpec) -> Kernel
     raise InvalidRequestError([FieldViolation("kernel", f"{detail}; {allowed}")])
 
 
-for _family in (FlashAttention2(), TritonFlashAttention()):
+for _family in (
+    FlashAttention2SplitKv(),
+    TritonSplitKv(),
+    FlashInfer(),
+    # decode (docs/model.md section 13)
+    FlashAttention2Decode(),
+    FlashInferDecode(),
+):
     register(_family)
 
 __all__ = [
@@ -91,6 +107,7 @@ __all__ = [
     "family_names",
     "find_family",
     "get_family",
+    "paged_kv_families",
     "register",
     "unregister",
 ]
