@@ -25,7 +25,6 @@ from .split_kv import (
     PageRule,
     SplitTiles,
     UnitRates,
-    fill_split_cap,
     num_splits_domain,
     page_param,
     paged_lookup_cycles,
@@ -89,37 +88,21 @@ class SplitKvMixin(FlashForwardFamily):
         return None
 
     def params(self, problem: AttentionProblem, hardware: HardwareSpec) -> tuple[Param, ...]:
-        return self._split_space(problem, hardware, pinned=False)
-
-    def _split_space(
-        self, problem: AttentionProblem, hardware: HardwareSpec, pinned: bool
-    ) -> tuple[Param, ...]:
-        """The tile parameters and, where declared, num_splits (its domain capped at the
-        fill of the device unless the request pins it) and pack_gqa."""
+        """The tile parameters and, where declared, num_splits and pack_gqa."""
         # the concrete family after the mixin in the MRO (fa2, triton, ...) defines params
         base = super().params(problem, hardware)  # type: ignore[safe-super]
         if not self.splits_declared(problem):
             return base
-        pack = self.pack_domain(problem)
         splits = self.split_domain(problem)
         if splits is None:
             common = self.common_fields(ConfigArrays.product(base))
-            max_block_m = int(common["block_m"].max())
-            cap = self.decode_rows_cap(problem)
-            if cap is not None:
-                max_block_m = min(max_block_m, cap)
-            fill = (
-                None
-                if pinned
-                else fill_split_cap(problem, hardware.compute_units, max_block_m, pack)
-            )
-            splits = num_splits_domain(problem, int(common["block_n"].min()), fill)
-        return base + split_params(problem, splits, pack)
+            splits = num_splits_domain(problem, int(common["block_n"].min()))
+        return base + split_params(problem, splits, self.pack_domain(problem))
 
     def request_params(
         self, problem: AttentionProblem, hardware: HardwareSpec, options: SolveOptions
     ) -> tuple[Param, ...]:
-        params = self._split_space(problem, hardware, "num_splits" in options.parameter_pins)
+        params = self.params(problem, hardware)
         if self.page_rule is None:
             return params
         page = page_param(self.name, self.page_rule, options)

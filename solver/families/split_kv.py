@@ -73,45 +73,16 @@ T = TypeVar("T")
 # ---- the decision variables -------------------------------------------------------------
 
 
-def num_splits_domain(
-    problem: AttentionProblem, min_block_n: int, fill_cap: int | None = None
-) -> tuple[int, ...]:
-    """Powers of two from 1 to min(128, the K/V tiles at the smallest block_n[, fill_cap]).
+def num_splits_domain(problem: AttentionProblem, min_block_n: int) -> tuple[int, ...]:
+    """Powers of two from 1 to min(128, the K/V tiles at the smallest block_n).
 
-    Powers of two: what a split count buys is the fill of the SMs (or AI cores), which moves
-    little between neighbouring counts; FA2's combine kernel is compiled per power-of-two
-    bucket anyway; and few values keep the space, and a cold CP-SAT solve, small. Without a
-    pin the domain also stops at `fill_cap` (`fill_split_cap`); a pinned count may be any of
-    the powers of two up to min(128, K/V tiles) (docs/model.md 13.2)."""
+    Powers of two: what a split count buys is the fill of the SMs (or AI cores) and, for
+    heads whose K/V does not fit in L2, the reuse of smaller ranges; neither moves much
+    between neighbouring counts, FA2's combine kernel is compiled per power-of-two bucket
+    anyway, and eight values keep the space, and a cold CP-SAT solve, small
+    (docs/model.md 13.2)."""
     tiles = ceil_div(problem.seq_len_kv_eff, min_block_n)
-    top = min(MAX_NUM_SPLITS, tiles)
-    if fill_cap is not None:
-        top = min(top, fill_cap)
-    return pow2_range(1, max(1, top))
-
-
-# The split domain stops where even the coarsest tiling puts this many blocks on every unit.
-FILL_BLOCKS_PER_UNIT = 2
-
-
-def fill_split_cap(
-    problem: AttentionProblem, units: int, max_block_m: int, pack: tuple[int, ...]
-) -> int:
-    """The first power of two S at which one split's fewest blocks (the largest block_m, the
-    packing that makes fewest blocks) times S give every unit FILL_BLOCKS_PER_UNIT blocks.
-    Beyond it a split only cuts work that already fills the device twice over into smaller
-    pieces, at the price of more partial output and a bigger combine."""
-    group = gqa_group(problem)
-    fewest = min(
-        problem.batch
-        * (problem.kv_heads_eff if p else problem.heads)
-        * ceil_div(problem.seq_len * (group if p else 1), max_block_m)
-        for p in pack
-    )
-    cap = 1
-    while cap * fewest < FILL_BLOCKS_PER_UNIT * units and cap < MAX_NUM_SPLITS:
-        cap *= 2
-    return cap
+    return pow2_range(1, max(1, min(MAX_NUM_SPLITS, tiles)))
 
 
 def decode_block_m_cap(problem: AttentionProblem, pack: tuple[int, ...]) -> int:
@@ -553,7 +524,6 @@ __all__ = [
     "combine_cost",
     "decode_block_m_cap",
     "decode_violations",
-    "fill_split_cap",
     "num_splits_domain",
     "page_param",
     "paged_lookup_cycles",
