@@ -70,7 +70,7 @@ def add_memory_parser(subparsers: Any) -> None:
     model = p.add_argument_group("kernel and hardware")
     model.add_argument(
         "--kernel",
-        choices=("fa2", "triton", "fa3", "ascend"),
+        choices=("fa2", "triton", "flashinfer", "fa3", "ascend"),
         help="family whose shared memory is reported beside the working set (default fa2)",
     )
     model.add_argument(

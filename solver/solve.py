@@ -21,9 +21,9 @@ from .hardware import CATALOG_VERSION, CudaDevice, HardwareSpec, get_hardware
 from .problem import AttentionProblem, Engine, SolveOptions
 from .validate import check_config, fresh_times_us, same_time
 
-MODEL_VERSION = (
-    "0.2.0"  # 0.2.0: family interface; achievable bandwidth, launch, iteration and window-L2 terms
-)
+# 0.2.0: family interface; achievable bandwidth, launch, iteration and window-L2 terms.
+# 0.3.0: decode and split-KV (num_splits, pack_gqa, page_size), the flashinfer family.
+MODEL_VERSION = "0.3.0"
 
 
 def resolve_hardware(hardware: str | HardwareSpec) -> HardwareSpec:
