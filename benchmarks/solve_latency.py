@@ -21,6 +21,10 @@ Separate groups, each with its own set fingerprint, are timed the same way and r
 the main set, which stays unchanged so that old figures remain comparable: Ascend problems
 (`build_ascend_cases`) and backward-pass problems (`build_backward_cases`: fa2 and triton,
 `phase="backward"`, against their own targets: median < 20 ms, p95 < 50 ms).
+
+A decode block (`build_decode_cases`, its own set and fingerprint) times the decode phase, where
+num_splits enlarges the space, against its own target: cold CP-SAT top-5 median under 20 ms and
+p95 under 50 ms.
 """
 
 from __future__ import annotations
@@ -40,7 +44,14 @@ from typing import Any
 
 import numpy as np
 
-from tilesolve.solver import AttentionProblem, SolveAnswer, SolveOptions, get_hardware, solve
+from tilesolve.solver import (
+    AttentionProblem,
+    Phase,
+    SolveAnswer,
+    SolveOptions,
+    get_hardware,
+    solve,
+)
 
 ENGINES = ("cpsat", "exhaustive")
 TOP_K = 5
@@ -49,6 +60,7 @@ TARGET_CPSAT_MEDIAN_MS = 20.0
 TARGET_FA3_P95_MS = 50.0
 TARGET_BACKWARD_MEDIAN_MS = 20.0
 TARGET_BACKWARD_P95_MS = 50.0
+TARGET_DECODE_P95_MS = 50.0
 
 # ---- the problem set ---------------------------------------------------------------------------
 # A fixed arithmetic rule (no random generator, so no dependence on a library's stream): problem
@@ -111,20 +123,22 @@ class Case:
     hardware: str
     kernel: str | None  # None: the hardware's default family
     problem: AttentionProblem
+    extra: tuple[tuple[str, Any], ...] = ()  # more SolveOptions fields (pins, page size)
 
     @property
     def family(self) -> str:
         return self.kernel or get_hardware(self.hardware).default_kernel
 
     def options(self, engine: str) -> SolveOptions:
-        return SolveOptions(engine=engine, top_k=TOP_K, kernel=self.kernel)
+        return SolveOptions(engine=engine, top_k=TOP_K, kernel=self.kernel, **dict(self.extra))
 
     def reproducer(self, engine: str) -> str:
         fields = self.problem.model_dump(mode="json", exclude_defaults=True)
         args = ", ".join(f"{k}={v!r}" for k, v in fields.items())
+        extra = "".join(f", {k}={v!r}" for k, v in self.extra)
         return (
             f"solve(AttentionProblem({args}), {self.hardware!r}, "
-            f"SolveOptions(engine={engine!r}, top_k={TOP_K}, kernel={self.kernel!r}))"
+            f"SolveOptions(engine={engine!r}, top_k={TOP_K}, kernel={self.kernel!r}{extra}))"
         )
 
 
@@ -255,8 +269,54 @@ def build_backward_cases() -> list[Case]:
     return cases
 
 
+# ---- the decode block ----------------------------------------------------------------------
+# Decode steps (1 to 8 query rows against a cache), fa2 and flashinfer, by the same kind of
+# fixed rule: batch 1 to 128, MHA and GQA, caches of 1k to 128k tokens, head dims 64 to 256,
+# a few with a paged cache (pinned or auto).
+
+DECODE_HARDWARE = ("a100-80gb", "h100-sxm", "h200", "l4", "rtx-4090", "a10", "l40s")
+DECODE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 3)
+DECODE_HEADS = ((32, 8), (32, None), (64, 8), (16, None), (28, 4), (48, 8), (32, 4))
+DECODE_KV = (1024, 4096, 8191, 32768, 131072, 16384, 2000)
+DECODE_ROWS = (1, 1, 1, 2, 4, 8, 1)
+DECODE_HEAD_DIMS = (128, 64, 128, 256, 128, 96)
+DECODE_PER_HARDWARE = 6
+
+
+def build_decode_cases() -> list[Case]:
+    """The fixed decode set (identical on every run)."""
+    cases: list[Case] = []
+    for h, hw in enumerate(DECODE_HARDWARE):
+        for j in range(DECODE_PER_HARDWARE):
+            i = h * DECODE_PER_HARDWARE + j
+            heads, kv_heads = DECODE_HEADS[(5 * i + 1) % len(DECODE_HEADS)]
+            seq_len_kv = DECODE_KV[(3 * i + 2) % len(DECODE_KV)]
+            problem = AttentionProblem(
+                batch=DECODE_BATCHES[(7 * i) % len(DECODE_BATCHES)],
+                heads=heads,
+                kv_heads=kv_heads,
+                seq_len=min(DECODE_ROWS[(2 * i + 1) % len(DECODE_ROWS)], seq_len_kv),
+                seq_len_kv=seq_len_kv,
+                head_dim=DECODE_HEAD_DIMS[(5 * i) % len(DECODE_HEAD_DIMS)],
+                dtype="bf16" if i % 3 == 1 else "fp16",
+                causal=i % 4 == 3,
+                phase="decode",
+            )
+            kernel = ("fa2", "flashinfer")[i % 2]
+            extra: tuple[tuple[str, Any], ...] = ()
+            if i % 7 == 5:
+                extra = (("choose_page_size", True),)
+            elif i % 7 == 6:
+                page = 256 if kernel == "fa2" else 16
+                extra = (("parameter_pins", {"page_size": page}),)
+            cases.append(Case(f"decode-{i:02d}", hw, kernel, problem, extra))
+    return cases
+
+
 def fingerprint(cases: list[Case]) -> str:
     doc = [[c.name, c.hardware, c.kernel, c.problem.model_dump(mode="json")] for c in cases]
+    if any(c.extra for c in cases):  # the forward set's fingerprint is unchanged
+        doc = [[*row, dict(c.extra)] for row, c in zip(doc, cases, strict=True)]
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -308,6 +368,11 @@ def warm_up() -> None:
         for kernel in ("fa2", "triton"):
             for engine in ENGINES:
                 solve(problem, "rtx-5090", SolveOptions(engine=engine, top_k=TOP_K, kernel=kernel))
+    step = AttentionProblem(batch=5, heads=20, seq_len=1, seq_len_kv=3333, head_dim=72)
+    step = step.model_copy(update={"phase": Phase.DECODE})
+    for kernel in ("fa2", "flashinfer"):
+        for engine in ENGINES:
+            solve(step, "rtx-5090", SolveOptions(engine=engine, top_k=TOP_K, kernel=kernel))
 
 
 def run(cases: list[Case], repeats: int, progress: bool) -> dict[str, dict[str, EngineRuns]]:
@@ -670,6 +735,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = build_cases()
     ascend = build_ascend_cases()
     backward = build_backward_cases()
+    decode_cases = build_decode_cases()
     warm_up()
     results = run(cases, args.repeats, progress=sys.stderr.isatty())
     ascend_results = run(ascend, args.repeats, progress=sys.stderr.isatty())
@@ -686,6 +752,11 @@ def main(argv: list[str] | None = None) -> int:
     stats = summary(cases, results)
     ascend_stats = summary(ascend, ascend_results)
     bwd_stats = summary(backward, bwd_results)
+    decode_results = run(decode_cases, args.repeats, progress=sys.stderr.isatty())
+    decode_disagreements = [
+        d for c in decode_cases if (d := disagreement(c, decode_results[c.name])) is not None
+    ]
+    decode_stats = summary(decode_cases, decode_results)
     if args.json:
         doc = to_json(ctx, cases, results, stats, disagreements)
         doc["ascend_group"] = to_json(
@@ -694,6 +765,13 @@ def main(argv: list[str] | None = None) -> int:
         doc["backward"] = to_json(ctx, backward, bwd_results, bwd_stats, bwd_disagreements)
         doc["backward"]["context"]["problem_set_sha256"] = fingerprint(backward)
         doc["backward"]["target_p95_ms"] = TARGET_BACKWARD_P95_MS
+        doc["decode"] = to_json(
+            context(decode_cases, args.repeats),
+            decode_cases,
+            decode_results,
+            decode_stats,
+            decode_disagreements,
+        )
         json.dump(doc, sys.stdout, indent=2)
         print()
     else:
@@ -710,7 +788,58 @@ def main(argv: list[str] | None = None) -> int:
             target=False,
         )
         print_backward_report(ctx, backward, bwd_results, bwd_stats, bwd_disagreements)
-    return 1 if disagreements or ascend_disagreements or bwd_disagreements else 0
+        print()
+        print_decode_report(decode_cases, decode_results, decode_stats, decode_disagreements)
+    failed = disagreements or ascend_disagreements or bwd_disagreements or decode_disagreements
+    return 1 if failed else 0
+
+
+def print_decode_report(
+    cases: list[Case],
+    results: dict[str, dict[str, EngineRuns]],
+    stats: dict[str, Any],
+    disagreements: list[str],
+) -> None:
+    """The decode block: its own set, the same columns, and the decode target."""
+    print(f"decode block: problems {len(cases)} (set {fingerprint(cases)}), same timing")
+    header = (
+        f"{'family':<10} {'spaces':>14} {'engine':<11} {'problems':>8} {'median ms':>10} "
+        f"{'p95 ms':>9} {'max ms':>9}"
+    )
+    print(header)
+    print("-" * len(header))
+    for group in ["all", *sorted(k for k in stats if k != "all")]:
+        g = stats[group]
+        sizes = g["space_sizes"]
+        space = f"{min(sizes)}-{max(sizes)}"
+        for engine in ENGINES:
+            w = g["engines"][engine]["wall"]
+            print(
+                f"{group:<10} {space:>14} {engine:<11} {g['engines'][engine]['problems']:>8} "
+                f"{w['median_ms']:>10.2f} {w['p95_ms']:>9.2f} {w['max_ms']:>9.2f}"
+            )
+    slowest = sorted(cases, key=lambda c: results[c.name]["cpsat"].median_wall_ms, reverse=True)
+    print("slowest decode cpsat problems (median wall ms: cpsat / exhaustive)")
+    for case in slowest[:5]:
+        r = results[case.name]
+        p = case.problem
+        print(
+            f"  {case.name:<10} {case.hardware:<10} {case.family:<10} "
+            f"{r['cpsat'].median_wall_ms:8.2f} / {r['exhaustive'].median_wall_ms:6.2f}  "
+            f"B={p.batch} H={p.heads}/{p.kv_heads_eff} Sq={p.seq_len} Sk={p.seq_len_kv} "
+            f"d={p.head_dim} feasible {r['cpsat'].feasible_count}/{r['cpsat'].search_space_size}"
+        )
+    agree = len(cases) - len(disagreements)
+    print(f"agreement: {agree}/{len(cases)} problems")
+    for line in disagreements:
+        print(f"  DISAGREE {line}")
+    w = stats["all"]["engines"]["cpsat"]["wall"]
+    met = w["median_ms"] < TARGET_CPSAT_MEDIAN_MS and w["p95_ms"] < TARGET_DECODE_P95_MS
+    print(
+        f"target: decode cold CP-SAT solve (top {TOP_K}) median < {TARGET_CPSAT_MEDIAN_MS:.0f} "
+        f"ms and p95 < {TARGET_DECODE_P95_MS:.0f} ms: {'met' if met else 'NOT met'} "
+        f"({w['median_ms']:.2f} ms, p95 {w['p95_ms']:.2f} ms)"
+    )
 
 
 if __name__ == "__main__":

@@ -76,9 +76,9 @@ def add_memory_parser(subparsers: Any) -> None:
     model = p.add_argument_group("kernel and hardware")
     model.add_argument(
         "--kernel",
-        choices=("fa2", "triton", "fa3", "ascend"),
-        help="family whose shared memory / buffers are reported beside the working set "
-        "(default fa2; on an Ascend device, its default family: ascend)",
+        metavar="NAME",
+        help="family whose shared memory / buffers are reported beside the working set, by its "
+        "registered name (default fa2; on an Ascend device, its default family: ascend)",
     )
     model.add_argument(
         "--hardware", metavar="NAME", help="catalog name or alias: adds the roofline"

@@ -70,7 +70,8 @@ def add_solve_parser(subparsers: Any) -> None:
     hw.add_argument(
         "--kernel",
         metavar="NAME",
-        help="kernel family by name, e.g. fa2 or triton (default: the hardware's default "
+        help="kernel family by name, e.g. fa2, triton or flashinfer (default: the hardware's "
+        "default "
         "kernel; an unknown name lists the families that run on the device)",
     )
     prob = p.add_argument_group("problem")
@@ -114,6 +115,18 @@ def add_solve_parser(subparsers: Any) -> None:
     rules.add_argument("--block-n", metavar="N", help="pin BLOCK_N")
     rules.add_argument("--num-warps", metavar="N", help="pin warps per block")
     rules.add_argument("--num-stages", metavar="N", help="pin K/V pipeline stages")
+    rules.add_argument(
+        "--num-splits",
+        metavar="N",
+        help="pin split-KV's num_splits (shorthand for --param num_splits=N; decode, and "
+        "forward with --seq-len-kv longer than --seq-len)",
+    )
+    rules.add_argument(
+        "--page-size",
+        metavar="N|auto",
+        help="paged KV cache: N keys per page (shorthand for --param page_size=N), or auto to "
+        "let the solver choose among the family's page sizes; absent: contiguous K/V",
+    )
     rules.add_argument("--max-smem", metavar="BYTES", help="cap on dynamic shared memory per block")
     rules.add_argument(
         "--min-blocks-per-sm", metavar="N", help="require this many resident blocks per SM"
@@ -195,6 +208,40 @@ def parameter_pins(given: list[str] | None) -> dict[str, int] | list[Violation]:
     return bad or pins
 
 
+def split_shorthands(
+    args: argparse.Namespace, pins: dict[str, int]
+) -> dict[str, bool] | list[Violation]:
+    """`--num-splits N` and `--page-size N` as pins (added to `pins`), `--page-size auto` as
+    the choose_page_size option; a shorthand that contradicts a --param is bad input. The
+    family judges the values (its domain, its page rule)."""
+    bad: list[Violation] = []
+    options: dict[str, bool] = {}
+    for flag, name in (("--num-splits", "num_splits"), ("--page-size", "page_size")):
+        text = getattr(args, name)
+        if text is None:
+            continue
+        text = text.strip()
+        if name == "page_size" and text.lower() == "auto":
+            options["choose_page_size"] = True
+            continue
+        try:
+            value = int(text)
+        except ValueError:
+            also = " or auto" if name == "page_size" else ""
+            bad.append(Violation(name, f"must be an integer{also}; got {text!r} ({flag})"))
+            continue
+        if pins.get(name, value) != value:
+            bad.append(
+                Violation(
+                    name,
+                    f"{flag} {value} contradicts --param {name}={pins[name]}; give one value",
+                )
+            )
+            continue
+        pins[name] = value
+    return bad or options
+
+
 def cmd_solve(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
@@ -218,7 +265,12 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if isinstance(pins, list):
         violations.extend(pins)
     else:
-        options_input["parameter_pins"] = pins
+        shorthand = split_shorthands(args, pins)
+        if isinstance(shorthand, list):
+            violations.extend(shorthand)
+        else:
+            options_input["parameter_pins"] = pins
+            options_input.update(shorthand)
     problem = options = None
     try:
         problem = AttentionProblem.model_validate(problem_input)

@@ -88,6 +88,13 @@ class Candidate(BaseModel):
     figures: dict[str, float] = Field(
         default_factory=dict, description="the family's own named figures"
     )
+    num_splits: int | None = Field(
+        None, description="split-KV: K/V ranges per (sequence, head); null: no split decision"
+    )
+    pack_gqa: bool | None = Field(
+        None, description="GQA query heads packed into one block's rows; null: not applicable"
+    )
+    page_size: int | None = Field(None, description="paged KV: keys per page; null: contiguous")
     reasons: list[str]
 
     @field_validator("parameters")

@@ -107,7 +107,7 @@ def evaluation(
 ) -> Evaluation:
     """The request's space (the whole product of the domains unless `cfg` is given), with
     resolved pins and resources."""
-    params = family.params(problem, hardware)
+    params = family.request_params(problem, hardware, options)
     if cfg is None:
         cfg = ConfigArrays.product(params)
     common = family.common_fields(cfg)

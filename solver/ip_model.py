@@ -1,23 +1,27 @@
 """The integer program, solved with OR-Tools CP-SAT.
 
-Variables: `tile`, the index of the chosen configuration among the family's legal ones (the
+Variable: `tile`, the index of the chosen configuration among the family's legal ones (the
 configurations that satisfy every legality constraint: the shapes its instructions can tile,
 a legal thread count; those rules define the domain, and the funnel and the validator still
-count and check them); then one variable per column that a constraint's rules compare (a
-pinned parameter, `smem_bytes`, `spill_regs`, `blocks_per_sm`, Ascend's buffer sizes, ...) and
-`time_ns`, the modelled kernel time in whole nanoseconds. Element constraints tie each of them
-to `tile` through the candidate table's columns; the legal configurations are indexed in
-ranking order (time, then the fixed tie-break order). Each constraint object's rules are then
-plain comparisons of single variables. Ranking solves them as they are; when the first solve
-proves the model infeasible, a second model guards each constraint with its own enforcement
-literal, passed as an assumption, so that CP-SAT names the constraints that conflict
-(assumptions cost about 2 ms a solve, so only an infeasible request pays for them).
+count and check them), indexed in ranking order (modelled time, then the fixed tie-break
+order). Each rule of a constraint object compares one column of the candidate table (a pinned
+parameter, `smem_bytes`, `spill_regs`, `blocks_per_sm`, Ascend's buffer sizes, ...) with a
+bound; `column[tile] <= bound` is stated exactly as the set of tile indices whose row
+satisfies it: a domain constraint on `tile` (rules of several constraints that read the same
+column read the same values). Ranking solves them as they are; when the first solve proves
+the model infeasible, a second model guards each constraint with its own enforcement literal,
+passed as an assumption, so that CP-SAT names the constraints that conflict.
 
-The objective is `time_ns`. The search tries tiles in index order, so among equal times the
-first in the tie-break order is found first: CP-SAT and the exhaustive engine rank alike.
-Top-k: solve, require a later tile index than the last winner, solve again. One worker, a
-fixed seed and the fixed search make every run identical. `ortools` is imported by this module
-only, and `solve` imports this module only for a CP-SAT solve, so other commands never load it.
+The objective is the ranking position `tile` itself: the rows are sorted by `time_ns` (the
+modelled time in whole nanoseconds) and then the tie-break order, so the smallest feasible
+`tile` is the fastest configuration, equal times in the tie-break order, as the exhaustive
+engine ranks them. (An element variable per column, with `time_ns` as the objective, states
+the same program; it cost about 10 us per legal configuration and solve in CP-SAT's model
+loading, 25-40 ms for the decode spaces of 200-700 legal configurations, against under 1 ms
+for the domain form.) The search tries tiles in index order. Top-k: solve, require a later
+tile index than the last winner, solve again. One worker, a fixed seed and the fixed search
+make every run identical. `ortools` is imported by this module only, and `solve` imports this
+module only for a CP-SAT solve, so other commands never load it.
 """
 
 from __future__ import annotations
@@ -61,29 +65,24 @@ class TileProgram:
         self.rows = [int(i) for i in legal_rows[by_key]]
         # tile = j selects table row rows[j]; rows are sorted by the objective key.
         self.tile = self.model.new_int_var(0, max(len(self.rows) - 1, 0), "tile")
-        self.var: dict[str, Any] = {}
+        # The columns the rules compare, by variable name, at the legal rows in tile order.
+        self.columns: dict[str, np.ndarray[Any, Any]] = {}
         self.enforce: dict[str, Any] = {}
         self._add_constraints()
-        time_ns = self._element("time_ns", table.time_ns)
-        self.model.minimize(time_ns)
+        # The rows are in ranking order (time_ns, then the tie-break): the smallest feasible
+        # tile is the optimum.
+        self.model.minimize(self.tile)
         # Try tiles in ranking order: the first solution found is the optimum.
         self.model.add_decision_strategy(
             [self.tile], cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE
         )
 
-    def _element(self, name: str, column: np.ndarray[Any, Any]) -> Any:
-        """A variable equal to `column` at the chosen tile's table row (one per name: rules
-        of several constraints that read the same column share it)."""
-        if name in self.var:
-            return self.var[name]
-        values = [int(column[i]) for i in self.rows] or [0]
-        var = self.model.new_int_var_from_domain(
-            self._cp.Domain.from_values(sorted(set(values))), name
-        )
-        if self.rows:
-            self.model.add_element(self.tile, values, var)
-        self.var[name] = var
-        return var
+    def _column(self, name: str, column: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """`column` at the legal rows in tile order (one per name: rules of several
+        constraints that read the same column share it)."""
+        if name not in self.columns:
+            self.columns[name] = np.asarray(column)[np.asarray(self.rows, dtype=np.int64)]
+        return self.columns[name]
 
     def _literal(self, name: str) -> list[Any]:
         """The enforcement literals for constraint `name`: its own literal, or none."""
@@ -94,8 +93,8 @@ class TileProgram:
         return [literal]
 
     def _add_constraints(self) -> None:
-        """Every non-legality constraint's rules, as comparisons of element variables
-        (legality rules already define the domain of `tile`)."""
+        """Every non-legality constraint's rules, each as the tile indices whose row satisfies
+        `column op bound` (legality rules already define the domain of `tile`)."""
         for constraint in self.table.constraints:
             if constraint.kind is ConstraintKind.LEGALITY:
                 continue
@@ -104,13 +103,17 @@ class TileProgram:
                 continue
             literal = self._literal(constraint.name)
             for rule in rules:
-                var = self._element(rule.variable, rule.column)
+                values = self._column(rule.variable, rule.column)
                 if rule.op == "<=":
-                    self.model.add(var <= rule.bound).only_enforce_if(literal)
+                    holds = values <= rule.bound
                 elif rule.op == ">=":
-                    self.model.add(var >= rule.bound).only_enforce_if(literal)
+                    holds = values >= rule.bound
                 else:
-                    self.model.add(var == rule.bound).only_enforce_if(literal)
+                    holds = values == rule.bound
+                allowed = self._cp.Domain.from_values([int(j) for j in np.flatnonzero(holds)])
+                self.model.add_linear_expression_in_domain(self.tile, allowed).only_enforce_if(
+                    literal
+                )
 
     def _solver(self, time_limit_s: float) -> Any:
         """One worker, a fixed seed, and the fixed smallest-time-first search.

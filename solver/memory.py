@@ -289,7 +289,7 @@ def _family_figures(
     resources at the fastest fitting choice of its other parameters."""
     family = find_family(kernel, problem.phase)
     if family is None:
-        return None, f"kernel family {kernel!r} is not modelled yet", [], {}
+        return None, f"kernel family {kernel!r} has no {problem.phase.value} model yet", [], {}
     reference = hardware
     if reference is None:
         reference = get_hardware(

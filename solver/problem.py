@@ -176,6 +176,11 @@ class SolveOptions(BaseModel):
         None, ge=1, le=64, description="require at least this many resident blocks per SM"
     )
     time_limit_s: float = Field(10.0, gt=0, le=600, description="CP-SAT wall-clock limit")
+    choose_page_size: bool = Field(
+        False,
+        description="paged KV cache with the page size as a decision (--page-size auto); "
+        "a pin `parameter_pins.page_size` fixes it instead; neither: contiguous K/V",
+    )
 
     @field_validator("parameter_pins")
     @classmethod

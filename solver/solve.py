@@ -15,7 +15,8 @@ from .errors import (
 )
 from .exhaustive import solve_exhaustive
 from .explain import binding_constraints, funnel, infeasibility, notes, reasons
-from .families import families_for, get_family
+from .families import families_for, get_family, paged_kv_families
+from .families.split_kv import paging_requested, split_fields
 from .hardware import CATALOG_VERSION, CudaDevice, HardwareSpec, get_hardware
 from .problem import AttentionProblem, Engine, SolveOptions
 from .validate import check_config, fresh_times_us, same_time
@@ -24,7 +25,8 @@ from .validate import check_config, fresh_times_us, same_time
 # 0.3.0: the ascend family (CUDA answers unchanged).
 # 0.4.0: the fa3 family, the default on compute capability 9.0.
 # 0.5.0: the backward pass (fa2 and triton backward families); forward answers unchanged.
-MODEL_VERSION = "0.5.0"
+# 0.6.0: decode and split-KV (num_splits, pack_gqa, page_size), the flashinfer family.
+MODEL_VERSION = "0.6.0"
 
 
 def resolve_hardware(hardware: str | HardwareSpec) -> HardwareSpec:
@@ -50,9 +52,21 @@ def prepare(
                 f"got {options.min_blocks_per_sm}",
             )
         )
+    if family.paged_kv_rule is None and paging_requested(options):
+        violations.append(_no_paged_path(family.name, problem, spec, options))
     if violations:
         raise InvalidRequestError(_with_alternatives(violations, problem, spec))
     return build_table(family, spec, problem, options)
+
+
+def _no_paged_path(
+    name: str, problem: AttentionProblem, spec: HardwareSpec, options: SolveOptions
+) -> FieldViolation:
+    """--page-size (a pin or auto) for a family without a paged-KV path."""
+    paged = paged_kv_families(problem, spec)
+    which = f"families with one here: {', '.join(paged)}" if paged else "no family here has one"
+    field = "parameter_pins" if "page_size" in options.parameter_pins else "choose_page_size"
+    return FieldViolation(field, f"page_size: kernel {name!r} has no paged-KV path; {which}")
 
 
 def _with_alternatives(
@@ -74,10 +88,12 @@ def _with_alternatives(
 def _candidate(table: CandidateTable, i: int, rank: int, winner: int) -> Candidate:
     perf = table.perf
     common = {name: int(column[i]) for name, column in table.common.items()}
+    parameters = table.cfg.config(i).as_dict()
     return Candidate(
         rank=rank,
         **common,
-        parameters=table.cfg.config(i).as_dict(),
+        parameters=parameters,
+        **split_fields(parameters),
         resources=[
             ResourceUse(name=u.name, used=u.used, capacity=u.capacity, unit=u.unit)
             for u in table.res.uses(i)

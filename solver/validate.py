@@ -27,7 +27,7 @@ def check_config(
 ) -> list[str]:
     """Every rule `config` breaks, as '<constraint>: <why>' (empty when it is feasible)."""
     problems: list[str] = []
-    params = family.params(problem, hardware)
+    params = family.request_params(problem, hardware, options)
     values = config.as_dict()
     for param in params:
         if values.get(param.name) not in param.domain:
@@ -59,7 +59,7 @@ def fresh_times_us(
     """The modelled time of each configuration, evaluated apart from the table (us)."""
     if not configs:
         return []
-    names = [p.name for p in family.params(problem, hardware)]
+    names = [p.name for p in family.request_params(problem, hardware, options)]
     cfg = ConfigArrays.from_configs(names, configs)
     perf = family.evaluate(evaluation(family, hardware, problem, options, cfg))
     return [float(t) for t in perf.time_us]

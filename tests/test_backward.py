@@ -374,7 +374,7 @@ def test_phase_both_exits_with_the_worse_code(capsys: pytest.CaptureFixture[str]
         (["--phase", "both", "--kernel", "triton", "--dropout"], "dropout", "backward pass"),
         (["--phase", "decode", "--phase", "backward"], "phase", "decode has no backward pass"),
         (["--phase", "both", "--phase", "decode"], "phase", "decode has no backward pass"),
-        (["--phase", "decode"], "phase", "not modelled yet"),
+        (["--phase", "decode"], "seq_len", "1 to 64 query rows"),
         (["--phase", "backward", "--num-warps", "4"], "num_warps", "allowed: 8"),
         (["--phase", "backward", "--kernel", "triton", "--dtype", "fp8"], "dtype", "fp16"),
         (["--phase", "backward", "--param", "is_v_in_regs=2"], "param", "allowed: 0, 1"),

@@ -249,7 +249,7 @@ def test_pins_are_honoured(capsys: pytest.CaptureFixture[str]) -> None:
         (["--time-limit", "soon"], "time_limit_s"),
         (["--max-smem", "-1"], "max_smem"),
         (["--kernel", "fa3"], "kernel"),
-        (["--phase", "decode"], "phase"),
+        (["--phase", "decode"], "seq_len"),  # decode: 1 to 64 query rows
         (["--hardware", "ascend-910b", "--dtype", "fp8"], "dtype"),
         (["--hardware", "ascend-910", "--dtype", "bf16"], "dtype"),
         (["--hardware", "ascend-910b", "--head-dim", "1000"], "head_dim"),
@@ -724,9 +724,9 @@ def test_answer_echoes_the_resolved_problem(capsys: pytest.CaptureFixture[str]) 
     ("flags", "field", "names"),
     [
         (("--hardware", "h100", "--kernel", "fa2", "--dtype", "fp8"), "dtype", "triton"),
-        (("--hardware", "a100", "--kernel", "ascend"), "kernel", "fa2, triton"),
+        (("--hardware", "a100", "--kernel", "ascend"), "kernel", "fa2, flashinfer, triton"),
         (("--hardware", "t4", "--kernel", "fa2"), "kernel", "triton"),
-        (("--hardware", "a100", "--kernel", "nosuch"), "kernel", "fa2, triton"),
+        (("--hardware", "a100", "--kernel", "nosuch"), "kernel", "fa2, flashinfer, triton"),
     ],
 )
 def test_a_refused_family_names_the_families_that_run_here(

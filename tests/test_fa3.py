@@ -314,10 +314,10 @@ def test_an_infeasible_fa3_request_explains_itself() -> None:
 @pytest.mark.parametrize(
     ("hardware", "runs_there"),
     [
-        ("a100-80gb", "fa2, triton"),
-        ("rtx-4090", "fa2, triton"),
-        ("b200", "fa2, triton"),
-        ("rtx-5090", "fa2, triton"),
+        ("a100-80gb", "fa2, flashinfer, triton"),
+        ("rtx-4090", "fa2, flashinfer, triton"),
+        ("b200", "fa2, flashinfer, triton"),
+        ("rtx-5090", "fa2, flashinfer, triton"),
         ("t4", "triton"),
     ],
 )

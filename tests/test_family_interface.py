@@ -142,31 +142,58 @@ def test_toy_family_over_grpc(toy: ToyFamily) -> None:
 
 # ---- every registered family satisfies the interface ----------------------------------------
 
-# A device and problem each registration runs, keyed by (name, phase).
-FAMILY_CASES = {
+# A device and problem each registration (family name, phase) runs on; a paged KV cache
+# (choose_page_size) for the families with a paged path, so that every constraint has rules.
+DECODE = Phase.DECODE
+FAMILY_CASES: dict[tuple[str, Phase], tuple[str, AttentionProblem, bool]] = {
     ("fa2", Phase.FORWARD): (
         "a100-80gb",
         AttentionProblem(batch=2, heads=8, seq_len=2050, head_dim=128),
+        False,
     ),
     ("triton", Phase.FORWARD): (
         "h100-sxm",
         AttentionProblem(batch=2, heads=8, seq_len=3000, head_dim=96),
+        False,
     ),
     ("fa2", Phase.BACKWARD): (
         "a100-80gb",
         AttentionProblem(batch=2, heads=8, seq_len=2050, head_dim=128, phase="backward"),
+        False,
     ),
     ("triton", Phase.BACKWARD): (
         "h100-sxm",
         AttentionProblem(batch=2, heads=8, seq_len=3000, head_dim=96, phase="backward"),
+        False,
     ),
     ("ascend", Phase.FORWARD): (
         "ascend-910b",
         AttentionProblem(batch=2, heads=8, seq_len=2050, head_dim=256),
+        False,
     ),
     ("fa3", Phase.FORWARD): (
         "h100-sxm",
         AttentionProblem(batch=2, heads=8, seq_len=3000, head_dim=128),
+        False,
+    ),
+    ("flashinfer", Phase.FORWARD): (
+        "a100-80gb",
+        AttentionProblem(batch=2, heads=8, kv_heads=2, seq_len=200, seq_len_kv=5000, head_dim=128),
+        True,
+    ),
+    ("fa2", DECODE): (
+        "h100-sxm",
+        AttentionProblem(
+            batch=3, heads=32, kv_heads=8, seq_len=1, seq_len_kv=9000, head_dim=128, phase=DECODE
+        ),
+        True,
+    ),
+    ("flashinfer", DECODE): (
+        "l4",
+        AttentionProblem(
+            batch=2, heads=16, kv_heads=4, seq_len=1, seq_len_kv=4100, head_dim=64, phase=DECODE
+        ),
+        True,
     ),
 }
 CASE_KEYS = sorted(FAMILY_CASES, key=lambda key: (key[0], key[1].value))
@@ -191,14 +218,14 @@ def test_every_registered_family_has_a_case() -> None:
 @pytest.mark.parametrize("key", CASE_KEYS, ids=_case_id)
 def test_family_satisfies_the_interface(key: tuple[str, Phase]) -> None:
     name, phase = key
-    hardware_name, problem = FAMILY_CASES[key]
+    hardware_name, problem, paged = FAMILY_CASES[key]
     hardware = get_hardware(hardware_name)
     family = get_family(name, phase, hardware)
     assert family.problem_violations(problem, hardware) == []
     # every user constraint switched on, so each has rules to state
     options = SolveOptions(kernel=name, max_smem=96 * 1024, min_blocks_per_sm=1)
-    options = options.model_copy(update={"require_divisible": True})
-    params = family.params(problem, hardware)
+    options = options.model_copy(update={"require_divisible": True, "choose_page_size": paged})
+    params = family.request_params(problem, hardware, options)
     ev = evaluation(family, hardware, problem, options)
     # the declared parameters are the table's columns, and the table is their product
     assert ev.cfg.names == tuple(p.name for p in params)

@@ -30,9 +30,19 @@ def test_rules_reading_one_column_share_one_variable() -> None:
     table = _table(SolveOptions(max_smem=64 * 1024, block_m=128))
     program = TileProgram(table)  # type: ignore[arg-type]
     # shared_memory and max_smem both compare smem_bytes; pins compares block_m
-    assert {"smem_bytes", "spill_regs", "blocks_per_sm", "block_m"} <= set(program.var)
-    assert "remainder" not in program.var  # divisibility not asked for: no variable
-    assert "time_ns" in program.var
+    assert {"smem_bytes", "spill_regs", "blocks_per_sm", "block_m"} <= set(program.columns)
+    assert "remainder" not in program.columns  # divisibility not asked for: no variable
+    rows = np.asarray(program.rows)
+    assert list(program.columns["smem_bytes"]) == list(table.res.smem_bytes[rows])  # type: ignore[attr-defined]
+
+
+def test_the_objective_is_the_ranking_position() -> None:
+    """Rows are in time_ns order (then the tie-break), so minimising the tile index is
+    minimising the modelled time."""
+    table = _table(SolveOptions())
+    program = TileProgram(table)  # type: ignore[arg-type]
+    times = [int(table.time_ns[i]) for i in program.rows]  # type: ignore[attr-defined]
+    assert times == sorted(times)
 
 
 def test_top_k_equals_the_exhaustive_ranking() -> None:

@@ -150,7 +150,7 @@ def test_inline_hardware_spec_is_solved(stub: pb_grpc.TileSolveServiceStub) -> N
         (pb.AttentionProblem(seq_len=-1, head_dim=128), "problem.seq_len"),
         (pb.AttentionProblem(seq_len=1 << 40, head_dim=128), "problem.seq_len"),
         (pb.AttentionProblem(seq_len=4096, head_dim=100), "problem.head_dim"),  # fa2's rule
-        (pb.AttentionProblem(seq_len=4096, head_dim=128, phase=pb.PHASE_DECODE), "problem.phase"),
+        (pb.AttentionProblem(seq_len=4096, head_dim=128, phase=pb.PHASE_DECODE), "problem.seq_len"),
         (pb.AttentionProblem(head_dim=128), "problem.seq_len"),  # required
     ],
 )
@@ -573,9 +573,12 @@ def test_sigterm_finishes_calls_in_flight_then_exits_0() -> None:
             outcomes: list[tuple[str, float]] = []
 
             def one(seq_len: int) -> None:
-                triton = pb.SolveOptions(kernel="triton", top_k=10)
+                # heavy enough to be in flight at the signal: triton against a longer K/V
+                # (5,000 configurations with split-KV), 100 ranks
+                triton = pb.SolveOptions(kernel="triton", top_k=100)
+                longer = {"seq_len": seq_len, "seq_len_kv": 4 * seq_len}
                 try:
-                    response = stub.Solve(request(options=triton, seq_len=seq_len), timeout=60)
+                    response = stub.Solve(request(options=triton, **longer), timeout=60)
                     outcomes.append(("OK" if response.candidates else "EMPTY", time.monotonic()))
                 except grpc.RpcError as exc:
                     outcomes.append((exc.code().name, time.monotonic()))

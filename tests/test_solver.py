@@ -61,7 +61,7 @@ def test_unknown_hardware_lists_the_known_names() -> None:
         ({"head_dim": 300}, {}, "head_dim"),
         ({"head_dim": 100}, {}, "head_dim"),  # fa2: multiple of 8 only
         ({"dtype": "fp8"}, {}, "dtype"),
-        ({"phase": "decode"}, {}, "phase"),
+        ({"phase": "decode"}, {}, "seq_len"),  # decode: 1 to 64 query rows
         ({"head_dim_v": 64}, {}, "head_dim_v"),
         ({}, {"kernel": "fa3"}, "kernel"),
     ],

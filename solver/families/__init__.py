@@ -13,15 +13,15 @@ from ..hardware import HardwareSpec
 from ..problem import AttentionProblem, Phase
 from .ascend import AscendFlashAttention
 from .base import KernelFamily
-from .fa2 import FlashAttention2
+from .decode import FlashAttention2Decode, FlashAttention2SplitKv, TritonSplitKv
 from .fa2_backward import FlashAttention2Backward
 from .fa3 import FlashAttention3
-from .triton import TritonFlashAttention
+from .flashinfer import FlashInfer, FlashInferDecode
 from .triton_backward import TritonFlashAttentionBackward
 
 _REGISTRY: dict[tuple[str, Phase], KernelFamily] = {}
-# Named in DESIGN.md's contract but not modelled yet: asking for one says so.
-PLANNED_FAMILIES = ("flashinfer",)
+# Named in DESIGN.md's contract but not modelled yet: asking for one says so (none left).
+PLANNED_FAMILIES: tuple[str, ...] = ()
 
 
 def register(family: KernelFamily) -> KernelFamily:
@@ -68,6 +68,15 @@ def families_on(hardware: HardwareSpec, phase: Phase = Phase.FORWARD) -> list[st
             v.field == "kernel" for v in KernelFamily.problem_violations(family, probe, hardware)
         )
     )
+
+
+def paged_kv_families(problem: AttentionProblem, hardware: HardwareSpec) -> list[str]:
+    """Names of the families that run `problem` on `hardware` and have a paged-KV path."""
+    return [
+        name
+        for name in families_for(problem, hardware)
+        if _REGISTRY[(name, problem.phase)].paged_kv_rule is not None
+    ]
 
 
 def find_family(name: str, phase: Phase = Phase.FORWARD) -> KernelFamily | None:
@@ -117,12 +126,16 @@ def get_family(name: str | None, phase: Phase, hardware: HardwareSpec) -> Kernel
 
 
 for _family in (
-    FlashAttention2(),
-    TritonFlashAttention(),
+    FlashAttention2SplitKv(),
+    TritonSplitKv(),
+    FlashInfer(),
     FlashAttention3(),
     AscendFlashAttention(),
     FlashAttention2Backward(),
     TritonFlashAttentionBackward(),
+    # decode (docs/model.md section 13)
+    FlashAttention2Decode(),
+    FlashInferDecode(),
 ):
     register(_family)
 
@@ -134,6 +147,7 @@ __all__ = [
     "family_names",
     "find_family",
     "get_family",
+    "paged_kv_families",
     "register",
     "registrations",
     "unregister",

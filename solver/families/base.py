@@ -63,6 +63,9 @@ class KernelFamily(ABC):
     phase: ClassVar[Phase] = Phase.FORWARD
     device_kind: ClassVar[str]  # the `arch` of the devices it runs on ("cuda", "ascend", ...)
     summary: ClassVar[str]
+    # The page sizes the family's paged-KV path takes, in words (None: it has none, and a
+    # request for a paged cache is invalid input naming the families that have one).
+    paged_kv_rule: ClassVar[str | None] = None
 
     # ---- the problem ---------------------------------------------------------------------
     def problem_violations(
@@ -90,6 +93,15 @@ class KernelFamily(ABC):
     @abstractmethod
     def params(self, problem: AttentionProblem, hardware: HardwareSpec) -> tuple[Param, ...]:
         """The decision variables and their domains for this problem on this hardware."""
+
+    def request_params(
+        self, problem: AttentionProblem, hardware: HardwareSpec, options: SolveOptions
+    ) -> tuple[Param, ...]:
+        """The decision variables of one request: `params`, plus any that the request's options
+        add (a paged KV cache's page size, `families/split_kv.py`). The candidate table and
+        the validator read this; a family whose space does not depend on the options keeps
+        the default."""
+        return self.params(problem, hardware)
 
     def common_fields(self, cfg: ConfigArrays) -> dict[str, IntArray]:
         """The common tile fields (block_m, block_n, num_warps, num_stages) this family has,

@@ -68,6 +68,22 @@ ITERATION_FIXED_INSTRUCTIONS = 40
 
 
 @dataclass(frozen=True)
+class KernelExtras:
+    """Costs a family adds to the FlashAttention forward loop; all zero for fa2 and triton, so
+    their results are unchanged. A split-KV or paged family adds page-table lookups to each
+    tile load; flashinfer adds the Q re-reads of warps laid out along KV and the merge of their
+    softmax states (docs/model.md, sections 13 and 14)."""
+
+    smem_bytes_per_iteration: FloatArray | float = 0.0  # extra shared-memory traffic
+    tile_load_cycles: FloatArray | float = 0.0  # extra latency on each K/V tile load
+    epilogue_cycles: FloatArray | float = 0.0  # extra cycles once per block, at its end
+    chain_cycles: FloatArray | float = 0.0  # change to one iteration's dependent-latency chain
+
+
+NO_EXTRAS = KernelExtras()
+
+
+@dataclass(frozen=True)
 class _Iteration:
     """Cycle counts of one K/V iteration of one block (arrays over candidates)."""
 
@@ -90,6 +106,7 @@ def _iteration_cycles(
     resident_blocks: IntArray,
     spill_regs: IntArray,
     dram_miss: FloatArray,
+    extras: KernelExtras = NO_EXTRAS,
 ) -> _Iteration:
     sm, tp = device.sm, device.throughput
     d, dv = family.kernel_head_dims(problem)
@@ -106,6 +123,7 @@ def _iteration_cycles(
     q_reread = 0.0 if family.q_in_registers() else 1.0
     readers = family.tile_readers(cfg, device)
     smem_bytes = readers * kv_tile_bytes + q_reread * bm * d * elem + kv_tile_bytes
+    smem_bytes = smem_bytes + extras.smem_bytes_per_iteration
     spill_bytes = spill_regs * 4.0 * 2.0 * warps * sm.warp_size_threads
     smem = (smem_bytes + spill_bytes) / tp.smem_bandwidth_bytes_per_clk_per_sm
 
@@ -121,6 +139,7 @@ def _iteration_cycles(
         MMA_LATENCY_CYCLES * (d + bn) / MMA_K
         + SOFTMAX_CHAIN_CYCLES
         + BARRIERS_PER_ITERATION * tp.barrier_cycles
+        + extras.chain_cycles
     )
     compute, active_fraction = combine_pipes(
         [tensor, smem, sfu, alu, issue],
@@ -137,7 +156,7 @@ def _iteration_cycles(
         sfu=sfu,
         alu=alu,
         issue=issue,
-        tile_load=tile_load_cycles(device, kv_tile_bytes, dram_miss),
+        tile_load=tile_load_cycles(device, kv_tile_bytes, dram_miss) + extras.tile_load_cycles,
         tile_bytes=kv_tile_bytes,
         mask_extra=mask_extra,
     )
@@ -272,6 +291,12 @@ class FlashForwardFamily(CudaFamily):
         other pipes' work overlaps the busiest one by this factor within a block."""
         return np.full(len(cfg), INSTRUCTION_LEVEL_PARALLELISM)
 
+    def kernel_extras(
+        self, cfg: ConfigArrays, problem: AttentionProblem, device: CudaDevice
+    ) -> KernelExtras:
+        """What the family adds to the forward loop's costs (none by default)."""
+        return NO_EXTRAS
+
     def evaluate(self, ev: Evaluation) -> Perf:
         """Predicted time and its components for every configuration."""
         assert isinstance(ev.res, CudaResources)
@@ -321,7 +346,8 @@ def _evaluate(
     hbm_bytes = forward_hbm_bytes(problem, d, dv, reuse.dram_reads_per_kv_head)
 
     # ---- one iteration, one round of resident blocks ----------------------------------
-    it = _iteration_cycles(family, device, problem, cfg, blocks, res.spill_regs, dram_miss)
+    extras = family.kernel_extras(cfg, problem, device)
+    it = _iteration_cycles(family, device, problem, cfg, blocks, res.spill_regs, dram_miss, extras)
     prefetch = family.prefetch_iterations(cfg)
     round_full, overlap = _round_cycles(it, blocks.astype(np.float64), prefetch, device)
 
@@ -329,7 +355,7 @@ def _evaluate(
     prologue = (
         BLOCK_START_CYCLES + tp.dram_latency_cycles + bm * d * elem / dram_share + it.tile_load
     )
-    epilogue = bm * (dv * elem + LSE_BYTES_PER_ROW) / dram_share
+    epilogue = bm * (dv * elem + LSE_BYTES_PER_ROW) / dram_share + extras.epilogue_cycles
 
     def duration(iters: FloatArray, diag: FloatArray, round_cycles: FloatArray) -> FloatArray:
         """Wall cycles one block occupies its slot (sharing the SM with the others)."""

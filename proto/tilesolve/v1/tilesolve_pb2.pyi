@@ -89,7 +89,7 @@ class AttentionProblem(_message.Message):
     def __init__(self, batch: _Optional[int] = ..., heads: _Optional[int] = ..., kv_heads: _Optional[int] = ..., seq_len: _Optional[int] = ..., seq_len_kv: _Optional[int] = ..., head_dim: _Optional[int] = ..., head_dim_v: _Optional[int] = ..., dtype: _Optional[_Union[DataType, str]] = ..., causal: _Optional[bool] = ..., dropout: _Optional[float] = ..., phase: _Optional[_Union[Phase, str]] = ...) -> None: ...
 
 class SolveOptions(_message.Message):
-    __slots__ = ("kernel_enum", "top_k", "engine", "require_divisible", "block_m", "block_n", "num_warps", "num_stages", "max_smem", "min_blocks_per_sm", "time_limit_s", "kernel", "parameter_pins")
+    __slots__ = ("kernel_enum", "top_k", "engine", "require_divisible", "block_m", "block_n", "num_warps", "num_stages", "max_smem", "min_blocks_per_sm", "time_limit_s", "kernel", "parameter_pins", "choose_page_size")
     class ParameterPinsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -110,6 +110,7 @@ class SolveOptions(_message.Message):
     TIME_LIMIT_S_FIELD_NUMBER: _ClassVar[int]
     KERNEL_FIELD_NUMBER: _ClassVar[int]
     PARAMETER_PINS_FIELD_NUMBER: _ClassVar[int]
+    CHOOSE_PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     kernel_enum: KernelFamily
     top_k: int
     engine: Engine
@@ -123,7 +124,8 @@ class SolveOptions(_message.Message):
     time_limit_s: float
     kernel: str
     parameter_pins: _containers.ScalarMap[str, int]
-    def __init__(self, kernel_enum: _Optional[_Union[KernelFamily, str]] = ..., top_k: _Optional[int] = ..., engine: _Optional[_Union[Engine, str]] = ..., require_divisible: _Optional[bool] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., num_warps: _Optional[int] = ..., num_stages: _Optional[int] = ..., max_smem: _Optional[int] = ..., min_blocks_per_sm: _Optional[int] = ..., time_limit_s: _Optional[float] = ..., kernel: _Optional[str] = ..., parameter_pins: _Optional[_Mapping[str, int]] = ...) -> None: ...
+    choose_page_size: bool
+    def __init__(self, kernel_enum: _Optional[_Union[KernelFamily, str]] = ..., top_k: _Optional[int] = ..., engine: _Optional[_Union[Engine, str]] = ..., require_divisible: _Optional[bool] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., num_warps: _Optional[int] = ..., num_stages: _Optional[int] = ..., max_smem: _Optional[int] = ..., min_blocks_per_sm: _Optional[int] = ..., time_limit_s: _Optional[float] = ..., kernel: _Optional[str] = ..., parameter_pins: _Optional[_Mapping[str, int]] = ..., choose_page_size: _Optional[bool] = ...) -> None: ...
 
 class SmLimits(_message.Message):
     __slots__ = ("compute_capability", "warp_size_threads", "max_threads_per_block", "max_threads_per_sm", "max_blocks_per_sm", "regs_per_sm", "max_regs_per_block", "max_regs_per_thread", "reg_alloc_unit_regs", "reg_file_subpartitions", "smem_per_sm_bytes", "smem_per_block_default_bytes", "smem_per_block_optin_bytes", "smem_alloc_granularity_bytes", "reserved_smem_per_block_bytes", "smem_carveout_options_kib")
@@ -335,7 +337,7 @@ class ResourceUse(_message.Message):
     def __init__(self, name: _Optional[str] = ..., used: _Optional[int] = ..., capacity: _Optional[int] = ..., unit: _Optional[str] = ...) -> None: ...
 
 class Candidate(_message.Message):
-    __slots__ = ("rank", "block_m", "block_n", "num_warps", "num_stages", "threads_per_block", "smem_bytes", "regs_per_thread", "regs_demand", "spill_regs", "blocks_per_sm", "occupancy_limiter", "occupancy", "predicted_time_us", "predicted_tflops", "compute_us", "load_us", "overlap", "arithmetic_intensity", "hbm_bytes", "waves", "tail_efficiency", "padding_waste", "mma_utilization", "bottleneck", "reasons", "parameters", "resources", "figures")
+    __slots__ = ("rank", "block_m", "block_n", "num_warps", "num_stages", "threads_per_block", "smem_bytes", "regs_per_thread", "regs_demand", "spill_regs", "blocks_per_sm", "occupancy_limiter", "occupancy", "predicted_time_us", "predicted_tflops", "compute_us", "load_us", "overlap", "arithmetic_intensity", "hbm_bytes", "waves", "tail_efficiency", "padding_waste", "mma_utilization", "bottleneck", "reasons", "parameters", "resources", "figures", "num_splits", "pack_gqa", "page_size")
     class ParametersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -379,6 +381,9 @@ class Candidate(_message.Message):
     PARAMETERS_FIELD_NUMBER: _ClassVar[int]
     RESOURCES_FIELD_NUMBER: _ClassVar[int]
     FIGURES_FIELD_NUMBER: _ClassVar[int]
+    NUM_SPLITS_FIELD_NUMBER: _ClassVar[int]
+    PACK_GQA_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     rank: int
     block_m: int
     block_n: int
@@ -408,7 +413,10 @@ class Candidate(_message.Message):
     parameters: _containers.ScalarMap[str, int]
     resources: _containers.RepeatedCompositeFieldContainer[ResourceUse]
     figures: _containers.ScalarMap[str, float]
-    def __init__(self, rank: _Optional[int] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., num_warps: _Optional[int] = ..., num_stages: _Optional[int] = ..., threads_per_block: _Optional[int] = ..., smem_bytes: _Optional[int] = ..., regs_per_thread: _Optional[int] = ..., regs_demand: _Optional[int] = ..., spill_regs: _Optional[int] = ..., blocks_per_sm: _Optional[int] = ..., occupancy_limiter: _Optional[str] = ..., occupancy: _Optional[float] = ..., predicted_time_us: _Optional[float] = ..., predicted_tflops: _Optional[float] = ..., compute_us: _Optional[float] = ..., load_us: _Optional[float] = ..., overlap: _Optional[float] = ..., arithmetic_intensity: _Optional[float] = ..., hbm_bytes: _Optional[float] = ..., waves: _Optional[float] = ..., tail_efficiency: _Optional[float] = ..., padding_waste: _Optional[float] = ..., mma_utilization: _Optional[float] = ..., bottleneck: _Optional[str] = ..., reasons: _Optional[_Iterable[str]] = ..., parameters: _Optional[_Mapping[str, int]] = ..., resources: _Optional[_Iterable[_Union[ResourceUse, _Mapping]]] = ..., figures: _Optional[_Mapping[str, float]] = ...) -> None: ...
+    num_splits: int
+    pack_gqa: bool
+    page_size: int
+    def __init__(self, rank: _Optional[int] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., num_warps: _Optional[int] = ..., num_stages: _Optional[int] = ..., threads_per_block: _Optional[int] = ..., smem_bytes: _Optional[int] = ..., regs_per_thread: _Optional[int] = ..., regs_demand: _Optional[int] = ..., spill_regs: _Optional[int] = ..., blocks_per_sm: _Optional[int] = ..., occupancy_limiter: _Optional[str] = ..., occupancy: _Optional[float] = ..., predicted_time_us: _Optional[float] = ..., predicted_tflops: _Optional[float] = ..., compute_us: _Optional[float] = ..., load_us: _Optional[float] = ..., overlap: _Optional[float] = ..., arithmetic_intensity: _Optional[float] = ..., hbm_bytes: _Optional[float] = ..., waves: _Optional[float] = ..., tail_efficiency: _Optional[float] = ..., padding_waste: _Optional[float] = ..., mma_utilization: _Optional[float] = ..., bottleneck: _Optional[str] = ..., reasons: _Optional[_Iterable[str]] = ..., parameters: _Optional[_Mapping[str, int]] = ..., resources: _Optional[_Iterable[_Union[ResourceUse, _Mapping]]] = ..., figures: _Optional[_Mapping[str, float]] = ..., num_splits: _Optional[int] = ..., pack_gqa: _Optional[bool] = ..., page_size: _Optional[int] = ...) -> None: ...
 
 class FunnelStep(_message.Message):
     __slots__ = ("constraint", "rule", "removed", "remaining")
