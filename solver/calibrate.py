@@ -54,6 +54,7 @@ MIN_ROWS_PER_CONSTANT = 3
 # Weight of the pull towards today's value, per constant, in units of squared log-residuals.
 PRIOR_WEIGHT = 0.05
 HOLDOUT_EVERY = 3  # every third shape (in sorted order) is held out
+FITTED_NOTE = "fitted by tilesolve-cli calibrate (a profile; docs/model.md section 15)"
 
 
 @dataclass(frozen=True)
@@ -341,7 +342,7 @@ def calibrate(
     names: Sequence[str] = FREE_CONSTANT_NAMES,
     holdout_every: int = HOLDOUT_EVERY,
     starts: int = 3,
-    note: str = "fitted by tilesolve-cli calibrate",
+    note: str = FITTED_NOTE,
 ) -> Calibration:
     """Split `rows` (all on `hardware`) by shape, fit on the training shapes, and report
     before and after on both halves. Raises TooFewRowsError (field `measurements`)."""
@@ -481,7 +482,7 @@ def profile_device(profile: Profile, origin: str = "profile") -> CudaDevice:
             base,
             profile.constants,
             dict(profile.overrides),
-            f"fitted by tilesolve-cli calibrate ({origin})",
+            FITTED_NOTE,
         )
     except ValidationError as exc:
         first = exc.errors()[0]

@@ -100,8 +100,9 @@ def model_constants(device: object) -> ModelConstants:
 
 def calibration_digest(spec: HardwareSpec) -> str | None:
     """A short digest of a calibrated device (its constants and every catalog figure it
-    carries), or None for a device without a calibration. Two devices with the same digest
-    give the same answers."""
+    carries; not its sources and notes), or None for a device without a calibration. Two
+    devices with the same digest give the same answers."""
     if getattr(spec, "calibration", None) is None:
         return None
-    return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:12]
+    text = spec.model_dump_json(exclude={"sources", "notes"})
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
