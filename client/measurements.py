@@ -108,7 +108,14 @@ def read_measurements(path: str | Path) -> list[Measurement]:
 
 def parse_measurements(lines: Iterable[str], origin: str = "measurements") -> list[Measurement]:
     """Rows from CSV text (an open file or a list of lines)."""
-    from tilesolve.solver import InvalidRequestError, TilesolveError, get_hardware
+    from pydantic import ValidationError
+
+    from tilesolve.solver import (
+        AttentionProblem,
+        InvalidRequestError,
+        TilesolveError,
+        get_hardware,
+    )
     from tilesolve.solver.measured import (
         CALIBRATED_KERNELS,
         STATUS_OK,
@@ -117,6 +124,7 @@ def parse_measurements(lines: Iterable[str], origin: str = "measurements") -> li
         Shape,
         Tile,
     )
+    from tilesolve.solver.violations import violations_from_validation
 
     reader = csv.DictReader(lines)
     header = [h.strip() for h in (reader.fieldnames or [])]
@@ -211,6 +219,12 @@ def parse_measurements(lines: Iterable[str], origin: str = "measurements") -> li
             dtype=dtype,
             causal=causal_text in _TRUE,
         )
+        try:
+            shape.problem()
+        except ValidationError as exc:
+            for v in violations_from_validation(exc, AttentionProblem):
+                err(v.field, v.description)
+            continue
         tile = Tile(ints["block_m"], ints["block_n"], ints["num_warps"], ints["num_stages"])
         rows.append(Measurement(row, shape, tile, status, time_us))
     if errors:

@@ -253,11 +253,13 @@ def test_bad_cells_are_named_by_row_and_column(
     path = tmp_path / "m.csv"
     path.write_text(
         HEADER
-        + "\nh200,4,16,4096,128,bf16,true,64,64,4,2,ok,812.5"
-        + "\nh200,4,16,4096,128,bf16,true,64,32,4,2,ok,-3"
-        + "\nh900,4,16,4096,128,bf16,true,64,32,4,2,ok,900"
-        + "\nh200,4,16,4096,128,bf16,true,64,128,4,2,ok,0"
-        + "\nh200,4,16,4096,128,bf16,maybe,64,128,4,3,done,12\n"
+        + ",kv_heads"
+        + "\nh200,4,16,4096,128,bf16,true,64,64,4,2,ok,812.5,16"
+        + "\nh200,4,16,4096,128,bf16,true,64,32,4,2,ok,-3,16"
+        + "\nh900,4,16,4096,128,bf16,true,64,32,4,2,ok,900,16"
+        + "\nh200,4,16,4096,128,bf16,true,64,128,4,2,ok,0,16"
+        + "\nh200,4,16,4096,128,bf16,maybe,64,128,4,3,done,12,16"
+        + "\nh200,4,16,4096,128,bf16,true,64,128,4,3,ok,12,5\n"
     )
     code, out, err = run(capsys, "calibrate", str(path), "--hardware", "h200")
     assert code == 2 and out == ""
@@ -265,6 +267,7 @@ def test_bad_cells_are_named_by_row_and_column(
     assert "row 4, column hardware: unknown hardware 'h900'" in err
     assert "row 5, column time_us" in err
     assert "row 6, column causal" in err and "row 6, column status" in err
+    assert "row 7, column kv_heads: " in err  # 5 KV heads do not divide 16 heads
     assert "row 2" not in err
 
 
@@ -292,6 +295,8 @@ def test_too_few_rows_say_how_many_are_needed(
         "h200",
         "--fit",
         "matrix_efficiency,kernel_launch_us",
+        "-o",
+        str(tmp_path / "two.json"),
     )
     assert code == 0, err
 
