@@ -32,6 +32,7 @@ from .cli_common import (
     _Formatter,
 )
 from .cli_remote import cli_field, server_violations
+from .cmd_calibrate import add_calibrate_parser
 from .cmd_hardware import add_hardware_parser
 from .cmd_memory import add_memory_parser
 from .cmd_occupancy import add_occupancy_parser
@@ -73,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_simulate_parser(subparsers)
     add_portfolio_parser(subparsers)
     add_table_parser(subparsers)
+    add_calibrate_parser(subparsers)
     return parser
 
 

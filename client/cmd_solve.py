@@ -34,6 +34,13 @@ from .cli_remote import (
     remote_settings,
     server_violations,
 )
+from .cmd_solve_measured import (
+    add_format_argument,
+    add_profile_argument,
+    apply_profile,
+    format_violations,
+    print_formatted,
+)
 
 if TYPE_CHECKING:
     from tilesolve.solver import AttentionProblem, HardwareSpec, SolveAnswer, SolveOptions
@@ -74,6 +81,7 @@ def add_solve_parser(subparsers: Any) -> None:
         "default "
         "kernel; an unknown name lists the families that run on the device)",
     )
+    add_profile_argument(hw)
     prob = p.add_argument_group("problem")
     add_shape_arguments(prob)
     prob.add_argument(
@@ -133,6 +141,7 @@ def add_solve_parser(subparsers: Any) -> None:
     )
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON document")
+    add_format_argument(out)
     out.add_argument(
         "--explain",
         action="store_true",
@@ -255,6 +264,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
             spec = _resolve_hardware(args.hardware)
         except CliInputError as exc:
             violations.extend(exc.violations)
+    # --profile (a calibrated device) and --format triton: cmd_solve_measured.py
+    spec = apply_profile(args, spec, remote is not None, violations)
+    violations.extend(format_violations(args))
     violations.extend(_phase_violations(args))
     both = args.phase == BOTH
     problem_input = _given(args, _PROBLEM_FIELDS) | {"causal": args.causal}
@@ -377,7 +389,9 @@ def _print_answer(
     args: argparse.Namespace, answer: SolveAnswer, spec: HardwareSpec, cache_hit: bool = False
 ) -> int:
     _time_limit_note(answer)
-    if args.json:
+    if print_formatted(args, answer):
+        pass
+    elif args.json:
         _print_json(answer.model_dump(mode="json") | {"cache_hit": cache_hit})
     else:
         from .render import solve_report

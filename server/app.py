@@ -25,6 +25,7 @@ from grpc_reflection.v1alpha import reflection
 from tilesolve.solver import load_catalog
 from tilesolve.v1 import tilesolve_pb2 as pb
 
+from .profile import load_profile_file
 from .service import TileSolveServicer
 
 logger = logging.getLogger("tilesolve.server")
@@ -55,6 +56,9 @@ class ServerConfig:
     tls_key: Path | None = None
     # PEM CA bundle: require client certificates signed by it (mutual TLS).
     tls_client_ca: Path | None = None
+    # A calibration profile (tilesolve-cli calibrate): its device's answers use the fitted
+    # constants (server/profile.py).
+    profile: Path | None = None
 
     @property
     def address(self) -> str:
@@ -143,7 +147,8 @@ def create_server(config: ServerConfig) -> tuple[grpc.Server, int, health.Health
         # A port another process holds must fail loudly, not be shared.
         options=[("grpc.so_reuseport", 0)],
     )
-    servicer = TileSolveServicer(config.cache_size, config.max_batch_size)
+    profile = load_profile_file(config.profile) if config.profile is not None else None
+    servicer = TileSolveServicer(config.cache_size, config.max_batch_size, profile)
     server.add_generic_rpc_handlers((_service_handler(servicer),))
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

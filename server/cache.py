@@ -15,12 +15,12 @@ from typing import Generic, TypeVar
 
 from tilesolve.solver import (
     CATALOG_VERSION,
-    MODEL_VERSION,
     AttentionProblem,
     HardwareSpec,
     SolveOptions,
     get_hardware,
 )
+from tilesolve.solver.solve import model_version
 
 V = TypeVar("V")
 
@@ -30,15 +30,17 @@ def answer_key(
 ) -> bytes:
     """The cache key of one decoded request; a catalog name is resolved to its canonical name
     (so `a100` and `A100-SXM4-80GB` share answers), which raises UnknownHardwareError."""
+    spec = hardware if isinstance(hardware, HardwareSpec) else get_hardware(hardware)
     if isinstance(hardware, HardwareSpec):
         device = "inline:" + hardware.model_dump_json()
     else:
-        device = "catalog:" + get_hardware(hardware).name
+        device = "catalog:" + spec.name
     parts = (
         problem.model_dump_json(),
         device,
         options.model_dump_json(exclude={"time_limit_s"}),
-        MODEL_VERSION,
+        # MODEL_VERSION, suffixed for a calibrated device (a profile's constants).
+        model_version(spec),
         CATALOG_VERSION,
     )
     return hashlib.sha256("\0".join(parts).encode()).digest()

@@ -123,6 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="CA for client certificates: require them (mutual TLS); needs --tls-cert/--tls-key",
     )
     parser.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="a calibration profile (tilesolve-cli calibrate): answers for its device use the "
+        "fitted constants and carry a model version naming them",
+    )
+    parser.add_argument(
         "--log-level", choices=_LOG_LEVELS, default="info", help="log level (default info)"
     )
     return parser
@@ -136,6 +142,8 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
         parser.error("--tls-cert and --tls-key go together")
     if args.tls_client_ca is not None and args.tls_cert is None:
         parser.error("--tls-client-ca needs --tls-cert and --tls-key")
+    if args.profile is not None:
+        _check_profile(args.profile, parser)
     return ServerConfig(
         host=args.host,
         port=args.port,
@@ -147,7 +155,25 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
         tls_client_ca=args.tls_client_ca,
+        profile=Path(args.profile) if args.profile is not None else None,
     )
+
+
+def _check_profile(path: str, parser: argparse.ArgumentParser) -> None:
+    """A profile that cannot be loaded (unreadable, not a profile, fitted against another
+    model or catalog) exits 2 with one line saying why."""
+    from tilesolve.solver import InvalidRequestError
+
+    from .profile import load_profile_file
+
+    try:
+        load_profile_file(path)
+    except OSError as exc:
+        parser.error(f"--profile: cannot read {path!r}: {exc.strerror or exc}")
+    except InvalidRequestError as exc:
+        parser.error("--profile: " + "; ".join(v.description for v in exc.violations))
+    except ValueError as exc:
+        parser.error(f"--profile: {path} is not JSON: {exc}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -41,6 +41,7 @@ from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
 from .cache import LruCache, answer_key
 from .errors import Failure, RequestFailed, abort, failure_from, with_request_paths
+from .profile import with_profile
 
 logger = logging.getLogger("tilesolve.server")
 
@@ -173,7 +174,11 @@ def _bounded(field: str, value: int, lo: int, hi: int, what: str) -> list[FieldV
 class TileSolveServicer(pb_grpc.TileSolveServiceServicer):
     """Answers `tilesolve.v1.TileSolveService` from the in-process solver."""
 
-    def __init__(self, cache_size: int = 4096, max_batch_size: int = 1000) -> None:
+    def __init__(
+        self, cache_size: int = 4096, max_batch_size: int = 1000, profile: CudaDevice | None = None
+    ) -> None:
+        # A calibrated device (tilesolve-server --profile) for requests naming its device.
+        self.profile = profile
         # Serialized SolveResponses: immutable, so a hit never shares a message with a call.
         self.cache: LruCache[bytes] = LruCache(cache_size)
         # The fast path: a request's exact bytes -> its serialized answer (cache_hit set), so
@@ -197,6 +202,7 @@ class TileSolveServicer(pb_grpc.TileSolveServiceServicer):
     ) -> pb.SolveResponse:
         """One SolveRequest to its SolveResponse; raises the solver's errors."""
         problem, hardware, options = wire.solve_request_from_proto(request)
+        hardware = with_profile(hardware, self.profile)
         key = answer_key(problem, hardware, options)
         cached = self.cache.get(key)
         if cached is not None:

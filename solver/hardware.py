@@ -13,9 +13,18 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from .errors import UnknownHardwareError
+from .model_constants import ModelConstants
 
 # .2: Ascend core record; .3: achievable DRAM and L2 fractions; .4: fa3 is the cc 9.0 default;
 # .5: 910A and 310P3 vector and transfer rates (assumptions, marked unconfirmed)
@@ -356,6 +365,19 @@ class CudaDevice(_Device):
     arch: Literal["cuda"]
     sm: SmLimits
     throughput: CudaThroughput
+    # Fitted cost-model constants (a calibration profile, docs/model.md section 15); None for
+    # catalog devices, which use the defaults. Not one of the sourced sections: a profile
+    # records where its numbers come from.
+    calibration: ModelConstants | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_empty_calibration(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """An uncalibrated device dumps exactly as before the field existed (the wire format,
+        `hardware show` and cache keys see no `calibration: null`)."""
+        data = handler(self)
+        if self.calibration is None and isinstance(data, dict):
+            data.pop("calibration", None)
+        return data
 
     @property
     def compute_units(self) -> int:

@@ -18,6 +18,7 @@ from .explain import binding_constraints, funnel, infeasibility, notes, reasons
 from .families import families_for, get_family, paged_kv_families
 from .families.split_kv import paging_requested, split_fields
 from .hardware import CATALOG_VERSION, CudaDevice, HardwareSpec, get_hardware
+from .model_constants import calibration_digest
 from .problem import AttentionProblem, Engine, SolveOptions
 from .validate import check_config, fresh_times_us, same_time
 
@@ -27,6 +28,14 @@ from .validate import check_config, fresh_times_us, same_time
 # 0.5.0: the backward pass (fa2 and triton backward families); forward answers unchanged.
 # 0.6.0: decode and split-KV (num_splits, pack_gqa, page_size), the flashinfer family.
 MODEL_VERSION = "0.6.0"
+
+
+def model_version(spec: HardwareSpec) -> str:
+    """The model version of answers on `spec`: MODEL_VERSION, suffixed `+cal.<digest>` for a
+    calibrated device (a profile; docs/model.md section 15), so that every answer and cache key
+    names the constants that produced it."""
+    digest = calibration_digest(spec)
+    return MODEL_VERSION if digest is None else f"{MODEL_VERSION}+cal.{digest}"
 
 
 def resolve_hardware(hardware: str | HardwareSpec) -> HardwareSpec:
@@ -213,7 +222,7 @@ def solve(
         search_space_size=len(table),
         feasible_count=feasible_count,
         solve_ms=(time.perf_counter() - started) * 1e3,
-        model_version=MODEL_VERSION,
+        model_version=model_version(table.hardware),
         catalog_version=CATALOG_VERSION,
         problem=resolved_problem(problem),
         options=options,

@@ -25,8 +25,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..cost import (
-    BLOCK_START_CYCLES,
-    KERNEL_LAUNCH_US,
     LSE_BYTES_PER_ROW,
     Perf,
     Waves,
@@ -37,6 +35,7 @@ from ..cost import (
     wave_schedule,
 )
 from ..hardware import CudaDevice
+from ..model_constants import model_constants
 from ..problem import AttentionProblem
 from ..space import ConfigArrays, IntArray, Param, ceil_div
 from .base import BoolArray, FloatArray, pow2_range
@@ -46,6 +45,9 @@ if TYPE_CHECKING:
     from ..candidates import Evaluation
 
 # ---- model constants (docs/model.md, "Constants") -------------------------------------------
+# The free ones below (and cost.BLOCK_START_CYCLES, cost.KERNEL_LAUNCH_US) are the defaults of
+# `model_constants.ModelConstants`; the formulas read them through `model_constants(device)`,
+# so that a calibrated device (docs/model.md section 15) can replace them.
 ALU_OPS_PER_SCORE = 4.0  # FP32 ops per score element: scale-and-subtract FFMA, max, sum, convert
 MASK_OPS_PER_SCORE = 2.0  # index compare + select on a tile that crosses the causal diagonal
 DROPOUT_OPS_PER_SCORE = 8.0  # Philox 4x32-10 amortised over 4 outputs, compare and scale
@@ -109,6 +111,8 @@ def _iteration_cycles(
     extras: KernelExtras = NO_EXTRAS,
 ) -> _Iteration:
     sm, tp = device.sm, device.throughput
+    # The free constants (defaults: the module constants above; a calibration's fitted ones).
+    k = model_constants(device)
     d, dv = family.kernel_head_dims(problem)
     elem = problem.dtype.bytes
     bm = cfg.block_m.astype(np.float64)
@@ -116,7 +120,7 @@ def _iteration_cycles(
     warps = cfg.num_warps.astype(np.float64)
     blocks = np.maximum(resident_blocks, 1).astype(np.float64)
 
-    tensor_rate = family.matrix_flops_per_clk_per_sm(cfg, device, elem)
+    tensor_rate = family.matrix_flops_per_clk_per_sm(cfg, device, elem) * k.matrix_efficiency
     tensor = 2.0 * bm * bn * (d + dv) / tensor_rate
 
     kv_tile_bytes = bn * (d + dv) * elem
@@ -134,10 +138,10 @@ def _iteration_cycles(
         alu_ops = alu_ops + scores * DROPOUT_OPS_PER_SCORE
     alu = alu_ops / tp.fp32_ops_per_clk_per_sm
 
-    issue = warps * ITERATION_FIXED_INSTRUCTIONS / SUBPARTITIONS_PER_SM
+    issue = warps * k.iteration_fixed_instructions / SUBPARTITIONS_PER_SM
     chain_cycles = (
-        MMA_LATENCY_CYCLES * (d + bn) / MMA_K
-        + SOFTMAX_CHAIN_CYCLES
+        k.mma_latency_cycles * (d + bn) / MMA_K
+        + k.softmax_chain_cycles
         + BARRIERS_PER_ITERATION * tp.barrier_cycles
         + extras.chain_cycles
     )
@@ -289,7 +293,7 @@ class FlashForwardFamily(CudaFamily):
     def pipe_overlap(self, cfg: ConfigArrays, device: CudaDevice) -> FloatArray:
         """How many independent instruction streams one warp interleaves across pipes: the
         other pipes' work overlaps the busiest one by this factor within a block."""
-        return np.full(len(cfg), INSTRUCTION_LEVEL_PARALLELISM)
+        return np.full(len(cfg), model_constants(device).instruction_level_parallelism)
 
     def kernel_extras(
         self, cfg: ConfigArrays, problem: AttentionProblem, device: CudaDevice
@@ -311,6 +315,7 @@ def _evaluate(
     res: CudaResources,
 ) -> Perf:
     tp = device.throughput
+    k = model_constants(device)
     d, dv = family.kernel_head_dims(problem)
     elem = problem.dtype.bytes
     n_sm = tp.sm_count
@@ -353,7 +358,7 @@ def _evaluate(
 
     dram_share = _dram_bytes_per_clk(device) / n_sm
     prologue = (
-        BLOCK_START_CYCLES + tp.dram_latency_cycles + bm * d * elem / dram_share + it.tile_load
+        k.block_start_cycles + tp.dram_latency_cycles + bm * d * elem / dram_share + it.tile_load
     )
     epilogue = bm * (dv * elem + LSE_BYTES_PER_ROW) / dram_share + extras.epilogue_cycles
 
@@ -378,7 +383,7 @@ def _evaluate(
 
     dram_bound_cycles = hbm_bytes / _dram_bytes_per_clk(device)
     cycles = np.maximum(cycles, dram_bound_cycles)
-    time_us = cycles / clock_hz * 1e6 + KERNEL_LAUNCH_US
+    time_us = cycles / clock_hz * 1e6 + k.kernel_launch_us
 
     computed_pairs = (n_m * cfg.block_m).astype(np.float64) * (n_kv * cfg.block_n)
     if problem.causal:

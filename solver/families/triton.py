@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import FieldViolation
 from ..hardware import CudaDevice, HardwareSpec
+from ..model_constants import model_constants
 from ..problem import AttentionProblem, DType
 from ..space import ConfigArrays, IntArray, Param
 from .base import BoolArray, FloatArray
@@ -141,7 +142,8 @@ class TritonFlashAttention(FlashForwardFamily):
         for P.V before the next S: without FA3's warp specialisation, ping-pong or
         intra-warpgroup pipelining, a warpgroup's softmax does not overlap its own GEMMs, so
         the pipes overlap only across blocks."""
-        return np.where(self._uses_wgmma(cfg, device), 1.0, super().pipe_overlap(cfg, device))
+        wgmma_ilp = model_constants(device).wgmma_instruction_level_parallelism
+        return np.where(self._uses_wgmma(cfg, device), wgmma_ilp, super().pipe_overlap(cfg, device))
 
     def tile_readers(self, cfg: ConfigArrays, device: CudaDevice) -> FloatArray:
         """wgmma reads its B operand from shared memory once per warpgroup (4 warps)."""

@@ -1,0 +1,294 @@
+"""Measurement CSV files: reading and checking a sweep's rows, and writing them.
+
+The harness (`benchmarks/gpu/sweep.py`) writes one row per configuration measured; `analyze`
+and `tilesolve-cli calibrate` read them back here. Columns (a header row names them, in any
+order; others, such as the device's own name, driver and library versions, are kept by the
+harness for the record and ignored here):
+
+    hardware     catalog name or alias of the device (a plan fixes it)
+    kernel       family (triton or fa2; default triton)
+    batch, heads, kv_heads, seq_len, seq_len_kv, head_dim, head_dim_v   (kv_heads,
+                 seq_len_kv and head_dim_v default to heads, seq_len, head_dim)
+    dtype        fp16, bf16 or fp8
+    causal       true/false (or 1/0, yes/no)
+    block_m, block_n, num_warps, num_stages
+    status       ok, out_of_resources, compile_error, launch_error or wrong_result
+    time_us      the median time in microseconds: a positive number when status is ok
+
+Every bad cell is reported with its row (the file's line number, the header being row 1) and
+column; the CLI prints them all and exits 2.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tilesolve.solver.measured import Measurement
+
+REQUIRED_COLUMNS = (
+    "hardware",
+    "batch",
+    "heads",
+    "seq_len",
+    "head_dim",
+    "dtype",
+    "causal",
+    "block_m",
+    "block_n",
+    "num_warps",
+    "num_stages",
+    "status",
+    "time_us",
+)
+OPTIONAL_COLUMNS = ("kernel", "kv_heads", "seq_len_kv", "head_dim_v")
+_INT_COLUMNS = (
+    "batch",
+    "heads",
+    "kv_heads",
+    "seq_len",
+    "seq_len_kv",
+    "head_dim",
+    "head_dim_v",
+    "block_m",
+    "block_n",
+    "num_warps",
+    "num_stages",
+)
+_TRUE = ("true", "1", "yes")
+_FALSE = ("false", "0", "no")
+_DTYPES = ("fp16", "bf16", "fp8")
+MAX_REPORTED = 20  # bad cells listed before the rest are counted
+
+
+@dataclass(frozen=True)
+class CellError:
+    """One bad cell (or a missing column: row 1, the header)."""
+
+    row: int
+    column: str
+    message: str
+
+    def line(self, origin: str) -> str:
+        return f"{origin} row {self.row}, column {self.column}: {self.message}"
+
+
+class MeasurementsError(Exception):
+    """The file cannot be used as it is; `errors` name every bad cell found."""
+
+    def __init__(self, origin: str, errors: Sequence[CellError], more: int = 0):
+        self.origin = origin
+        self.errors = list(errors)
+        self.more = more
+        super().__init__("; ".join(e.line(origin) for e in self.errors))
+
+    def lines(self) -> list[str]:
+        out = [e.line(self.origin) for e in self.errors]
+        if self.more:
+            out.append(f"{self.origin}: {self.more} more bad cells not listed")
+        return out
+
+
+def read_measurements(path: str | Path) -> list[Measurement]:
+    """The rows of a measurements CSV, checked; MeasurementsError names every bad cell."""
+    origin = str(path)
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            return parse_measurements(handle, origin)
+    except OSError as exc:
+        raise MeasurementsError(
+            origin, [CellError(0, "(file)", exc.strerror or str(exc))]
+        ) from None
+
+
+def parse_measurements(lines: Iterable[str], origin: str = "measurements") -> list[Measurement]:
+    """Rows from CSV text (an open file or a list of lines)."""
+    from pydantic import ValidationError
+
+    from tilesolve.solver import (
+        AttentionProblem,
+        InvalidRequestError,
+        TilesolveError,
+        get_hardware,
+    )
+    from tilesolve.solver.measured import (
+        CALIBRATED_KERNELS,
+        STATUS_OK,
+        STATUSES,
+        Measurement,
+        Shape,
+        Tile,
+    )
+    from tilesolve.solver.violations import violations_from_validation
+
+    reader = csv.DictReader(lines)
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    if missing:
+        have = ", ".join(header) if header else "nothing (an empty file)"
+        return _raise(
+            origin,
+            [
+                CellError(
+                    1,
+                    c,
+                    f"missing: the header must name {', '.join(REQUIRED_COLUMNS)}; it names {have}",
+                )
+                for c in missing
+            ],
+        )
+    reader.fieldnames = header
+    errors: list[CellError] = []
+    rows: list[Measurement] = []
+    hardware_names: dict[str, str | None] = {}  # as written -> canonical (None: unknown)
+    unknown_why: dict[str, str] = {}
+    for record in reader:
+        row = reader.line_num
+        cells = {k: (v or "").strip() for k, v in record.items() if k is not None}
+        bad = len(errors)
+
+        def err(column: str, message: str, row: int = row) -> None:
+            errors.append(CellError(row, column, message))
+
+        ints: dict[str, int] = {}
+        for column in _INT_COLUMNS:
+            text = cells.get(column, "")
+            if not text and column in OPTIONAL_COLUMNS:
+                continue
+            try:
+                value = int(text)
+            except ValueError:
+                err(column, f"must be a positive integer; got {text!r}")
+                continue
+            if value <= 0:
+                err(column, f"must be a positive integer; got {value}")
+                continue
+            ints[column] = value
+        name = cells.get("hardware", "")
+        if name not in hardware_names:
+            try:
+                hardware_names[name] = get_hardware(name).name if name else None
+            except (InvalidRequestError, TilesolveError) as exc:
+                hardware_names[name] = None
+                unknown_why[name] = str(exc)
+        canonical = hardware_names[name]
+        if canonical is None:
+            why = unknown_why.get(name, "required: a catalog name such as h200")
+            err("hardware", why.removeprefix("hardware: "))
+        kernel = cells.get("kernel", "") or "triton"
+        if kernel not in CALIBRATED_KERNELS:
+            err("kernel", f"must be one of {', '.join(CALIBRATED_KERNELS)}; got {kernel!r}")
+        dtype = cells.get("dtype", "").lower()
+        if dtype not in _DTYPES:
+            err("dtype", f"must be one of {', '.join(_DTYPES)}; got {cells.get('dtype')!r}")
+        causal_text = cells.get("causal", "").lower()
+        if causal_text not in _TRUE + _FALSE:
+            err("causal", f"must be true or false; got {cells.get('causal')!r}")
+        status = cells.get("status", "")
+        if status not in STATUSES:
+            err("status", f"must be one of {', '.join(STATUSES)}; got {status!r}")
+        time_us: float | None = None
+        if status == STATUS_OK:
+            text = cells.get("time_us", "")
+            try:
+                time_us = float(text)
+            except ValueError:
+                err("time_us", f"must be a positive number of microseconds; got {text!r}")
+            else:
+                if not math.isfinite(time_us) or time_us <= 0:
+                    err("time_us", f"must be a positive number of microseconds; got {text}")
+        if len(errors) > bad:
+            continue
+        assert canonical is not None
+        heads = ints["heads"]
+        shape = Shape(
+            hardware=canonical,
+            kernel=kernel,
+            batch=ints["batch"],
+            heads=heads,
+            kv_heads=ints.get("kv_heads", heads),
+            seq_len=ints["seq_len"],
+            seq_len_kv=ints.get("seq_len_kv", ints["seq_len"]),
+            head_dim=ints["head_dim"],
+            head_dim_v=ints.get("head_dim_v", ints["head_dim"]),
+            dtype=dtype,
+            causal=causal_text in _TRUE,
+        )
+        try:
+            shape.problem()
+        except ValidationError as exc:
+            for v in violations_from_validation(exc, AttentionProblem):
+                err(v.field, v.description)
+            continue
+        tile = Tile(ints["block_m"], ints["block_n"], ints["num_warps"], ints["num_stages"])
+        rows.append(Measurement(row, shape, tile, status, time_us))
+    if errors:
+        return _raise(origin, errors)
+    if not rows:
+        return _raise(origin, [CellError(2, "(rows)", "no measurements after the header")])
+    return rows
+
+
+def _raise(origin: str, errors: list[CellError]) -> list[Measurement]:
+    raise MeasurementsError(origin, errors[:MAX_REPORTED], max(0, len(errors) - MAX_REPORTED))
+
+
+CSV_COLUMNS = (
+    "hardware",
+    "kernel",
+    "batch",
+    "heads",
+    "kv_heads",
+    "seq_len",
+    "seq_len_kv",
+    "head_dim",
+    "head_dim_v",
+    "dtype",
+    "causal",
+    "block_m",
+    "block_n",
+    "num_warps",
+    "num_stages",
+    "status",
+    "time_us",
+)
+
+
+def write_measurements(
+    path: str | Path, rows: Sequence[Measurement], extra: dict[str, str] | None = None
+) -> None:
+    """Rows as a CSV the readers take (the harness's columns; `extra` adds constant columns
+    such as device_name)."""
+    extra = extra or {}
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow([*extra, *CSV_COLUMNS])
+        for m in rows:
+            s, t = m.shape, m.tile
+            writer.writerow(
+                [
+                    *extra.values(),
+                    s.hardware,
+                    s.kernel,
+                    s.batch,
+                    s.heads,
+                    s.kv_heads,
+                    s.seq_len,
+                    s.seq_len_kv,
+                    s.head_dim,
+                    s.head_dim_v,
+                    s.dtype,
+                    "true" if s.causal else "false",
+                    t.block_m,
+                    t.block_n,
+                    t.num_warps,
+                    t.num_stages,
+                    m.status,
+                    "" if m.time_us is None else f"{m.time_us:.3f}",
+                ]
+            )

@@ -1,0 +1,331 @@
+"""tilesolve for Triton kernels: answers as `triton.Config` lists, and an `early_config_prune`
+hook for `@triton.autotune` that keeps the model's top-k of your own configurations.
+
+    from tilesolve.client import triton as ts
+
+    configs = ts.configs("h200", ts.problem(seq_len=4096, head_dim=128, causal=True))
+    prune = ts.early_config_prune_for("h200", problem=my_problem_from_args, top_k=3)
+
+    @triton.autotune(configs=my_configs, key=["N_CTX"],
+                     prune_configs_by={"early_config_prune": prune})
+    @triton.jit
+    def attention(Q, K, V, ..., BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr): ...
+
+Triton is imported only by `configs` (to build `triton.Config` objects); everything else
+reads configurations through `triton.Config`'s documented attributes (`kwargs`, `num_warps`,
+`num_stages`) and writes them as Python source text, so it works where Triton is not installed
+(`tilesolve-cli solve --format triton`). The module imports nothing but the standard library at
+load time, so the GPU sweep harness can load it by path on a host that has Triton and PyTorch
+but not tilesolve's dependencies (`ranked_prune`, from a plan's precomputed ranking).
+
+The Triton contract this follows (Triton 3.x, `triton/runtime/autotuner.py`): `Config(kwargs,
+num_warps=4, num_stages=3, num_ctas=1, maxnreg=None, pre_hook=None)`; `autotune(configs, key,
+prune_configs_by={"early_config_prune": f})` calls `f(configs, named_args, **kwargs)` once per
+new key, where `named_args` maps the kernel's positional arguments by name and `kwargs` are the
+call's keyword arguments, and `f` must return at least one of the configurations.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tilesolve.solver import AttentionProblem, HardwareSpec, SolveAnswer
+
+TileKey = tuple[int, int, int, int]  # block_m, block_n, num_warps, num_stages
+
+
+@dataclass(frozen=True)
+class MetaNames:
+    """How a kernel names its tile meta-parameters.
+
+    `block_m` and `block_n` are `triton.Config.kwargs` keys. `num_warps` and `num_stages` are
+    the Config's own fields; give them a name as well when the kernel also takes them as
+    `tl.constexpr` meta-parameters (they are then written into `kwargs` too, and read from
+    there first)."""
+
+    block_m: str = "BLOCK_M"
+    block_n: str = "BLOCK_N"
+    num_warps: str | None = None
+    num_stages: str | None = None
+
+    def kwargs(self, tile: TileKey) -> dict[str, int]:
+        block_m, block_n, num_warps, num_stages = tile
+        out = {self.block_m: block_m, self.block_n: block_n}
+        if self.num_warps:
+            out[self.num_warps] = num_warps
+        if self.num_stages:
+            out[self.num_stages] = num_stages
+        return out
+
+    def tile_of(self, config: Any) -> TileKey | None:
+        """The tile of a `triton.Config` (or anything with its attributes); None when the
+        configuration does not name both block sizes as integers."""
+        kwargs = getattr(config, "kwargs", None) or {}
+        try:
+            block_m = int(kwargs[self.block_m])
+            block_n = int(kwargs[self.block_n])
+            num_warps = int(
+                kwargs[self.num_warps]
+                if self.num_warps and self.num_warps in kwargs
+                else config.num_warps
+            )
+            num_stages = int(
+                kwargs[self.num_stages]
+                if self.num_stages and self.num_stages in kwargs
+                else config.num_stages
+            )
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+        return block_m, block_n, num_warps, num_stages
+
+
+DEFAULT_NAMES = MetaNames()
+
+
+# ---- answers as configurations --------------------------------------------------------------
+
+
+def _tiles(answer: SolveAnswer) -> list[TileKey]:
+    out = []
+    for c in answer.candidates:
+        others = sorted(set(c.parameters) - set(_FIELDS))
+        if others:
+            raise ValueError(
+                f"the {answer.kernel} family has parameters ({', '.join(others)}) that a "
+                "triton.Config of BLOCK_M, BLOCK_N, num_warps and num_stages cannot hold; "
+                "ask for --kernel triton"
+            )
+        fields = (c.block_m, c.block_n, c.num_warps, c.num_stages)
+        if any(v is None for v in fields):
+            missing = [n for n, v in zip(_FIELDS, fields, strict=True) if v is None]
+            raise ValueError(
+                f"the {answer.kernel} family's configurations have no {', '.join(missing)}: "
+                "they are not Triton tiles"
+            )
+        out.append(
+            (
+                int(c.block_m or 0),
+                int(c.block_n or 0),
+                int(c.num_warps or 0),
+                int(c.num_stages or 0),
+            )
+        )
+    return out
+
+
+_FIELDS = ("block_m", "block_n", "num_warps", "num_stages")
+
+
+def config_source(answer: SolveAnswer, names: MetaNames = DEFAULT_NAMES) -> str:
+    """The answer's candidates as Python source defining `configs`, a list of
+    `triton.Config` (best first), with a comment naming the request and the model."""
+    tiles = _tiles(answer)
+    p = answer.problem
+    header = (
+        f"# tilesolve {answer.model_version}, catalog {answer.catalog_version}: "
+        f"the {answer.kernel} family on {answer.hardware}"
+    )
+    problem = (
+        f"# batch {p.batch}, heads {p.heads}, kv_heads {p.kv_heads_eff}, seq_len {p.seq_len}, "
+        f"seq_len_kv {p.seq_len_kv_eff}, head_dim {p.head_dim}, head_dim_v {p.head_dim_v_eff}, "
+        f"{p.dtype.value}, {p.phase.value}{', causal' if p.causal else ''}"
+    )
+    lines = [header, problem, "import triton", "", "configs = ["]
+    if not tiles:
+        lines.insert(2, f"# status {answer.status.value}: no feasible configuration")
+    for tile, c in zip(tiles, answer.candidates, strict=True):
+        kwargs = ", ".join(f"{k!r}: {v}" for k, v in names.kwargs(tile).items())
+        lines.append(
+            f"    triton.Config({{{kwargs}}}, num_warps={tile[2]}, num_stages={tile[3]}),"
+            f"  # rank {c.rank}: {c.predicted_time_us:.1f} us predicted"
+        )
+    lines.append("]")
+    return "\n".join(lines) + "\n"
+
+
+def problem(**fields: Any) -> AttentionProblem:
+    """An `AttentionProblem` (the solver's schema: seq_len, head_dim, batch, heads, kv_heads,
+    causal, dtype, ...)."""
+    from tilesolve.solver import AttentionProblem
+
+    return AttentionProblem(**fields)
+
+
+def configs(
+    hardware: str | HardwareSpec,
+    request: AttentionProblem,
+    top_k: int = 5,
+    names: MetaNames = DEFAULT_NAMES,
+    kernel: str = "triton",
+) -> list[Any]:
+    """The model's top-k for `request` as `triton.Config` objects (imports triton)."""
+    import triton
+
+    from tilesolve.solver import SolveOptions, solve
+
+    answer = solve(request, hardware, SolveOptions(kernel=kernel, top_k=top_k))
+    return [
+        triton.Config(names.kwargs(tile), num_warps=tile[2], num_stages=tile[3])
+        for tile in _tiles(answer)
+    ]
+
+
+# ---- pruning -----------------------------------------------------------------------------------
+
+
+def keep_top(
+    configs: Sequence[Any],
+    order: Mapping[TileKey, float],
+    top_k: int,
+    names: MetaNames = DEFAULT_NAMES,
+) -> list[Any]:
+    """The `top_k` of `configs` that come first in `order` (tile -> sort key, smaller first;
+    a tile absent from it is one the model rejects or cannot place). Configurations the
+    model rejects are dropped unless fewer than `top_k` remain, and then filled in from the
+    user's order, so that the autotuner always gets at least one. Duplicates keep the first."""
+    if top_k < 1:
+        raise ValueError(f"top_k must be at least 1; got {top_k}")
+    known: list[tuple[float, int, Any]] = []
+    rest: list[Any] = []
+    seen: set[TileKey] = set()
+    for position, config in enumerate(configs):
+        tile = names.tile_of(config)
+        if tile is not None and tile in seen:
+            continue
+        if tile is not None:
+            seen.add(tile)
+        key = order.get(tile) if tile is not None else None
+        if key is None or not math.isfinite(key):
+            rest.append(config)
+        else:
+            known.append((key, position, config))
+    known.sort(key=lambda item: (item[0], item[1]))
+    kept = [config for _, _, config in known[:top_k]]
+    return kept + rest[: max(0, top_k - len(kept))]
+
+
+def ranked_prune(
+    ranking: Mapping[TileKey, float], top_k: int = 3, names: MetaNames = DEFAULT_NAMES
+) -> Callable[..., list[Any]]:
+    """An `early_config_prune(configs, named_args, **kwargs)` from a precomputed ranking of
+    one shape (tile -> predicted time; e.g. from a sweep plan): no solver needed."""
+
+    def early_config_prune(configs: Sequence[Any], named_args: Any, **kwargs: Any) -> list[Any]:
+        return keep_top(configs, ranking, top_k, names)
+
+    return early_config_prune
+
+
+ProblemFromArgs = Callable[[Mapping[str, Any], Mapping[str, Any]], "AttentionProblem"]
+
+
+class ModelPrune:
+    """`early_config_prune(configs, named_args, **kwargs)` for `@triton.autotune`: for the
+    shape of the current call (`problem(named_args, kwargs)`), keep the `top_k` of the user's
+    configurations in the model's order on `hardware` (a catalog name, an inline device or a
+    calibrated one from a profile). Rankings are cached per problem."""
+
+    def __init__(
+        self,
+        hardware: str | HardwareSpec,
+        problem: ProblemFromArgs,
+        top_k: int = 3,
+        names: MetaNames = DEFAULT_NAMES,
+        kernel: str = "triton",
+    ) -> None:
+        if top_k < 1:
+            raise ValueError(f"top_k must be at least 1; got {top_k}")
+        self.hardware = hardware
+        self.problem = problem
+        self.top_k = top_k
+        self.names = names
+        self.kernel = kernel
+        self._orders: dict[str, dict[TileKey, float]] = {}
+        self.last_problem: AttentionProblem | None = None
+
+    def order(self, request: AttentionProblem) -> dict[TileKey, float]:
+        """The model's order over its feasible tiles for `request` (tile -> position)."""
+        key = request.model_dump_json()
+        cached = self._orders.get(key)
+        if cached is not None:
+            return cached
+        from tilesolve.solver import SolveOptions
+        from tilesolve.solver.solve import prepare
+
+        table = prepare(request, self.hardware, SolveOptions(kernel=self.kernel))
+        c = table.common
+        order: dict[TileKey, float] = {}
+        for position, i in enumerate(table.ranked_feasible()):
+            tile = (
+                int(c["block_m"][i]),
+                int(c["block_n"][i]),
+                int(c["num_warps"][i]),
+                int(c["num_stages"][i]),
+            )
+            order[tile] = float(position)
+        self._orders[key] = order
+        return order
+
+    def __call__(self, configs: Sequence[Any], named_args: Any, **kwargs: Any) -> list[Any]:
+        request = self.problem(dict(named_args or {}), kwargs)
+        self.last_problem = request
+        return keep_top(configs, self.order(request), self.top_k, self.names)
+
+    early_config_prune = __call__
+
+
+def early_config_prune_for(
+    hardware: str | HardwareSpec,
+    problem: ProblemFromArgs | None = None,
+    top_k: int = 3,
+    names: MetaNames = DEFAULT_NAMES,
+    kernel: str = "triton",
+) -> ModelPrune:
+    """The prune hook for `prune_configs_by={"early_config_prune": ...}`; `problem` reads the
+    call's shape (default: `problem_from_tensors`)."""
+    return ModelPrune(hardware, problem or problem_from_tensors(), top_k, names, kernel)
+
+
+def problem_from_tensors(
+    q: str = "Q",
+    k: str = "K",
+    causal: Sequence[str] = ("CAUSAL", "causal", "IS_CAUSAL", "STAGE"),
+    layout: str = "bhsd",
+) -> ProblemFromArgs:
+    """A reader of the problem from the kernel's Q and K tensors (shape in `layout`, 'bhsd'
+    or 'bshd') and a causal flag among the arguments named `causal` (Triton's tutorial passes
+    STAGE = 3 for causal, 1 otherwise). The dtype comes from Q (float16, bfloat16, float8)."""
+
+    def read(named_args: Mapping[str, Any], kwargs: Mapping[str, Any]) -> AttentionProblem:
+        from tilesolve.solver import AttentionProblem, DType
+
+        args = {**named_args, **kwargs}
+        qt, kt = args[q], args[k]
+        qs, ks = tuple(qt.shape), tuple(kt.shape)
+        if layout == "bhsd":
+            batch, heads, seq_len, head_dim = qs
+            kv_heads, seq_len_kv = ks[1], ks[2]
+        else:
+            batch, seq_len, heads, head_dim = qs
+            seq_len_kv, kv_heads = ks[1], ks[2]
+        flag_name = next((n for n in causal if n in args), None)
+        flag = args[flag_name] if flag_name is not None else False
+        is_causal = flag == 3 if flag_name == "STAGE" else bool(flag)
+        dtype = str(getattr(qt, "dtype", "float16"))
+        name = "bf16" if "bfloat16" in dtype else "fp8" if "float8" in dtype else "fp16"
+        return AttentionProblem(
+            batch=int(batch),
+            heads=int(heads),
+            kv_heads=int(kv_heads),
+            seq_len=int(seq_len),
+            seq_len_kv=int(seq_len_kv),
+            head_dim=int(head_dim),
+            dtype=DType(name),
+            causal=is_causal,
+        )
+
+    return read

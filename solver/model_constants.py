@@ -1,0 +1,108 @@
+"""The free constants of the CUDA forward cost model, as one record a calibration can replace.
+
+`ModelConstants()` holds today's values: each default is the module constant of the same name
+in `families/cuda_forward.py` or `cost.py` (a test keeps them equal), with its meaning and
+source in the field's description and in `docs/model.md` 5.6. A `CudaDevice` may carry a
+fitted record in its `calibration` field (`tilesolve-cli calibrate` writes one into a profile,
+docs/model.md section 15); the CUDA forward cost model reads `model_constants(device)`, which
+is the device's record or these defaults. Without a calibration every answer is bit-identical
+to the model without this record: a default multiplier is exactly 1.0 and every other default
+is the very number the formula used before.
+
+The catalog's own figures that a calibration may also refit (`memory.dram_achievable_fraction`,
+`memory.l2_achievable_fraction`, `throughput.mma_sync_efficiency`) stay where they are: a
+profile overrides them in the device it builds, so every family reads the fitted value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from .hardware import HardwareSpec
+
+
+class ModelConstants(BaseModel):
+    """Constants of the CUDA forward cost model (fa2 and triton forward families)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    matrix_efficiency: float = Field(
+        1.0,
+        gt=0,
+        le=1,
+        description="achieved fraction of the matrix rate the family's instruction reaches "
+        "(wgmma: the dense peak; mma.sync: the peak x mma_sync_efficiency); 1.0 = as "
+        "catalogued (model.md 5.1)",
+    )
+    instruction_level_parallelism: float = Field(
+        8.0,
+        ge=1,
+        le=64,
+        description="independent mma tiles and rows one warp interleaves across pipes "
+        "(INSTRUCTION_LEVEL_PARALLELISM; calibrated on FA2's table, model.md 7)",
+    )
+    wgmma_instruction_level_parallelism: float = Field(
+        1.0,
+        ge=1,
+        le=64,
+        description="the same on the triton family's wgmma path, where the tutorial kernel "
+        "waits for each GEMM before the softmax reads it (model.md 5.1)",
+    )
+    iteration_fixed_instructions: float = Field(
+        40.0,
+        ge=0,
+        le=10_000,
+        description="instructions every warp issues per K/V iteration whatever the tile "
+        "(ITERATION_FIXED_INSTRUCTIONS; estimate from FA2's loop structure)",
+    )
+    softmax_chain_cycles: float = Field(
+        400.0,
+        ge=0,
+        le=100_000,
+        description="dependent latency of the row max and sum, exp and the cp.async wait in "
+        "one iteration (SOFTMAX_CHAIN_CYCLES; calibrated on FA2's table)",
+    )
+    mma_latency_cycles: float = Field(
+        33.0,
+        ge=0,
+        le=10_000,
+        description="dependent HMMA.16816.F32 issue-to-result (MMA_LATENCY_CYCLES; "
+        "Abdelkhalik et al. 2022)",
+    )
+    block_start_cycles: float = Field(
+        300.0,
+        ge=0,
+        le=1_000_000,
+        description="start-up of one thread block (cost.BLOCK_START_CYCLES; estimate)",
+    )
+    kernel_launch_us: float = Field(
+        2.5,
+        ge=0,
+        le=10_000,
+        description="launch and drain of a kernel, added to every time (cost.KERNEL_LAUNCH_US; "
+        "estimate)",
+    )
+
+
+DEFAULT_MODEL_CONSTANTS = ModelConstants()
+
+
+def model_constants(device: object) -> ModelConstants:
+    """The constants the CUDA forward cost model uses on `device`: its calibration, or the
+    defaults."""
+    calibration = getattr(device, "calibration", None)
+    return calibration if isinstance(calibration, ModelConstants) else DEFAULT_MODEL_CONSTANTS
+
+
+def calibration_digest(spec: HardwareSpec) -> str | None:
+    """A short digest of a calibrated device (its constants and every catalog figure it
+    carries; not its sources and notes), or None for a device without a calibration. Two
+    devices with the same digest give the same answers."""
+    if getattr(spec, "calibration", None) is None:
+        return None
+    text = spec.model_dump_json(exclude={"sources", "notes"})
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
