@@ -1,6 +1,6 @@
 """The model's decode split counts beside what FlashAttention-2's and FlashAttention-3's
 split-KV heuristics pick for the same shapes (docs/model.md 13.6 and 13.9), and the ascend
-family's core split and S2 tile beside CANN IncreFlashAttention's (10.10).
+family's core split and S2 tile beside CANN IncreFlashAttention's (13.10).
 
 Usage:
     .venv/bin/python benchmarks/decode_splits.py

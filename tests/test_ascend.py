@@ -475,7 +475,7 @@ def test_bad_input_exits_2_naming_the_field(
 
 
 def test_decode_on_ascend_is_incre_flash_attention() -> None:
-    """Decode on an Ascend device is CANN's IncreFlashAttention (docs/model.md 10.10; its
+    """Decode on an Ascend device is CANN's IncreFlashAttention (docs/model.md 13.10; its
     own tests are in tests/test_decode_fa3_ascend.py); 910A has no such kernel."""
     step = AttentionProblem(seq_len=1, seq_len_kv=4096, head_dim=128, phase="decode")
     assert "IncreFlashAttention" in solve(step, "910b").kernel_reason

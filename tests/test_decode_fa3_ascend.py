@@ -1,4 +1,4 @@
-"""Decode for the fa3 and Ascend families (docs/model.md 13.9 and 10.10): FlashAttention-3's
+"""Decode for the fa3 and Ascend families (docs/model.md 13.9 and 13.10): FlashAttention-3's
 split / PackGQA / paged paths on Hopper and CANN's IncreFlashAttention on Ascend — the issue's
 decode example and its sweep with fa3, fa3 as Hopper's decode default, its forward answers
 unchanged without a longer cache, FA3's pack and page rules; Ascend's S2 tile, core split and

@@ -205,7 +205,7 @@ def buffers(
 ) -> Buffers:
     """Every buffer's use (docs/model.md 10.2). Works elementwise on int64 arrays. A vector
     pass covers `vec_rows` rows of `vec_cols` columns: the whole S2 tile (None) in the forward
-    kernels, at most one vector basic block's width in the decode kernel (10.10)."""
+    kernels, at most one vector basic block's width in the decode kernel (13.10)."""
     cols = bn if vec_cols is None else vec_cols
     pingpong = np.minimum(stages, 2)
     base = np.minimum(bn, CUBE_BASE_COLUMNS)  # QK's N and PV's K per cube issue

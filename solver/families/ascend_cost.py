@@ -78,7 +78,7 @@ HANDOFFS_PER_ROUND = 2.0  # S to the vector, P back to the cube
 # 910B2 measured 16-18 us from the host over three repeats (LMCache-Ascend PR #280: CANN 8.5.1,
 # torch_npu 2.9.0, "Three repeats measured ... 16-18 us after"). Assumed for 910A and 310P3.
 ASCEND_LAUNCH_US = 18.0
-# A paged cache (the decode kernel, docs/model.md 10.10): each page of the S2 tile is a copy of
+# A paged cache (the decode kernel, docs/model.md 13.10): each page of the S2 tile is a copy of
 # its own (IncreFlashAttention's MatMul callback copies K and V GM -> L1 page by page, with the
 # page's address from the block table), and each copy costs the issuing queue this much beyond
 # its bytes: the scalar unit's block-table read and address arithmetic and the DMA descriptor's
@@ -89,7 +89,7 @@ PAGE_COPY_CYCLES = 64.0
 @dataclass(frozen=True)
 class DecodeWork:
     """What the decode kernel (IncreFlashAttention) changes in the forward evaluation of its
-    transformed problem (docs/model.md 10.10): the rows a block really holds (the packed
+    transformed problem (docs/model.md 13.10): the rows a block really holds (the packed
     group; the cube pads them to the fractal, not to the S1 tile), the columns of one vector
     pass, and the page size of a paged cache (None: contiguous)."""
 

@@ -13,7 +13,7 @@ and, after a barrier across the cores (`SyncAll`), one core per (batch, KV head)
 parts, weighted by their log-sum-exps, in the same kernel. With a paged cache (`block_table`,
 `block_size`), the S2 tile is a whole number of pages and K and V come into L1 page by page.
 
-Decisions (docs/model.md 10.10): the S2 tile (`block_n`), the core split (`num_splits`: S2
+Decisions (docs/model.md 13.10): the S2 tile (`block_n`), the core split (`num_splits`: S2
 parts per (batch, KV head)), the page size (`page_size` = IFA's `block_size`, with
 `--page-size`), and the forward family's pipeline depth, vector slice and head-dim split;
 `block_m` covers the packed rows. The cost is the forward cost model (`ascend_cost.py`) on each
@@ -124,7 +124,7 @@ def core_split_domain(problem: AttentionProblem, units: int) -> tuple[int, ...]:
     """The core splits: the powers of two, and the powers of two times the odd part of the
     cube-core count (3 on a 24-core 910B), up to min(128, the S2 tiles at the smallest tile):
     with only powers of two, B x N2 blocks can never fill 24 cores exactly (docs/model.md
-    10.10)."""
+    13.10)."""
     odd = units
     while odd % 2 == 0:
         odd //= 2

@@ -53,9 +53,9 @@ from .split_kv import (
     SplitTiles,
     decode_block_m_cap,
     decode_violations,
+    gqa_group,
     num_splits_domain,
     page_param,
-    paging_requested,
     split_kv_perf,
     split_params,
     sub_evaluation,
@@ -97,7 +97,6 @@ class Fa3SplitKv(FlashAttention3):
     """fa3, forward: FlashAttention-3 with its split and pack-GQA paths for prefill against a
     longer cache, and paged KV. Without a longer cache, FlashAttention-3's forward family."""
 
-    page_rule = FA3_PAGES
     paged_kv_rule = FA3_PAGES.rule
 
     # ---- what the family states ----------------------------------------------------------
@@ -129,8 +128,8 @@ class Fa3SplitKv(FlashAttention3):
         own: list[Constraint] = []
         if self.splits_declared(problem):
             own.append(SplitTiles())
-        if self.splits_declared(problem) or paging_requested(options):
-            own.append(Fa3PackGqa())
+        if self.splits_declared(problem) and gqa_group(problem) > 1:
+            own.append(Fa3PackGqa())  # pack_gqa is declared
         cap = self.decode_rows_cap(problem)
         if cap is not None:
             own.append(DecodeRows(cap))
