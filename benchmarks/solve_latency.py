@@ -272,7 +272,8 @@ def build_backward_cases() -> list[Case]:
 # ---- the decode block ----------------------------------------------------------------------
 # Decode steps (1 to 8 query rows against a cache), fa2 and flashinfer, by the same kind of
 # fixed rule: batch 1 to 128, MHA and GQA, caches of 1k to 128k tokens, head dims 64 to 256,
-# a few with a paged cache (pinned or auto).
+# a few with a paged cache (pinned or auto); then fa3 on two Hopper parts and ascend on 910B
+# and 310P3 by the same rule (24 more steps).
 
 DECODE_HARDWARE = ("a100-80gb", "h100-sxm", "h200", "l4", "rtx-4090", "a10", "l40s")
 DECODE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 3)
@@ -281,6 +282,12 @@ DECODE_KV = (1024, 4096, 8191, 32768, 131072, 16384, 2000)
 DECODE_ROWS = (1, 1, 1, 2, 4, 8, 1)
 DECODE_HEAD_DIMS = (128, 64, 128, 256, 128, 96)
 DECODE_PER_HARDWARE = 6
+DECODE_FAMILY_ROWS = (
+    ("h100-sxm", "fa3"),
+    ("h200", "fa3"),
+    ("ascend-910b", "ascend"),
+    ("ascend-310p3", "ascend"),
+)
 
 
 def build_decode_cases() -> list[Case]:
@@ -309,6 +316,30 @@ def build_decode_cases() -> list[Case]:
             elif i % 7 == 6:
                 page = 256 if kernel == "fa2" else 16
                 extra = (("parameter_pins", {"page_size": page}),)
+            cases.append(Case(f"decode-{i:02d}", hw, kernel, problem, extra))
+    # fa3 (FlashAttention-3's split / PackGQA path, Hopper's default) and ascend (CANN's
+    # IncreFlashAttention), by the same rule, after the rows above (which are unchanged)
+    for h, (hw, kernel) in enumerate(DECODE_FAMILY_ROWS):
+        for j in range(DECODE_PER_HARDWARE):
+            i = (len(DECODE_HARDWARE) + h) * DECODE_PER_HARDWARE + j
+            heads, kv_heads = DECODE_HEADS[(5 * i + 1) % len(DECODE_HEADS)]
+            seq_len_kv = DECODE_KV[(3 * i + 2) % len(DECODE_KV)]
+            problem = AttentionProblem(
+                batch=DECODE_BATCHES[(7 * i) % len(DECODE_BATCHES)],
+                heads=heads,
+                kv_heads=kv_heads,
+                seq_len=min(DECODE_ROWS[(2 * i + 1) % len(DECODE_ROWS)], seq_len_kv),
+                seq_len_kv=seq_len_kv,
+                head_dim=DECODE_HEAD_DIMS[(5 * i) % len(DECODE_HEAD_DIMS)],
+                dtype="bf16" if i % 3 == 1 and hw != "ascend-310p3" else "fp16",
+                causal=i % 4 == 3,
+                phase="decode",
+            )
+            extra: tuple[tuple[str, Any], ...] = ()
+            if i % 7 == 5:
+                extra = (("choose_page_size", True),)
+            elif i % 7 == 6:
+                extra = (("parameter_pins", {"page_size": 256 if kernel == "fa3" else 128}),)
             cases.append(Case(f"decode-{i:02d}", hw, kernel, problem, extra))
     return cases
 
@@ -373,6 +404,9 @@ def warm_up() -> None:
     for kernel in ("fa2", "flashinfer"):
         for engine in ENGINES:
             solve(step, "rtx-5090", SolveOptions(engine=engine, top_k=TOP_K, kernel=kernel))
+    for kernel, hardware in (("fa3", "h100-sxm"), ("ascend", "ascend-910b")):
+        for engine in ENGINES:
+            solve(step, hardware, SolveOptions(engine=engine, top_k=TOP_K, kernel=kernel))
 
 
 def run(cases: list[Case], repeats: int, progress: bool) -> dict[str, dict[str, EngineRuns]]:

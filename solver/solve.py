@@ -27,7 +27,9 @@ from .validate import check_config, fresh_times_us, same_time
 # 0.4.0: the fa3 family, the default on compute capability 9.0.
 # 0.5.0: the backward pass (fa2 and triton backward families); forward answers unchanged.
 # 0.6.0: decode and split-KV (num_splits, pack_gqa, page_size), the flashinfer family.
-MODEL_VERSION = "0.6.0"
+# 0.7.0: fa3 decode and split-KV (Hopper's decode default), ascend decode (IncreFlashAttention);
+#        forward answers without a longer cache unchanged.
+MODEL_VERSION = "0.7.0"
 
 
 def model_version(spec: HardwareSpec) -> str:

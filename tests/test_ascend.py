@@ -451,7 +451,17 @@ BASE = ["solve", "--head-dim", "128", "--seq-len", "4096"]
         (["--hardware", "ascend-910", "--head-dim", "320"], "head_dim", "up to 304"),
         (["--hardware", "ascend-310p3", "--head-dim", "640"], "head_dim", "up to 512"),
         (["--hardware", "ascend-910b", "--head-dim-v", "256"], "head_dim_v", "<= head_dim"),
-        (["--hardware", "ascend-910b", "--phase", "decode"], "phase", "not modelled yet"),
+        (["--hardware", "ascend-910b", "--phase", "decode"], "seq_len", "1 to 64 query rows"),
+        (
+            ["--hardware", "ascend-910", "--phase", "decode", "--seq-len", "1"],
+            "phase",
+            "IncreFlashAttention, the decode kernel modelled, does not exist on ascend-910",
+        ),
+        (
+            ["--hardware", "ascend-910b", "--phase", "decode", "--seq-len", "17"],
+            "seq_len",
+            "IncreFlashAttention takes 1 to 16 query rows",
+        ),
         (["--hardware", "ascend-910b", "--num-warps", "4"], "num_warps", "ascend has no"),
         (["--hardware", "ascend-910b", "--param", "vec_rows=12"], "param", "allowed: 8, 16"),
     ],
@@ -464,11 +474,14 @@ def test_bad_input_exits_2_naming_the_field(
     assert f"error: {field}: " in err and words in err, err
 
 
-def test_decode_on_ascend_says_it_is_not_modelled_for_this_family() -> None:
+def test_decode_on_ascend_is_incre_flash_attention() -> None:
+    """Decode on an Ascend device is CANN's IncreFlashAttention (docs/model.md 13.10; its
+    own tests are in tests/test_decode_fa3_ascend.py); 910A has no such kernel."""
+    step = AttentionProblem(seq_len=1, seq_len_kv=4096, head_dim=128, phase="decode")
+    assert "IncreFlashAttention" in solve(step, "910b").kernel_reason
     with pytest.raises(InvalidRequestError) as info:
-        solve(AttentionProblem(seq_len=1, seq_len_kv=4096, head_dim=128, phase="decode"), "910b")
-    text = str(info.value)
-    assert "phase 'decode' is not modelled yet for kernel 'ascend'" in text
+        solve(step, "910a")
+    assert "does not exist on ascend-910" in str(info.value)
 
 
 def _dump(name: str) -> dict[str, Any]:

@@ -253,7 +253,7 @@ def test_pins_are_honoured(capsys: pytest.CaptureFixture[str]) -> None:
         (["--hardware", "ascend-910b", "--dtype", "fp8"], "dtype"),
         (["--hardware", "ascend-910", "--dtype", "bf16"], "dtype"),
         (["--hardware", "ascend-910b", "--head-dim", "1000"], "head_dim"),
-        (["--hardware", "ascend-910b", "--phase", "decode"], "phase"),
+        (["--hardware", "ascend-910b", "--phase", "decode"], "seq_len"),  # 1 to 16 rows
         (["--tls"], "server"),  # a server option without --server
     ],
 )

@@ -195,6 +195,20 @@ FAMILY_CASES: dict[tuple[str, Phase], tuple[str, AttentionProblem, bool]] = {
         ),
         True,
     ),
+    ("fa3", DECODE): (
+        "h100-sxm",
+        AttentionProblem(
+            batch=3, heads=32, kv_heads=8, seq_len=1, seq_len_kv=9000, head_dim=128, phase=DECODE
+        ),
+        True,
+    ),
+    ("ascend", DECODE): (
+        "ascend-910b",
+        AttentionProblem(
+            batch=2, heads=16, kv_heads=4, seq_len=2, seq_len_kv=5000, head_dim=128, phase=DECODE
+        ),
+        True,
+    ),
 }
 CASE_KEYS = sorted(FAMILY_CASES, key=lambda key: (key[0], key[1].value))
 

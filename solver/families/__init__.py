@@ -12,10 +12,11 @@ from ..errors import FieldViolation, InvalidRequestError
 from ..hardware import HardwareSpec
 from ..problem import AttentionProblem, Phase
 from .ascend import AscendFlashAttention
+from .ascend_decode import AscendIncreFlashAttention
 from .base import KernelFamily
 from .decode import FlashAttention2Decode, FlashAttention2SplitKv, TritonSplitKv
 from .fa2_backward import FlashAttention2Backward
-from .fa3 import FlashAttention3
+from .fa3_decode import Fa3Decode, Fa3SplitKv
 from .flashinfer import FlashInfer, FlashInferDecode
 from .triton_backward import TritonFlashAttentionBackward
 
@@ -129,13 +130,15 @@ for _family in (
     FlashAttention2SplitKv(),
     TritonSplitKv(),
     FlashInfer(),
-    FlashAttention3(),
+    Fa3SplitKv(),
     AscendFlashAttention(),
     FlashAttention2Backward(),
     TritonFlashAttentionBackward(),
     # decode (docs/model.md section 13)
     FlashAttention2Decode(),
     FlashInferDecode(),
+    Fa3Decode(),
+    AscendIncreFlashAttention(),
 ):
     register(_family)
 

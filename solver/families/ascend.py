@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -195,9 +195,18 @@ class Buffers:
 
 
 def buffers(
-    g: Geometry, bm: IntArray, bn: IntArray, stages: IntArray, vec_rows: IntArray, d_split: IntArray
+    g: Geometry,
+    bm: IntArray,
+    bn: IntArray,
+    stages: IntArray,
+    vec_rows: IntArray,
+    d_split: IntArray,
+    vec_cols: IntArray | None = None,
 ) -> Buffers:
-    """Every buffer's use (docs/model.md 10.2). Works elementwise on int64 arrays."""
+    """Every buffer's use (docs/model.md 10.2). Works elementwise on int64 arrays. A vector
+    pass covers `vec_rows` rows of `vec_cols` columns: the whole S2 tile (None) in the forward
+    kernels, at most one vector basic block's width in the decode kernel (13.10)."""
+    cols = bn if vec_cols is None else vec_cols
     pingpong = np.minimum(stages, 2)
     base = np.minimum(bn, CUBE_BASE_COLUMNS)  # QK's N and PV's K per cube issue
     d_chunk = g.d // d_split
@@ -208,10 +217,10 @@ def buffers(
     l0b = pingpong * base * np.maximum(d_chunk, dv_chunk) * g.elem
     l0c = pingpong * bm * np.maximum(base, dv_chunk) * FP32_BYTES
     l1 = bm * g.d * g.elem + stages * (base * (g.d + g.dv) * g.elem + bm * base * g.elem)
-    slice_io = vec_rows * (bn * FP32_BYTES + bn * g.elem + g.dv * FP32_BYTES)
+    slice_io = vec_rows * (cols * FP32_BYTES + cols * g.elem + g.dv * FP32_BYTES)
     ub = (
         pingpong * slice_io
-        + vec_rows * bn * FP32_BYTES  # the softmax's fp32 temporary
+        + vec_rows * cols * FP32_BYTES  # the softmax's fp32 temporary
         + rows_v * g.dv * FP32_BYTES  # the output accumulator
         + rows_v * ROW_STATISTICS * stat_bytes
     )
@@ -465,6 +474,7 @@ class AscendFlashAttention(KernelFamily):
             cfg["num_stages"],
             cfg["vec_rows"],
             cfg["d_split"],
+            self.vector_columns(cfg["block_n"]),
         )
         capacity = {
             "l1": core.l1_bytes,
@@ -475,6 +485,15 @@ class AscendFlashAttention(KernelFamily):
             "workspace": g.workspace_capacity,
         }
         return AscendResources(used, capacity, g.split)
+
+    def kernel_modelled(self) -> str | None:
+        """The kernel the answer's confidence note names (None: the device's forward kernel)."""
+        return None
+
+    def vector_columns(self, block_n: Any) -> Any:
+        """Columns of one vector pass for S2 tiles `block_n` (an int or an array); None: the
+        whole S2 tile, as in the forward kernels."""
+        return None
 
     def constraints(
         self, hardware: HardwareSpec, problem: AttentionProblem, options: SolveOptions
@@ -520,7 +539,7 @@ class AscendFlashAttention(KernelFamily):
     def answer_notes(self, table: CandidateTable, ranked: list[int]) -> list[str]:
         from .ascend_cost import confidence_note
 
-        out = [confidence_note(ascend_device(table.hardware))]
+        out = [confidence_note(ascend_device(table.hardware), self.kernel_modelled())]
         ignored = [
             flag
             for flag, value in (
@@ -562,14 +581,16 @@ class AscendFlashAttention(KernelFamily):
             out.append(f"vector_slice: {r} rows per pass, {rows} rows per vector core")
         double = 2 if stages >= 2 else 1
         base = min(bn, 128)
+        columns = self.vector_columns(bn)
+        vc = bn if columns is None else int(columns)
         dc, dvc = d // ds, dv // ds
         use = {
             "l1": bm * d * e + stages * (base * (d + dv) * e + bm * base * e),
             "l0a": double * bm * max(dc, base) * e,
             "l0b": double * base * max(dc, dvc) * e,
             "l0c": double * bm * max(base, dvc) * 4,
-            "ub": double * r * (bn * 4 + bn * e + dv * 4)
-            + r * bn * 4
+            "ub": double * r * (vc * 4 + vc * e + dv * 4)
+            + r * vc * 4
             + rows * dv * 4
             + rows * 3 * max(core.ub_alignment_bytes, 4),
         }

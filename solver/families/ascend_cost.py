@@ -33,7 +33,7 @@ from ..cost import (
     wave_schedule,
 )
 from ..hardware import AscendDevice
-from ..space import ceil_div
+from ..space import IntArray, ceil_div
 from .ascend import (
     CUBE_BASE_COLUMNS,
     FP32_BYTES,
@@ -78,6 +78,24 @@ HANDOFFS_PER_ROUND = 2.0  # S to the vector, P back to the cube
 # 910B2 measured 16-18 us from the host over three repeats (LMCache-Ascend PR #280: CANN 8.5.1,
 # torch_npu 2.9.0, "Three repeats measured ... 16-18 us after"). Assumed for 910A and 310P3.
 ASCEND_LAUNCH_US = 18.0
+# A paged cache (the decode kernel, docs/model.md 13.10): each page of the S2 tile is a copy of
+# its own (IncreFlashAttention's MatMul callback copies K and V GM -> L1 page by page, with the
+# page's address from the block table), and each copy costs the issuing queue this much beyond
+# its bytes: the scalar unit's block-table read and address arithmetic and the DMA descriptor's
+# set-up (cube cycles; estimate).
+PAGE_COPY_CYCLES = 64.0
+
+
+@dataclass(frozen=True)
+class DecodeWork:
+    """What the decode kernel (IncreFlashAttention) changes in the forward evaluation of its
+    transformed problem (docs/model.md 13.10): the rows a block really holds (the packed
+    group; the cube pads them to the fractal, not to the S1 tile), the columns of one vector
+    pass, and the page size of a paged cache (None: contiguous)."""
+
+    rows: int
+    vec_cols: IntArray
+    page: IntArray | None = None
 
 
 @dataclass(frozen=True)
@@ -98,6 +116,7 @@ class Rates:
     handoff_ns: float
     slice_ns: float
     cube_efficiency: float  # sustained / peak cube rate
+    page_copy_ns: float  # the fixed cost of one page copy (paged decode)
 
 
 def rates(device: AscendDevice) -> Rates:
@@ -124,6 +143,7 @@ def rates(device: AscendDevice) -> Rates:
         handoff_ns=(HANDOFF_CYCLES_SPLIT if split else HANDOFF_CYCLES_COUPLED) / fc,
         slice_ns=VECTOR_SLICE_CYCLES / fv,
         cube_efficiency=efficiency,
+        page_copy_ns=PAGE_COPY_CYCLES / fc,
     )
 
 
@@ -153,6 +173,8 @@ def _round(
     vec_rows: FloatArray,
     d_split: FloatArray,
     dram_fraction: FloatArray,
+    vec_cols: FloatArray | None = None,
+    page: FloatArray | None = None,
 ) -> Round:
     d, dv, e = float(g.d), float(g.dv), float(g.elem)
     rows_v = bm / g.vector_per_cube
@@ -161,6 +183,8 @@ def _round(
     cube = scores * (d + dv) / r.mac
     p_in = scores * e if g.split else 0.0 * scores
     mte2 = kv * ((1.0 - dram_fraction) / r.l2_read + dram_fraction / r.gm_read) + p_in / r.l2_read
+    if page is not None:  # a copy of K and one of V per page of the round
+        mte2 = mte2 + 2.0 * np.ceil(cols / page) * r.page_copy_ns
     base_blocks = np.ceil(cols / CUBE_BASE_COLUMNS)
     q_loads = np.where(d_split > 1, base_blocks, 1.0)
     mte1 = (bm * d * e * q_loads + scores * e * d_split) / r.l0a + kv / r.l0b
@@ -170,9 +194,12 @@ def _round(
         vload = (rows_v * cols * FP32_BYTES + rows_v * dv * FP32_BYTES) / r.l2_read
     else:
         vload = 0.0 * scores
-    vec = (rows_v * cols * SOFTMAX_PASSES + rows_v * dv * OUTPUT_UPDATE_PASSES) / r.vec + np.ceil(
-        rows_v / vec_rows
-    ) * r.slice_ns
+    passes = np.ceil(rows_v / vec_rows)
+    if vec_cols is not None:  # the decode kernel's passes of at most vec_cols columns
+        passes = passes * np.ceil(cols / vec_cols)
+    vec = (
+        rows_v * cols * SOFTMAX_PASSES + rows_v * dv * OUTPUT_UPDATE_PASSES
+    ) / r.vec + passes * r.slice_ns
     vstore = rows_v * cols * e / r.store
     aic_pipes = np.stack([mte2, mte1, cube, fix])
     aiv_pipes = np.stack([vload, vec, vstore])
@@ -192,7 +219,9 @@ def _period(rd: Round, stages: FloatArray, active: FloatArray, r: Rates) -> Floa
     return np.asarray(np.maximum.reduce(terms), dtype=np.float64)
 
 
-def evaluate(ev: Evaluation) -> Perf:
+def evaluate(ev: Evaluation, decode: DecodeWork | None = None) -> Perf:
+    """Predicted time and its parts of every configuration; `decode` for the decode kernel's
+    transformed problem (None: the forward kernels, 10.3)."""
     device = ascend_device(ev.hardware)
     core = device.ascend
     problem = ev.problem
@@ -238,15 +267,26 @@ def evaluate(ev: Evaluation) -> Perf:
     )
 
     # ---- one round, full and tail ---------------------------------------------------------
+    # The rows a block computes: its S1 tile, or in the decode kernel the packed rows it
+    # really holds, padded to the cube's fractal.
+    bm_w = bm
+    vec_cols = page = None
+    if decode is not None:
+        bm_w = np.minimum(bm, float(ceil_div(decode.rows, frac) * frac))
+        vec_cols = decode.vec_cols.astype(np.float64)
+        page = None if decode.page is None else decode.page.astype(np.float64)
+
     def one_round(cols: FloatArray) -> Round:
-        return _round(g, r, bm, cols, stages, vec_rows, d_split, reuse.dram_fraction)
+        return _round(
+            g, r, bm_w, cols, stages, vec_rows, d_split, reuse.dram_fraction, vec_cols, page
+        )
 
     full = one_round(bn)
     tail_cols = np.ceil((sk - (n_kv - 1) * bn_i) / frac) * frac
     tail = one_round(np.asarray(tail_cols, dtype=np.float64))
 
-    rows_v = bm / g.vector_per_cube
-    prologue = bm * g.d * g.elem / r.gm_read + r.handoff_ns
+    rows_v = bm_w / g.vector_per_cube
+    prologue = bm_w * g.d * g.elem / r.gm_read + r.handoff_ns
     epilogue = (
         rows_v * g.dv * OUTPUT_FINAL_PASSES / r.vec
         + rows_v * (g.dv * g.elem + LSE_BYTES_PER_ROW) / r.out
@@ -403,12 +443,14 @@ def reason_lines(table: CandidateTable, i: int) -> list[str]:
     ]
 
 
-def confidence_note(device: AscendDevice) -> str:
-    """The answer's confidence note: the unconfirmed catalog inputs this prediction used."""
+def confidence_note(device: AscendDevice, kernel_modelled: str | None = None) -> str:
+    """The answer's confidence note: the unconfirmed catalog inputs this prediction used, and
+    the kernel modelled (the forward kernels' by default)."""
     core = device.ascend
     used = set(MODEL_INPUTS) | {f"ascend.{f}" for f in required_rates(core)}
     unconfirmed = [f for f in core.unconfirmed_fields if f in used]
-    kernel = f"kernel modelled on {device.name}: {kernel_name(device)}"
+    modelled = kernel_name(device) if kernel_modelled is None else kernel_modelled
+    kernel = f"kernel modelled on {device.name}: {modelled}"
     if not unconfirmed:
         return f"confidence: every catalog input of this prediction is confirmed; {kernel}"
     cube = (

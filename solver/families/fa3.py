@@ -36,7 +36,7 @@ from ..hardware import CudaDevice, HardwareSpec
 from ..occupancy import occupancy, occupancy_arrays
 from ..problem import AttentionProblem, DType, SolveOptions
 from ..space import Config, ConfigArrays, IntArray, Param, ceil_div
-from .base import BoolArray, KernelFamily, ResourceUse
+from .base import BoolArray, FloatArray, KernelFamily, ResourceUse
 from .cuda import (
     CudaResources,
     MaxSmem,
@@ -425,6 +425,11 @@ class FlashAttention3(KernelFamily):
         )
 
     # ---- cost --------------------------------------------------------------------------------
+    def tile_load_extra_cycles(self, cfg: ConfigArrays, device: CudaDevice) -> FloatArray | float:
+        """Cycles each K/V tile load takes beyond its latency and transfer (0.0 here; the
+        split-KV registrations add a paged cache's page-table lookups, `fa3_decode.py`)."""
+        return 0.0
+
     def evaluate(self, ev: Evaluation) -> Perf:
         from .fa3_cost import evaluate_fa3
 

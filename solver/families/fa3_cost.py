@@ -147,6 +147,9 @@ def evaluate_fa3(family: FlashAttention3, ev: Evaluation) -> Perf:
         + miss * tp.dram_latency_cycles
         + tile_bytes * ((1.0 - miss) / l2_share + miss / dram_share)
     )
+    # the page-table lookups of a paged cache (0.0 for a contiguous one: the forward model
+    # is unchanged; fa3_decode.py and docs/model.md 13.9)
+    tile_load = tile_load + family.tile_load_extra_cycles(cfg, device)
     # The producer runs num_stages - 1 tiles ahead: a load has that many iterations (plus its
     # own) to arrive. One stage: the next tile waits for the consumers to release the buffer.
     round_cycles = np.maximum.reduce(

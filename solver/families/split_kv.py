@@ -131,9 +131,12 @@ class PageRule:
     auto_domain: tuple[int, ...]
     multiple_of: int = 1  # page % multiple_of == 0
     power_of_two: bool = False
+    max_size: int | None = None  # page <= max_size (Ascend's decode APIs: 512)
 
     def allows(self, page: int) -> bool:
         if page < 1 or page % self.multiple_of:
+            return False
+        if self.max_size is not None and page > self.max_size:
             return False
         return not self.power_of_two or page & (page - 1) == 0
 
@@ -229,6 +232,21 @@ def take_rows(record: T, indices: IntArray, n: int) -> T:
     return replace(record, **changes)
 
 
+def sub_evaluation(ev: Evaluation, problem: AttentionProblem, indices: IntArray, n: int) -> Any:
+    """The evaluation of the configurations at `indices` on a transformed problem, for a
+    family whose forward cost model reads an `Evaluation` (fa3, ascend)."""
+    from ..candidates import Evaluation
+
+    values = {f.name: getattr(ev, f.name) for f in fields(Evaluation)}
+    values.update(
+        problem=problem,
+        cfg=ev.cfg.take(indices),
+        common={name: column[indices] for name, column in ev.common.items()},
+        res=take_rows(ev.res, indices, n),
+    )
+    return Evaluation(**values)
+
+
 # ---- the device as the split model sees it --------------------------------------------------
 
 
@@ -244,6 +262,9 @@ class UnitRates:
     l2_round_trip_s: float  # one dependent L2 access
     block_start_s: float  # start-up of one block
     launch_us: float = KERNEL_LAUNCH_US
+    # what starting the combine costs: None, a kernel launch (launch_us); a kernel that merges
+    # in place after a barrier across its cores (CANN's IncreFlashAttention) gives that here
+    combine_start_us: float | None = None
 
 
 def paged_lookup_cycles(
@@ -292,7 +313,8 @@ def combine_cost(
     read_rate = np.where(in_l2, rates.l2_bytes_per_s, rates.dram_bytes_per_s) * busy
     transfer_s = np.maximum(partial / read_rate, out / (rates.dram_bytes_per_s * busy))
     fixed_s = rates.block_start_s + 2.0 * rates.l2_round_trip_s
-    time_us = rates.launch_us + (fixed_s + transfer_s) * 1e6
+    start_us = rates.launch_us if rates.combine_start_us is None else rates.combine_start_us
+    time_us = start_us + (fixed_s + transfer_s) * 1e6
     hbm = out + np.where(in_l2, 0.0, partial)
     split = splits > 1
     return Combine(np.where(split, time_us, 0.0), np.where(split, hbm, 0.0))
@@ -533,6 +555,7 @@ __all__ = [
     "split_kv_perf",
     "split_params",
     "split_problem",
+    "sub_evaluation",
     "take_rows",
     "visible_keys",
 ]
