@@ -249,7 +249,8 @@ def notes(table: CandidateTable, ranked: list[int]) -> list[str]:
             "iterations first; docs/model.md), so measure them if the difference matters"
         )
     waves = float(table.perf.waves[ranked[0]]) if ranked else SMALL_PROBLEM_WAVES
-    if waves < SMALL_PROBLEM_WAVES:
+    # A family that splits K/V across blocks (num_splits) already answers an under-filled grid.
+    if waves < SMALL_PROBLEM_WAVES and "num_splits" not in table.cfg:
         out.append(
             f"the problem fills less than one wave ({waves:.2f} waves for rank 1): "
             f"batch {table.problem.batch} x heads {table.problem.heads} gives too few blocks "

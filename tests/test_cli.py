@@ -709,6 +709,11 @@ def test_a_problem_below_one_wave_says_so(capsys: pytest.CaptureFixture[str]) ->
     assert "note: the problem fills less than one wave" in out
     code, answer = run_json(capsys, *QUICK_START, "--batch", "8", "--heads", "32")
     assert code == 0 and answer["notes"] == []
+    # decode splits K/V across blocks to fill the SMs: the under-fill note would mislead
+    decode = ["solve", "--hardware", "a100", "--head-dim", "128", "--seq-len", "1"]
+    code, answer = run_json(capsys, *decode, "--seq-len-kv", "32768", "--phase", "decode")
+    assert code == 0 and answer["candidates"][0]["num_splits"] > 1
+    assert not any("less than one wave" in note for note in answer["notes"])
 
 
 def test_answer_echoes_the_resolved_problem(capsys: pytest.CaptureFixture[str]) -> None:
