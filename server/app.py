@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import gc
 import logging
 import os
 import signal
@@ -44,6 +45,8 @@ from .solving import ProcessSolvers, Solvers, ThreadSolvers
 logger = logging.getLogger("tilesolve.server")
 T = TypeVar("T")
 MIB = 1024 * 1024
+KEEPALIVE_S = 60  # the server pings each connection this often ...
+KEEPALIVE_TIMEOUT_S = 20  # ... and drops one whose peer does not answer within this
 
 SERVICE_NAME: str = pb.DESCRIPTOR.services_by_name["TileSolveService"].full_name
 HEALTH_SERVICE_NAME: str = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
@@ -249,6 +252,11 @@ class TileSolveServer:
                 ("grpc.so_reuseport", 0),
                 ("grpc.max_receive_message_length", config.max_request_bytes),
                 ("grpc.max_send_message_length", config.max_response_bytes),
+                # A peer that stops reading (or vanishes) stops answering pings too: its
+                # connection, and the answers stuck in it, are dropped within 80 s.
+                ("grpc.keepalive_time_ms", KEEPALIVE_S * 1000),
+                ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_S * 1000),
+                ("grpc.http2.max_pings_without_data", 0),
             ],
         )
         self.servicer = TileSolveServicer(self.solvers, config.limits())
@@ -281,14 +289,17 @@ class TileSolveServer:
         if delay_s > 0:
             logger.info("health NOT_SERVING; still answering for %.1f s", delay_s)
             await asyncio.sleep(delay_s)
-        stopping = asyncio.ensure_future(self.server.stop(grace_s))  # no new calls from now
+        # No new calls from now; gRPC waits for the calls in progress (and health Watch
+        # streams) up to the grace period, then cuts what is left. It is called once: a
+        # second, concurrent stop of a grpc.aio server can crash the process (seen with
+        # grpcio 1.81.1).
+        stopping = asyncio.ensure_future(self.server.stop(grace_s))
         # Calls in progress get the grace period, less a moment to answer those that do not
         # finish in it with UNAVAILABLE before gRPC would cut them itself.
         margin = min(0.5, grace_s * 0.1)
         if not await self.servicer.wait_idle(max(grace_s - margin, 0.0)):
             cut = await self.servicer.cancel_calls()
             logger.warning("grace period over: %d calls answered UNAVAILABLE", cut)
-        await self.server.stop(0)  # health Watch streams and reflection: end them now
         await stopping
         await self.solvers.close()
 
@@ -353,6 +364,9 @@ def serve(config: ServerConfig) -> int:
     previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
     try:
         server, port, _ = create_server(config)
+        # Everything loaded so far (ortools, the catalog, the stubs) lives as long as the
+        # process: out of the collector's sight, a full collection no longer walks it.
+        gc.freeze()
         server.start()
         print(
             f"tilesolve-server listening on {_host(config.host)}:{port}",

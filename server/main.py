@@ -111,8 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_int_in(1, 1 << 20),
         default=d.max_concurrent_rpcs,
         metavar="N",
-        help="tilesolve calls in progress at once; more get RESOURCE_EXHAUSTED (health checks "
-        f"are not counted) (default {d.max_concurrent_rpcs})",
+        help="tilesolve calls in progress at once; more get RESOURCE_EXHAUSTED; health checks "
+        f"do not count (default {d.max_concurrent_rpcs})",
     )
     parser.add_argument(
         "--cache-mib",

@@ -89,6 +89,9 @@ class ServiceLimits:
     cache_bytes: int = 64 * 1024 * 1024
 
 
+_DRAINED = "the drain's grace period ended"  # the message of the drain's cancellations
+
+
 class _Aborted(Exception):
     """The call ends with this failure (raised inside the servicer, turned into a status by
     `rpc` outside every try that could catch grpc's own abort exception)."""
@@ -221,14 +224,15 @@ def _failed_item(failure: Failure) -> bytes:
 def _with_time_limit(cached: bytes, request: pb.SolveRequest) -> bytes | None:
     """A cached answer with this request's time limit in its echo, or None if that limit is
     invalid (the solver's schema then says so, as for any request)."""
-    given = request.options.time_limit_s
-    if given:
+    limit = _DEFAULT_TIME_LIMIT_S
+    if request.options.HasField("time_limit_s"):
+        limit = request.options.time_limit_s
         try:
-            _TIME_LIMIT.validate_python(given)
+            _TIME_LIMIT.validate_python(limit)
         except ValidationError:
             return None
     response = pb.SolveResponse.FromString(cached)
-    response.options.time_limit_s = given or _DEFAULT_TIME_LIMIT_S
+    response.options.time_limit_s = limit
     return response.SerializeToString()
 
 
@@ -280,22 +284,25 @@ class TileSolveServicer:
                 Failure(grpc.StatusCode.INVALID_ARGUMENT, f"the request is not a {name_of}")
             ) from None
         discard_unknown_fields(request)  # never kept, never echoed, never part of a key
+        # The call's own task: gRPC cancels it when the client cancels or the deadline
+        # passes (which cancels the solve it waits for), the drain when the grace ends.
+        task = asyncio.current_task()
+        assert task is not None
         self.in_flight += 1
-        work = asyncio.ensure_future(method(self, request, context))
-        self._calls.add(work)
+        self._calls.add(task)
         try:
-            return await work  # a cancelled call cancels `work`, and its solve
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if self._closing and task is not None and not task.cancelling():
-                raise _Aborted(self._shutting_down()) from None  # cancelled by the drain
+            return await method(self, request, context)
+        except asyncio.CancelledError as exc:
+            if exc.args == (_DRAINED,):
+                task.uncancel()
+                raise _Aborted(self._shutting_down()) from None
             raise
         except _Aborted:
             raise
         except Exception as exc:  # every failure becomes a status; none escapes to grpc
             raise _Aborted(failure_from(exc, name)) from None
         finally:
-            self._calls.discard(work)
+            self._calls.discard(task)
             self.in_flight -= 1
 
     @staticmethod
@@ -311,8 +318,8 @@ class TileSolveServicer:
         returns how many there were. Calls arriving afterwards get UNAVAILABLE too."""
         self._closing = True
         calls = list(self._calls)
-        for work in calls:
-            work.cancel()
+        for task in calls:
+            task.cancel(_DRAINED)
         if calls:
             await asyncio.wait(calls, timeout=1.0)
         return len(calls)
