@@ -33,6 +33,7 @@ from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
 from contracts import DESIGN_HARDWARE_NAMES
+from harness import ServerProcess
 from pki import Pki, make_pki
 
 SERVICE = "tilesolve.v1.TileSolveService"
@@ -528,42 +529,8 @@ def test_mutual_tls_requires_a_client_certificate(pki: Pki) -> None:
 # ---- the process: graceful shutdown and structured logs ----------------------------------
 
 
-class ServerProcess:
-    """`python -m tilesolve.server.main --port 0`, its stderr collected line by line."""
-
-    def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tilesolve.server.main", "--port", "0", *args],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.lines: list[str] = []
-        self._listening = threading.Event()
-        self.port = 0
-        threading.Thread(target=self._read, daemon=True).start()
-        if not self._listening.wait(timeout=60):
-            self.proc.kill()
-            raise AssertionError("server did not start:\n" + "".join(self.lines))
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.append(line)
-            found = re.search(r"tilesolve-server listening on (\S+):(\d+)", line)
-            if found:
-                self.port = int(found.group(2))
-                self._listening.set()
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(timeout=10)
-
-
 def test_sigterm_finishes_calls_in_flight_then_exits_0() -> None:
-    server = ServerProcess("--workers", "8", "--grace", "20")
+    server = ServerProcess("--workers", "2", "--grace", "20", "--drain-delay", "0")
     try:
         target = f"127.0.0.1:{server.port}"
         with grpc.insecure_channel(target) as ch:
@@ -609,7 +576,7 @@ def test_sigterm_finishes_calls_in_flight_then_exits_0() -> None:
 
 
 def test_one_log_line_per_call_also_for_errors() -> None:
-    server = ServerProcess("--workers", "2")
+    server = ServerProcess("--workers", "1", "--drain-delay", "0")
     try:
         with grpc.insecure_channel(f"127.0.0.1:{server.port}") as ch:
             stub = pb_grpc.TileSolveServiceStub(ch)
