@@ -2,9 +2,9 @@
 
     python benchmarks/service_bench.py [--seconds 2] [--json]
 
-Starts `tilesolve-server` in its own process on a free loopback port, then, for 1, 8 and 32
-concurrent client threads, drives each call type for a fixed time and reports latency p50/p99
-and requests per second:
+Starts `tilesolve-server` in its own process on a free loopback port (its defaults: one solver
+process per CPU), then, for 1, 8 and 32 concurrent client threads, drives each call type for a
+fixed time and reports latency p50/p99 and requests per second:
 
 - `health`: grpc.health.v1 Check, the empty call (the server's floor);
 - `solve-cached`: the same Solve over and over (answered from the server's cache);
@@ -68,9 +68,9 @@ def _problem(index: int) -> AttentionProblem:
     )
 
 
-def start_server(workers: int) -> tuple[subprocess.Popen[str], int]:
+def start_server() -> tuple[subprocess.Popen[str], int]:
     command = [sys.executable, "-m", "tilesolve.server.main", "--port", "0"]
-    command += ["--workers", str(workers), "--log-level", "warning"]
+    command += ["--log-level", "warning", "--drain-delay", "0"]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
     deadline = time.monotonic() + 60
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
-    process, port = start_server(workers=max(CONCURRENCY))
+    process, port = start_server()
     try:
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         grpc.channel_ready_future(channel).result(timeout=30)
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"cells": [asdict(c) for c in cells], "summary": summary}, indent=1))
         return 0
     print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.platform()}")
-    print(f"server: separate process, {max(CONCURRENCY)} workers; {args.seconds:g} s per cell\n")
+    print(f"server: separate process, one solver process per CPU; {args.seconds:g} s per cell\n")
     header = ("call", "clients", "requests", "req/s", "p50 ms", "p99 ms", "errors")
     print("{:<13} {:>7} {:>8} {:>9} {:>8} {:>8} {:>6}".format(*header))
     for c in cells:

@@ -13,12 +13,21 @@ in-process solver works unchanged.
 Failures raise a `TilesolveRpcError` subclass chosen by the gRPC status code, carrying the
 server's field violations (`problem.head_dim`, ...) from the `google.rpc.BadRequest` detail.
 
-Timeouts: `timeout_s` bounds a whole method call, retries included; each attempt gets what is
-left of it as its gRPC deadline. Retries: only UNAVAILABLE is retried (every method is
-idempotent), at most `retries` times after the first attempt, waiting `backoff_s`, then twice
-that, and so on (capped at `max_backoff_s`), each wait scaled by a jitter factor in [0.5, 1)
-drawn from a `random.Random(jitter_seed)`; a wait that would pass the deadline is not started.
-`wait_for_ready` is off by default, so an unreachable server fails fast instead of waiting.
+Riding through a restart (the defaults, all documented in the README):
+
+- `timeout_s` (30 s) bounds a whole method call, waiting and retries included: it is the
+  call's gRPC deadline.
+- `wait_for_ready` (on): a call made while the server cannot be reached waits for it, up to
+  `ready_timeout_s` (10 s) and never past the deadline, then fails with UnavailableError
+  ("no connection within 10 s: <gRPC's reason>"); a call already waiting on a connection
+  that breaks waits for the next one. Off, a call to an unreachable server fails at once.
+- Retries are gRPC's own (a service config `retryPolicy`, so they happen below this module,
+  with gRPC's jittered exponential backoff): a call that fails with UNAVAILABLE, e.g. because
+  the server was killed while answering it, is tried again up to `retries` (4) more times
+  (gRPC allows 5 attempts in all), after a random wait of up to `backoff_s` (0.2 s), then up
+  to twice that, and so on, at most `max_backoff_s` (2 s). Every method is idempotent; no
+  other status is retried.
+- The channel reconnects to a server that comes back within `RECONNECT_MAX_S` (1 s).
 
 `AsyncTileSolveClient` has the same methods as coroutines over `grpc.aio`; create it inside
 the running event loop. This module never imports `tilesolve.server`.
@@ -26,8 +35,7 @@ the running event loop. This module never imports `tilesolve.server`.
 
 from __future__ import annotations
 
-import asyncio
-import random
+import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -38,6 +46,8 @@ import grpc
 import grpc.aio
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
+from grpc_health.v1 import health_pb2_grpc
+from grpc_health.v1.health_pb2 import HealthCheckRequest
 
 from tilesolve import wire
 from tilesolve.solver import (
@@ -74,7 +84,23 @@ __all__ = [
 SolveRequestTuple = tuple[AttentionProblem, str | HardwareSpec, SolveOptions | None]
 
 _DETAILS_KEY = "grpc-status-details-bin"
-_MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a full batch of answers is far above gRPC's 4 MiB
+_MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a server may be told to send more than gRPC's 4 MiB
+SERVICE = pb.DESCRIPTOR.services_by_name["TileSolveService"].full_name
+
+# The client's defaults (see the module's docstring and the README's "Remote mode").
+DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_READY_TIMEOUT_S = 10.0
+DEFAULT_RETRIES = 4  # gRPC's retry policy allows 5 attempts at most
+DEFAULT_BACKOFF_S = 0.2
+DEFAULT_MAX_BACKOFF_S = 2.0
+BACKOFF_MULTIPLIER = 2.0
+MAX_RETRIES = 4
+RECONNECT_MIN_S = 0.1  # first reconnection attempt after a lost connection
+RECONNECT_MAX_S = 1.0  # the longest wait between reconnection attempts
+_WHY_TIMEOUT_S = 1.0  # the check that asks gRPC why a server cannot be reached
+_UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+# A request is kept for a retry up to this size (the server accepts 4 MiB by default).
+_RETRY_BUFFER_BYTES = 8 * 1024 * 1024
 
 
 # ---- errors -------------------------------------------------------------------------------
@@ -310,16 +336,36 @@ def _batch_results_with_meta(
 # ---- channels and retries -----------------------------------------------------------------
 
 
-def _channel_options(backoff_s: float, server_name_override: str | None) -> list[tuple[str, Any]]:
-    # Reconnect as soon as our own backoff allows: gRPC's default waits 1 s after a failed
-    # connection, during which every call fails at once without trying.
-    reconnect_ms = max(10, int(backoff_s * 1000))
+def service_config(retries: int, backoff_s: float, max_backoff_s: float) -> str:
+    """The gRPC service config (JSON) of the client's retry policy for TileSolveService: up to
+    1 + `retries` attempts, retrying UNAVAILABLE only, with gRPC's jittered exponential
+    backoff from `backoff_s` up to `max_backoff_s`."""
+    method: dict[str, Any] = {"name": [{"service": SERVICE}]}
+    if retries > 0:
+        method["retryPolicy"] = {
+            "maxAttempts": retries + 1,
+            "initialBackoff": f"{max(backoff_s, 0.001):.3f}s",
+            "maxBackoff": f"{max(max_backoff_s, backoff_s, 0.001):.3f}s",
+            "backoffMultiplier": BACKOFF_MULTIPLIER,
+            "retryableStatusCodes": ["UNAVAILABLE"],
+        }
+    return json.dumps({"methodConfig": [method]})
+
+
+def _channel_options(
+    retries: int, backoff_s: float, max_backoff_s: float, server_name_override: str | None
+) -> list[tuple[str, Any]]:
     options: list[tuple[str, Any]] = [
         ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
         ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
-        ("grpc.initial_reconnect_backoff_ms", reconnect_ms),
-        ("grpc.min_reconnect_backoff_ms", reconnect_ms),
-        ("grpc.max_reconnect_backoff_ms", max(reconnect_ms, 2000)),
+        ("grpc.enable_retries", 1),
+        ("grpc.service_config", service_config(retries, backoff_s, max_backoff_s)),
+        ("grpc.per_rpc_retry_buffer_size", _RETRY_BUFFER_BYTES),
+        # Find a restarted server quickly: gRPC's own reconnection backoff starts at 1 s and
+        # grows to 120 s, far longer than a restart.
+        ("grpc.initial_reconnect_backoff_ms", int(RECONNECT_MIN_S * 1000)),
+        ("grpc.min_reconnect_backoff_ms", int(RECONNECT_MIN_S * 1000)),
+        ("grpc.max_reconnect_backoff_ms", int(RECONNECT_MAX_S * 1000)),
     ]
     if server_name_override:
         options.append(("grpc.ssl_target_name_override", server_name_override))
@@ -346,7 +392,7 @@ def _stub(channel: Any) -> Any:
 
 
 class _ClientBase:
-    """Settings, retry arithmetic and request/response conversion shared by both clients."""
+    """Settings, deadlines and request/response conversion shared by both clients."""
 
     # The channel module: grpc (blocking) or grpc.aio; set by each client class.
     _channels: Any = grpc
@@ -355,69 +401,78 @@ class _ClientBase:
         self,
         target: str,
         *,
-        timeout_s: float = 30.0,
-        retries: int = 3,
-        backoff_s: float = 0.1,
-        max_backoff_s: float = 5.0,
-        jitter_seed: int | None = None,
-        wait_for_ready: bool = False,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        wait_for_ready: bool = True,
+        ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S,
+        retries: int = DEFAULT_RETRIES,
+        backoff_s: float = DEFAULT_BACKOFF_S,
+        max_backoff_s: float = DEFAULT_MAX_BACKOFF_S,
         tls: bool = False,
         root_ca: bytes | None = None,
         client_cert: bytes | None = None,
         client_key: bytes | None = None,
         server_name_override: str | None = None,
     ):
-        if timeout_s <= 0:
+        if not timeout_s > 0:
             raise ValueError(f"timeout_s must be > 0; got {timeout_s}")
-        if retries < 0:
-            raise ValueError(f"retries must be >= 0; got {retries}")
-        if backoff_s < 0 or max_backoff_s < 0:
-            raise ValueError("backoff_s and max_backoff_s must be >= 0")
+        if not ready_timeout_s >= 0:
+            raise ValueError(f"ready_timeout_s must be >= 0; got {ready_timeout_s}")
+        if not 0 <= retries <= MAX_RETRIES:
+            raise ValueError(
+                f"retries must be from 0 to {MAX_RETRIES} (gRPC allows {MAX_RETRIES + 1} "
+                f"attempts); got {retries}"
+            )
+        if not (backoff_s > 0 and max_backoff_s > 0):
+            raise ValueError("backoff_s and max_backoff_s must be > 0")
         self.target = target
         self.timeout_s = timeout_s
+        self.wait_for_ready = wait_for_ready
+        self.ready_timeout_s = ready_timeout_s
         self.retries = retries
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
-        self.wait_for_ready = wait_for_ready
-        self._rng = random.Random(jitter_seed)
-        # Whether the last `solve` was answered from the server's cache, and how many attempts
-        # the last call made (1 + the retries it needed).
+        # Whether the last `solve` was answered from the server's cache.
         self.last_cache_hit = False
-        self.last_attempts = 0
         credentials = _credentials(tls, root_ca, client_cert, client_key)
-        options = _channel_options(backoff_s, server_name_override)
+        options = _channel_options(retries, backoff_s, max_backoff_s, server_name_override)
         if credentials is None:
             self._channel = self._channels.insecure_channel(target, options=options)
         else:
             self._channel = self._channels.secure_channel(target, credentials, options=options)
         self._stub = _stub(self._channel)
+        self._health: Any = health_pb2_grpc.HealthStub(self._channel)
+        # Whether the server answered the last call (any status it sent itself): then a call
+        # needs no reachability probe first.
+        self._reached = False
 
-    def _delay(self, retry: int) -> float:
-        """Seconds to wait before retry number `retry` (1-based)."""
-        base = min(self.backoff_s * 2.0 ** (retry - 1), self.max_backoff_s)
-        return base * self._rng.uniform(0.5, 1.0)
-
-    def _deadline(self, timeout_s: float | None) -> tuple[float, float]:
+    def _deadline(self, timeout_s: float | None) -> float:
         budget = self.timeout_s if timeout_s is None else timeout_s
-        if budget <= 0:
+        if not budget > 0:
             raise ValueError(f"timeout_s must be > 0; got {budget}")
-        return budget, time.monotonic() + budget
+        return time.monotonic() + budget
 
-    def _out_of_time(self, budget: float) -> DeadlineError:
-        return DeadlineError(
-            grpc.StatusCode.DEADLINE_EXCEEDED,
-            f"no answer from {self.target} within {budget:g} s",
+    def _needs_probe(self) -> bool:
+        return self.wait_for_ready and not self._reached
+
+    def _note(self, error: TilesolveRpcError | None) -> None:
+        """After a call: a status from the server proves it reachable; UNAVAILABLE and a
+        passed deadline leave it in doubt."""
+        self._reached = error is None or error.code not in _UNREACHABLE
+
+    def _ready_wait(self, deadline: float) -> float:
+        """How long a call may wait for the server to become reachable."""
+        return max(min(self.ready_timeout_s, deadline - time.monotonic()), 0.0)
+
+    def _unreachable(self, waited: float, why: grpc.RpcError | None) -> UnavailableError:
+        detail = ""
+        if why is not None:
+            details = why.details() if callable(getattr(why, "details", None)) else None
+            detail = f": {details or why}"
+        return UnavailableError(
+            grpc.StatusCode.UNAVAILABLE,
+            f"no connection within {waited:g} s{detail}",
             target=self.target,
         )
-
-    def _next_delay(self, error: TilesolveRpcError, attempt: int, deadline: float) -> float | None:
-        """The wait before another attempt, or None when `error` is final."""
-        if not isinstance(error, UnavailableError) or attempt > self.retries:
-            return None
-        delay = self._delay(attempt)
-        if time.monotonic() + delay >= deadline:
-            return None
-        return delay
 
 
 # ---- the synchronous client ---------------------------------------------------------------
@@ -442,24 +497,39 @@ class TileSolveClient(_ClientBase):
     def close(self) -> None:
         self._channel.close()
 
+    def _probe(self, deadline: float) -> None:
+        """Wait up to ready_timeout_s (and never past the deadline) for the server to be
+        reachable: a health check that waits for a connection. UnavailableError if it is not,
+        with gRPC's own word on why (from one more check that does not wait)."""
+        wait = self._ready_wait(deadline)
+        try:
+            self._health.Check(HealthCheckRequest(), timeout=max(wait, 0.001), wait_for_ready=True)
+        except grpc.RpcError as exc:
+            if exc.code() is grpc.StatusCode.DEADLINE_EXCEEDED:
+                try:
+                    self._health.Check(HealthCheckRequest(), timeout=_WHY_TIMEOUT_S)
+                except grpc.RpcError as why:
+                    if why.code() in _UNREACHABLE:
+                        raise self._unreachable(wait, why) from None
+        self._reached = True  # any answer, even "unimplemented", came from the server
+
     def _call(self, method: str, request: Message, timeout_s: float | None) -> Any:
-        budget, deadline = self._deadline(timeout_s)
+        deadline = self._deadline(timeout_s)
+        if self._needs_probe():
+            self._probe(deadline)
         rpc = getattr(self._stub, method)
-        attempt = 0
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise self._out_of_time(budget)
-            attempt += 1
-            self.last_attempts = attempt
-            try:
-                return rpc(request, timeout=remaining, wait_for_ready=self.wait_for_ready)
-            except grpc.RpcError as exc:
-                error = error_from_rpc(exc, self.target)
-            delay = self._next_delay(error, attempt, deadline)
-            if delay is None:
-                raise error
-            time.sleep(delay)
+        try:
+            response = rpc(
+                request,
+                timeout=max(deadline - time.monotonic(), 0.001),
+                wait_for_ready=self.wait_for_ready,
+            )
+        except grpc.RpcError as exc:
+            error = error_from_rpc(exc, self.target)
+            self._note(error)
+            raise error from None
+        self._note(None)
+        return response
 
     def solve_with_meta(
         self,
@@ -572,24 +642,39 @@ class AsyncTileSolveClient(_ClientBase):
     async def close(self) -> None:
         await self._channel.close()
 
+    async def _probe(self, deadline: float) -> None:
+        """As TileSolveClient._probe."""
+        wait = self._ready_wait(deadline)
+        try:
+            await self._health.Check(
+                HealthCheckRequest(), timeout=max(wait, 0.001), wait_for_ready=True
+            )
+        except grpc.RpcError as exc:
+            if exc.code() is grpc.StatusCode.DEADLINE_EXCEEDED:
+                try:
+                    await self._health.Check(HealthCheckRequest(), timeout=_WHY_TIMEOUT_S)
+                except grpc.RpcError as why:
+                    if why.code() in _UNREACHABLE:
+                        raise self._unreachable(wait, why) from None
+        self._reached = True
+
     async def _call(self, method: str, request: Message, timeout_s: float | None) -> Any:
-        budget, deadline = self._deadline(timeout_s)
+        deadline = self._deadline(timeout_s)
+        if self._needs_probe():
+            await self._probe(deadline)
         rpc: Callable[..., Awaitable[Any]] = getattr(self._stub, method)
-        attempt = 0
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise self._out_of_time(budget)
-            attempt += 1
-            self.last_attempts = attempt
-            try:
-                return await rpc(request, timeout=remaining, wait_for_ready=self.wait_for_ready)
-            except grpc.RpcError as exc:
-                error = error_from_rpc(exc, self.target)
-            delay = self._next_delay(error, attempt, deadline)
-            if delay is None:
-                raise error
-            await asyncio.sleep(delay)
+        try:
+            response = await rpc(
+                request,
+                timeout=max(deadline - time.monotonic(), 0.001),
+                wait_for_ready=self.wait_for_ready,
+            )
+        except grpc.RpcError as exc:
+            error = error_from_rpc(exc, self.target)
+            self._note(error)
+            raise error from None
+        self._note(None)
+        return response
 
     async def solve_with_meta(
         self,

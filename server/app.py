@@ -1,23 +1,37 @@
 """Server assembly and lifecycle: build a gRPC server with the tilesolve service, health
 checking and reflection (`create_server`), and run it until SIGTERM/SIGINT (`serve`).
 
-`create_server` returns the server unstarted with the port it bound, so tests can run a real
-server on port 0 in-process. `serve` drains on a signal: health turns NOT_SERVING, the server
-stops accepting calls, in-flight calls get `grace_s` seconds to finish, and it returns 0.
+The server is a `grpc.aio` server on an event loop of its own thread; `TileSolveServer` wraps
+it for callers that are not asyncio code (the command line, tests): `start`, `stop(grace)`,
+`drain(delay, grace)`. `create_server` returns it bound and unstarted with the port it bound,
+so tests can run a real server on port 0 in-process.
+
+The drain (`serve`, on SIGTERM or SIGINT): health turns NOT_SERVING while the server keeps
+answering for `drain_delay_s` seconds (so a load balancer polling health sees it and stops
+sending calls), then the server stops accepting calls, the calls in progress get `grace_s`
+seconds to finish, those still running at its end get UNAVAILABLE (their solves are stopped),
+the solver processes are stopped, and `serve` returns 0 — within drain_delay_s + grace_s.
 """
 
 from __future__ import annotations
 
+import asyncio
 import errno
+import gc
 import logging
+import os
 import signal
 import socket
 import sys
-from concurrent import futures
+import threading
+import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal, TypeVar
 
 import grpc
+import grpc.aio
 from google.protobuf.message import Message
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
@@ -26,30 +40,57 @@ from tilesolve.solver import load_catalog
 from tilesolve.v1 import tilesolve_pb2 as pb
 
 from .profile import load_profile_file
-from .service import TileSolveServicer
+from .service import RESERVED_ITEM_BYTES, ServiceLimits, TileSolveServicer
+from .solving import ProcessSolvers, Solvers, ThreadSolvers
 
 logger = logging.getLogger("tilesolve.server")
+T = TypeVar("T")
+MIB = 1024 * 1024
+KEEPALIVE_S = 60  # the server pings each connection this often ...
+KEEPALIVE_TIMEOUT_S = 20  # ... and drops one whose peer does not answer within this
 
 SERVICE_NAME: str = pb.DESCRIPTOR.services_by_name["TileSolveService"].full_name
 HEALTH_SERVICE_NAME: str = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
 
 
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity), at least 1."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(os.cpu_count() or 1, 1)
+
+
 @dataclass(frozen=True)
 class ServerConfig:
-    """Everything `tilesolve-server` can be told (the command line maps onto it one to one)."""
+    """Everything `tilesolve-server` can be told (the command line maps onto it one to one;
+    only `solve_in` has another default there: `processes`)."""
 
     host: str = "127.0.0.1"
     # 0: any free port (the bound one is returned by create_server).
     port: int = 50051
-    # Threads serving calls.
-    workers: int = 8
-    # Calls in progress beyond this get RESOURCE_EXHAUSTED; None: unlimited.
-    max_concurrent_rpcs: int | None = None
-    # Cached answers (LRU); 0 disables the cache.
-    cache_size: int = 4096
-    # The most requests one SolveBatch call may carry.
+    # Solves running at once (cold solves beyond it wait their turn).
+    workers: int = 0  # 0: one per available CPU
+    # Where solves run: "processes" (solver processes: nothing they do slows the server's
+    # own answers) or "threads" of this process (solving with the kernel families registered
+    # in it, as tests that register their own need).
+    solve_in: Literal["processes", "threads"] = "threads"
+    # tilesolve calls in progress at once; beyond it RESOURCE_EXHAUSTED (health and
+    # reflection are not counted).
+    max_concurrent_rpcs: int = 256
+    # Bytes the answer cache may hold (keys, answers and per-entry overhead); 0 disables it.
+    cache_bytes: int = 64 * MIB
+    # The most requests one SolveBatch may carry.
     max_batch_size: int = 1000
-    # Seconds in-flight calls get to finish after SIGTERM/SIGINT.
+    # The largest request and response, bytes (gRPC's usual 4 MiB).
+    max_request_bytes: int = 4 * MIB
+    max_response_bytes: int = 4 * MIB
+    # The deadline of a call that sets none, and the most time one SolveBatch may take.
+    default_deadline_s: float = 60.0
+    batch_budget_s: float = 30.0
+    # On SIGTERM/SIGINT: seconds of NOT_SERVING while still answering, then seconds the calls
+    # in progress get to finish.
+    drain_delay_s: float = 5.0
     grace_s: float = 10.0
     # PEM server certificate chain and private key: serve TLS instead of plaintext.
     tls_cert: Path | None = None
@@ -57,8 +98,48 @@ class ServerConfig:
     # PEM CA bundle: require client certificates signed by it (mutual TLS).
     tls_client_ca: Path | None = None
     # A calibration profile (tilesolve-cli calibrate): its device's answers use the fitted
-    # constants (server/profile.py).
+    # constants (server/profile.py); other devices are answered as without it.
     profile: Path | None = None
+
+    @property
+    def solvers(self) -> int:
+        return self.workers or available_cpus()
+
+    def limits(self) -> ServiceLimits:
+        return ServiceLimits(
+            max_concurrent_rpcs=self.max_concurrent_rpcs,
+            max_batch_size=self.max_batch_size,
+            max_response_bytes=self.max_response_bytes,
+            default_deadline_s=self.default_deadline_s,
+            batch_budget_s=self.batch_budget_s,
+            cache_bytes=self.cache_bytes,
+        )
+
+    def check(self) -> None:
+        """ValueError naming the setting that is out of range."""
+        positive = {
+            "max_concurrent_rpcs": self.max_concurrent_rpcs,
+            "max_batch_size": self.max_batch_size,
+            "max_request_bytes": self.max_request_bytes,
+            "max_response_bytes": self.max_response_bytes,
+            "default_deadline_s": self.default_deadline_s,
+            "batch_budget_s": self.batch_budget_s,
+        }
+        for name, value in positive.items():
+            if not value > 0:
+                raise ValueError(f"{name} must be > 0; got {value}")
+        if self.workers < 0 or self.cache_bytes < 0:
+            raise ValueError("workers and cache_bytes must be >= 0")
+        if self.drain_delay_s < 0 or self.grace_s < 0:
+            raise ValueError("drain_delay_s and grace_s must be >= 0")
+        if self.solve_in not in ("processes", "threads"):
+            raise ValueError(f"solve_in must be 'processes' or 'threads'; got {self.solve_in!r}")
+        if self.max_batch_size * RESERVED_ITEM_BYTES > self.max_response_bytes:
+            raise ValueError(
+                f"max_response_bytes ({self.max_response_bytes}) must leave "
+                f"{RESERVED_ITEM_BYTES} bytes for each of max_batch_size "
+                f"({self.max_batch_size}) requests"
+            )
 
     @property
     def address(self) -> str:
@@ -113,72 +194,167 @@ def _credentials(config: ServerConfig) -> grpc.ServerCredentials | None:
 
 
 def _serialize_response(response: Message | bytes) -> bytes:
-    """Responses go out serialized; a cached answer already is."""
+    """Responses go out serialized; a cached answer or a batch already is."""
     return response if isinstance(response, bytes) else response.SerializeToString()
 
 
 def _service_handler(servicer: TileSolveServicer) -> grpc.GenericRpcHandler:
     """The service's method handlers, as the generated `add_..._to_server` builds them, except
-    that Solve receives its request serialized and may answer with serialized bytes, so a
-    repeated request is answered from the request cache without a decode or an encode."""
+    that every method receives its request serialized (the servicer decodes it: garbage is
+    INVALID_ARGUMENT) and may answer with serialized bytes."""
     methods = pb.DESCRIPTOR.services_by_name["TileSolveService"].methods
-    handlers = {}
-    for method in methods:
-        request_type = getattr(pb, method.input_type.name)
-        deserialize = None if method.name == "Solve" else request_type.FromString
-        handlers[method.name] = grpc.unary_unary_rpc_method_handler(
+    handlers = {
+        method.name: grpc.unary_unary_rpc_method_handler(
             getattr(servicer, method.name),
-            request_deserializer=deserialize,
+            request_deserializer=None,
             response_serializer=_serialize_response,
         )
+        for method in methods
+    }
     return grpc.method_handlers_generic_handler(SERVICE_NAME, handlers)
 
 
-def create_server(config: ServerConfig) -> tuple[grpc.Server, int, health.HealthServicer]:
+class TileSolveServer:
+    """A tilesolve gRPC server (grpc.aio) running on an event loop in its own thread."""
+
+    def __init__(self, config: ServerConfig, credentials: grpc.ServerCredentials | None) -> None:
+        self.config = config
+        self.port = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="tilesolve-server", daemon=True
+        )
+        self._stopped = threading.Event()
+        self._stopping = False
+        self._lock = threading.Lock()
+        profile = load_profile_file(config.profile) if config.profile is not None else None
+        solvers: Solvers
+        if config.solve_in == "processes":
+            solvers = ProcessSolvers(config.solvers, profile=profile)
+        else:
+            solvers = ThreadSolvers(config.solvers, profile)
+        self.solvers = solvers
+        self._thread.start()
+        try:
+            self.port = self._call(self._build(credentials))
+        except BaseException:
+            self._call(self.solvers.close())
+            self._end_loop()
+            raise
+
+    def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    async def _build(self, credentials: grpc.ServerCredentials | None) -> int:
+        config = self.config
+        if isinstance(self.solvers, ProcessSolvers):
+            await self.solvers.start()
+        self.server = grpc.aio.server(
+            # No maximum_concurrent_rpcs: gRPC's counts every service, health checks included;
+            # the servicer caps tilesolve calls itself.
+            options=[
+                # A port another process holds must fail loudly, not be shared.
+                ("grpc.so_reuseport", 0),
+                ("grpc.max_receive_message_length", config.max_request_bytes),
+                ("grpc.max_send_message_length", config.max_response_bytes),
+                # A peer that stops reading (or vanishes) stops answering pings too: its
+                # connection, and the answers stuck in it, are dropped within 80 s.
+                ("grpc.keepalive_time_ms", KEEPALIVE_S * 1000),
+                ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_S * 1000),
+                ("grpc.http2.max_pings_without_data", 0),
+            ],
+        )
+        self.servicer = TileSolveServicer(self.solvers, config.limits())
+        self.server.add_generic_rpc_handlers((_service_handler(self.servicer),))
+        self.health = health.aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        reflection.enable_server_reflection(
+            (SERVICE_NAME, HEALTH_SERVICE_NAME, reflection.SERVICE_NAME), self.server
+        )
+        try:
+            if credentials is None:
+                port = self.server.add_insecure_port(config.address)
+            else:
+                port = self.server.add_secure_port(config.address, credentials)
+        except RuntimeError as exc:
+            why = _why_not_bindable(config.host, config.port) or str(exc)
+            raise OSError(f"cannot listen on {config.address}: {why}") from None
+        if not port:
+            why = _why_not_bindable(config.host, config.port) or "gRPC could not bind it"
+            raise OSError(f"cannot listen on {config.address}: {why}")
+        for name in ("", SERVICE_NAME):
+            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        return int(port)
+
+    def start(self) -> None:
+        self._call(self.server.start())
+
+    async def _drain(self, delay_s: float, grace_s: float) -> None:
+        await self.health.enter_graceful_shutdown()
+        if delay_s > 0:
+            logger.info("health NOT_SERVING; still answering for %.1f s", delay_s)
+            await asyncio.sleep(delay_s)
+        # No new calls from now; gRPC waits for the calls in progress (and health Watch
+        # streams) up to the grace period, then cuts what is left. It is called once: a
+        # second, concurrent stop of a grpc.aio server can crash the process (seen with
+        # grpcio 1.81.1).
+        stopping = asyncio.ensure_future(self.server.stop(grace_s))
+        # Calls in progress get the grace period, less a moment to answer those that do not
+        # finish in it with UNAVAILABLE before gRPC would cut them itself.
+        margin = min(0.5, grace_s * 0.1)
+        if not await self.servicer.wait_idle(max(grace_s - margin, 0.0)):
+            cut = await self.servicer.cancel_calls()
+            logger.warning("grace period over: %d calls answered UNAVAILABLE", cut)
+        await stopping
+        await self.solvers.close()
+
+    def drain(self, delay_s: float, grace_s: float) -> None:
+        """Drain as `serve` does on a signal (see the module's docstring); returns when the
+        server has stopped."""
+        with self._lock:
+            if self._stopping:
+                self._stopped.wait()
+                return
+            self._stopping = True
+        try:
+            self._call(self._drain(delay_s, grace_s))
+        finally:
+            self._end_loop()
+
+    def stop(self, grace: float | None = None) -> threading.Event:
+        """Stop accepting calls now, give those in progress `grace` seconds (None: none); the
+        returned event is set once stopped (`.wait()` blocks until then)."""
+        threading.Thread(
+            target=self.drain, args=(0.0, grace or 0.0), name="tilesolve-stop", daemon=True
+        ).start()
+        return self._stopped
+
+    def wait_for_termination(self, timeout: float | None = None) -> bool:
+        return self._stopped.wait(timeout)
+
+    def _end_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+        if not self._thread.is_alive():
+            self._loop.close()
+        self._stopped.set()
+
+
+def create_server(config: ServerConfig) -> tuple[TileSolveServer, int, TileSolveServer]:
     """A bound, unstarted server with the tilesolve service, health and reflection, the port
-    it bound, and its health servicer (SERVING once the catalog has loaded)."""
+    it bound, and the server again (it owns the health status: SERVING once the catalog has
+    loaded, NOT_SERVING from the start of a drain)."""
     import tilesolve.solver.ip_model  # noqa: F401  (ortools: the first Solve should not pay)
 
+    config.check()
     credentials = _credentials(config)
     load_catalog()  # validates every catalog file; a broken one stops startup here
-    server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="tilesolve"),
-        maximum_concurrent_rpcs=config.max_concurrent_rpcs,
-        # A port another process holds must fail loudly, not be shared.
-        options=[("grpc.so_reuseport", 0)],
-    )
-    profile = load_profile_file(config.profile) if config.profile is not None else None
-    servicer = TileSolveServicer(config.cache_size, config.max_batch_size, profile)
-    server.add_generic_rpc_handlers((_service_handler(servicer),))
-    health_servicer = health.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        (SERVICE_NAME, HEALTH_SERVICE_NAME, reflection.SERVICE_NAME), server
-    )
     # Asked first, so a busy port is one clear line (gRPC only says "failed to bind" and logs).
     why = _why_not_bindable(config.host, config.port) if config.port else None
     if why is not None:
         raise OSError(f"cannot listen on {config.address}: {why}")
-    try:
-        if credentials is None:
-            port = server.add_insecure_port(config.address)
-        else:
-            port = server.add_secure_port(config.address, credentials)
-    except RuntimeError as exc:
-        why = _why_not_bindable(config.host, config.port) or str(exc)
-        raise OSError(f"cannot listen on {config.address}: {why}") from None
-    if not port:
-        why = _why_not_bindable(config.host, config.port) or "gRPC could not bind it"
-        raise OSError(f"cannot listen on {config.address}: {why}")
-    for name in ("", SERVICE_NAME):
-        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return server, int(port), health_servicer
-
-
-def drain(server: grpc.Server, health_servicer: health.HealthServicer, grace_s: float) -> None:
-    """Health NOT_SERVING, refuse new calls, give in-flight ones `grace_s` seconds."""
-    health_servicer.enter_graceful_shutdown()
-    server.stop(grace_s).wait()
+    server = TileSolveServer(config, credentials)
+    return server, server.port, server
 
 
 def serve(config: ServerConfig) -> int:
@@ -192,7 +368,10 @@ def serve(config: ServerConfig) -> int:
     stop_signals = {signal.SIGTERM, signal.SIGINT}
     previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
     try:
-        server, port, health_servicer = create_server(config)
+        server, port, _ = create_server(config)
+        # Everything loaded so far (ortools, the catalog, the stubs) lives as long as the
+        # process: out of the collector's sight, a full collection no longer walks it.
+        gc.freeze()
         server.start()
         print(
             f"tilesolve-server listening on {_host(config.host)}:{port}",
@@ -200,9 +379,15 @@ def serve(config: ServerConfig) -> int:
             flush=True,
         )
         received = signal.Signals(signal.sigwait(stop_signals))
-        logger.info("received %s; draining (grace %.1f s)", received.name, config.grace_s)
-        drain(server, health_servicer, config.grace_s)
-        logger.info("stopped")
+        started = time.monotonic()
+        logger.info(
+            "received %s; draining (delay %.1f s, grace %.1f s)",
+            received.name,
+            config.drain_delay_s,
+            config.grace_s,
+        )
+        server.drain(config.drain_delay_s, config.grace_s)
+        logger.info("stopped after %.2f s", time.monotonic() - started)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
     return 0

@@ -1,9 +1,13 @@
-"""The answer cache: a thread-safe, bounded LRU keyed on every input that decides the answer.
+"""The answer cache: a thread-safe LRU of serialized answers, capped in bytes, keyed on the
+canonical form of the request.
 
-The key is a digest of the canonical JSON of the decoded request — the problem, the hardware
-(the canonical catalog name, or the full inline description), the options except the time limit
-— and the model and catalog versions. Only proven answers (optimal or infeasible) are stored:
-they do not depend on the time limit, so a repeat with any limit may be answered from here.
+The key (`request_key`) is a digest of the request as decoded and re-encoded deterministically,
+with what cannot change a proven answer taken out: unknown fields (a client's padding never
+enters a key or the cache), the time limit, and the spelling of a catalog name (`a100` and
+`A100-SXM4-80GB` are the same device); the model and catalog versions are part of it. Only
+proven answers (optimal or infeasible) are stored: they do not depend on the time limit, so a
+repeat with any limit may be answered from here. A value is the serialized SolveResponse with
+`cache_hit` set and no time limit; the request's own limit is written back on the way out.
 """
 
 from __future__ import annotations
@@ -11,54 +15,64 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from typing import Generic, TypeVar
 
-from tilesolve.solver import (
-    CATALOG_VERSION,
-    AttentionProblem,
-    HardwareSpec,
-    SolveOptions,
-    get_hardware,
-)
-from tilesolve.solver.solve import model_version
+from google.protobuf.message import Message
 
-V = TypeVar("V")
+from tilesolve.solver import CATALOG_VERSION, MODEL_VERSION, get_hardware
+from tilesolve.solver.errors import TilesolveError
+from tilesolve.v1 import tilesolve_pb2 as pb
 
-
-def answer_key(
-    problem: AttentionProblem, hardware: str | HardwareSpec, options: SolveOptions
-) -> bytes:
-    """The cache key of one decoded request; a catalog name is resolved to its canonical name
-    (so `a100` and `A100-SXM4-80GB` share answers), which raises UnknownHardwareError."""
-    spec = hardware if isinstance(hardware, HardwareSpec) else get_hardware(hardware)
-    if isinstance(hardware, HardwareSpec):
-        device = "inline:" + hardware.model_dump_json()
-    else:
-        device = "catalog:" + spec.name
-    parts = (
-        problem.model_dump_json(),
-        device,
-        options.model_dump_json(exclude={"time_limit_s"}),
-        # MODEL_VERSION, suffixed for a calibrated device (a profile's constants).
-        model_version(spec),
-        CATALOG_VERSION,
-    )
-    return hashlib.sha256("\0".join(parts).encode()).digest()
+# What one entry costs beyond its key and value: the dict slot, the linked-list node and the
+# two bytes objects' headers (measured on CPython 3.11: about 200 bytes).
+ENTRY_OVERHEAD_BYTES = 256
+_VERSIONS = f"{MODEL_VERSION}\0{CATALOG_VERSION}\0".encode()
 
 
-class LruCache(Generic[V]):
-    """At most `capacity` values, least recently used evicted first; capacity 0 stores nothing."""
+def discard_unknown_fields(message: Message) -> None:
+    """Drop the fields this server's schema does not know, at every depth."""
+    message.DiscardUnknownFields()  # type: ignore[attr-defined]  # (missing from the stubs)
 
-    def __init__(self, capacity: int) -> None:
-        if capacity < 0:
-            raise ValueError(f"cache capacity must be >= 0; got {capacity}")
-        self.capacity = capacity
+
+def canonical_name(name: str) -> str:
+    """A catalog name or alias as the catalog's canonical name; anything else as it is."""
+    try:
+        return get_hardware(name).name
+    except TilesolveError:
+        return name
+
+
+def request_key(request: pb.SolveRequest) -> bytes:
+    """The cache key of one SolveRequest: see the module's docstring."""
+    canonical = pb.SolveRequest()
+    canonical.CopyFrom(request)
+    discard_unknown_fields(canonical)
+    canonical.options.ClearField("time_limit_s")
+    if canonical.hardware.WhichOneof("hardware") == "name":
+        canonical.hardware.name = canonical_name(canonical.hardware.name)
+    return hashlib.sha256(_VERSIONS + canonical.SerializeToString(deterministic=True)).digest()
+
+
+class LruCache:
+    """Byte strings by key, at most `max_bytes` in all (keys, values and ENTRY_OVERHEAD_BYTES
+    each), least recently used evicted first; 0 stores nothing. A value larger than a quarter
+    of the cap is not stored (it would evict too much)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        if max_bytes < 0:
+            raise ValueError(f"cache size must be >= 0 bytes; got {max_bytes}")
+        self.max_bytes = max_bytes
         self.hits = 0
         self.misses = 0
-        self._entries: OrderedDict[bytes, V] = OrderedDict()
+        self.evictions = 0
+        self._bytes = 0
+        self._entries: OrderedDict[bytes, bytes] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: bytes) -> V | None:
+    @staticmethod
+    def _cost(key: bytes, value: bytes) -> int:
+        return len(key) + len(value) + ENTRY_OVERHEAD_BYTES
+
+    def get(self, key: bytes) -> bytes | None:
         with self._lock:
             value = self._entries.get(key)
             if value is None:
@@ -68,14 +82,26 @@ class LruCache(Generic[V]):
             self.hits += 1
             return value
 
-    def put(self, key: bytes, value: V) -> None:
-        if self.capacity == 0:
+    def put(self, key: bytes, value: bytes) -> None:
+        cost = self._cost(key, value)
+        if cost > self.max_bytes // 4:
             return
         with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= self._cost(key, old)
             self._entries[key] = value
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.capacity:
-                self._entries.popitem(last=False)
+            self._bytes += cost
+            while self._bytes > self.max_bytes:
+                evicted_key, evicted = self._entries.popitem(last=False)
+                self._bytes -= self._cost(evicted_key, evicted)
+                self.evictions += 1
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held, as the cap counts them."""
+        with self._lock:
+            return self._bytes
 
     def __len__(self) -> int:
         with self._lock:

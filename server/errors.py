@@ -4,7 +4,8 @@ Invalid input is INVALID_ARGUMENT with a `google.rpc.BadRequest` detail (one fie
 per bad field, paths as in the request: `problem.head_dim`); unknown hardware is NOT_FOUND,
 listing the known names; a solve that runs out of time is DEADLINE_EXCEEDED; anything else is
 INTERNAL, with the traceback logged on the server. The same `Failure` value feeds both a
-whole-call abort and one `SolveBatchItem`.
+whole-call abort and one `SolveBatchItem`, and is cut to size on the way out (`bounded`,
+`limits.py`): nothing a client sent comes back unbounded.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from tilesolve.solver.errors import (
     ModelInvariantError,
     UnknownHardwareError,
 )
+
+from .limits import MAX_MESSAGE_BYTES, MAX_NAME_CHARS, clip, clip_violations
 
 logger = logging.getLogger("tilesolve.server")
 
@@ -87,7 +90,7 @@ def failure_from(exc: Exception, method: str) -> Failure:
         known = ", ".join(exc.known)
         return Failure(
             grpc.StatusCode.NOT_FOUND,
-            f"unknown hardware {exc.name!r}; known names: {known}",
+            f"unknown hardware {clip(exc.name, MAX_NAME_CHARS)!r}; known names: {known}",
             violations,
         )
     if isinstance(exc, InvalidRequestError):
@@ -102,6 +105,13 @@ def failure_from(exc: Exception, method: str) -> Failure:
     return Failure(
         grpc.StatusCode.INTERNAL,
         f"internal error (a bug; please report): {type(exc).__name__}: {exc}",
+    )
+
+
+def bounded(failure: Failure) -> Failure:
+    """`failure` with its message and violations cut to the sizes of `limits.py`."""
+    return Failure(
+        failure.code, clip(failure.message, MAX_MESSAGE_BYTES), clip_violations(failure.violations)
     )
 
 
@@ -120,15 +130,19 @@ def _bad_request(violations: tuple[FieldViolation, ...]) -> any_pb2.Any:
     return detail
 
 
-def abort(context: grpc.ServicerContext, failure: Failure) -> NoReturn:
-    """End the call with `failure`; field violations travel as a google.rpc.BadRequest."""
+async def abort(context: grpc.aio.ServicerContext, failure: Failure) -> NoReturn:
+    """End the call with `failure` (cut to size); field violations travel as a
+    google.rpc.BadRequest in the `grpc-status-details-bin` trailer."""
+    failure = bounded(failure)
     if failure.violations:
-        status = status_pb2.Status(
-            code=getattr(code_pb2, failure.code.name),
-            message=failure.message,
-            details=[_bad_request(failure.violations)],
+        status = rpc_status.to_status(
+            status_pb2.Status(
+                code=getattr(code_pb2, failure.code.name),
+                message=failure.message,
+                details=[_bad_request(failure.violations)],
+            )
         )
-        context.abort_with_status(rpc_status.to_status(status))
+        await context.abort(status.code, status.details, status.trailing_metadata)
     else:
-        context.abort(failure.code, failure.message)
+        await context.abort(failure.code, failure.message)
     raise AssertionError("context.abort returned")  # pragma: no cover - abort always raises

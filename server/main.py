@@ -1,10 +1,11 @@
 """`tilesolve-server`: the command line of the gRPC server.
 
-    tilesolve-server --port 50051 [--workers 8] [--tls-cert CERT --tls-key KEY [--tls-client-ca CA]]
+    tilesolve-server --port 50051 [--workers N] [--tls-cert CERT --tls-key KEY [--tls-client-ca CA]]
 
 Bad options exit 2 with a one-line error; an address that cannot be listened on (the port is
 in use, the host is not this machine's) exits 1 with one line saying why; SIGTERM or SIGINT
-drains the server (in-flight calls finish within --grace seconds) and exits 0.
+drains the server (health NOT_SERVING for --drain-delay seconds while it still answers, then
+in-flight calls finish within --grace seconds) and exits 0.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ EXIT_CANNOT_LISTEN = 1
 
 _EPILOG = """\
 exit codes:
-  0  stopped by SIGTERM or SIGINT, after draining the calls in flight
+  0  stopped by SIGTERM or SIGINT, after draining the calls in flight (within
+     --drain-delay + --grace seconds)
   1  cannot listen on --host:--port (the port is already in use, the host is not
      this machine's, ...); one line on stderr says which address and why
   2  invalid options
@@ -45,14 +47,23 @@ def _int_in(lo: int, hi: int) -> Callable[[str], int]:
     return parse
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds; got {text!r}") from None
-    if not 0 <= value <= 3600:
-        raise argparse.ArgumentTypeError(f"must be from 0 to 3600 seconds; got {value:g}")
-    return value
+def _seconds_in(lo: float, hi: float) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number of seconds; got {text!r}") from None
+        if not lo <= value <= hi:  # NaN fails too
+            raise argparse.ArgumentTypeError(
+                f"must be from {lo:g} to {hi:g} seconds; got {value:g}"
+            )
+        return value
+
+    return parse
+
+
+_seconds = _seconds_in(0, 3600)
+_positive_seconds = _seconds_in(0.001, 3600)
 
 
 def _pem_file(text: str) -> Path:
@@ -63,7 +74,7 @@ def _pem_file(text: str) -> Path:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .app import ServerConfig
+    from .app import MIB, ServerConfig, available_cpus
 
     d = ServerConfig()
     parser = argparse.ArgumentParser(
@@ -82,37 +93,86 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--workers",
-        type=_int_in(1, 1024),
+        type=_int_in(0, 1024),
         default=d.workers,
-        help=f"threads serving calls (default {d.workers})",
+        metavar="N",
+        help="solves running at once; 0 = one per available CPU (default 0, here "
+        f"{available_cpus()})",
+    )
+    parser.add_argument(
+        "--solve-in",
+        choices=("processes", "threads"),
+        default="processes",
+        help="where solves run: solver processes (default; the server's own answers never "
+        "wait for the CPU they use) or threads of the server's process",
     )
     parser.add_argument(
         "--max-concurrent-rpcs",
         type=_int_in(1, 1 << 20),
         default=d.max_concurrent_rpcs,
         metavar="N",
-        help="calls in progress beyond N get RESOURCE_EXHAUSTED (default: unlimited)",
+        help="tilesolve calls in progress at once; more get RESOURCE_EXHAUSTED; health checks "
+        f"do not count (default {d.max_concurrent_rpcs})",
     )
     parser.add_argument(
-        "--cache-size",
-        type=_int_in(0, 1 << 24),
-        default=d.cache_size,
-        metavar="N",
-        help=f"answers kept in the LRU cache; 0 disables it (default {d.cache_size})",
+        "--cache-mib",
+        type=_int_in(0, 1 << 20),
+        default=d.cache_bytes // MIB,
+        metavar="MIB",
+        help=f"memory for cached answers; 0 disables the cache (default {d.cache_bytes // MIB})",
     )
     parser.add_argument(
         "--max-batch-size",
-        type=_int_in(1, 1 << 20),
+        type=_int_in(1, 16384),
         default=d.max_batch_size,
         metavar="N",
         help=f"most requests one SolveBatch may carry (default {d.max_batch_size})",
+    )
+    parser.add_argument(
+        "--max-request-bytes",
+        type=_int_in(1024, 1 << 30),
+        default=d.max_request_bytes,
+        metavar="BYTES",
+        help=f"largest request accepted (default {d.max_request_bytes}, gRPC's usual)",
+    )
+    parser.add_argument(
+        "--max-response-bytes",
+        type=_int_in(1 << 16, 1 << 30),
+        default=d.max_response_bytes,
+        metavar="BYTES",
+        help="largest response sent; a SolveBatch that would pass it answers the rest "
+        f"RESOURCE_EXHAUSTED (default {d.max_response_bytes}, what gRPC clients accept)",
+    )
+    parser.add_argument(
+        "--default-deadline",
+        type=_positive_seconds,
+        default=d.default_deadline_s,
+        metavar="SECONDS",
+        help=f"deadline of a call that sets none (default {d.default_deadline_s:g})",
+    )
+    parser.add_argument(
+        "--batch-budget",
+        type=_positive_seconds,
+        default=d.batch_budget_s,
+        metavar="SECONDS",
+        help="most time one SolveBatch may take; the requests left then are answered "
+        f"DEADLINE_EXCEEDED (default {d.batch_budget_s:g})",
+    )
+    parser.add_argument(
+        "--drain-delay",
+        type=_seconds,
+        default=d.drain_delay_s,
+        metavar="SECONDS",
+        help="on SIGTERM/SIGINT, time health reports NOT_SERVING while the server still "
+        f"answers, before it stops accepting calls (default {d.drain_delay_s:g})",
     )
     parser.add_argument(
         "--grace",
         type=_seconds,
         default=d.grace_s,
         metavar="SECONDS",
-        help=f"time in-flight calls get to finish on SIGTERM/SIGINT (default {d.grace_s:g})",
+        help="then, time in-flight calls get to finish; the rest get UNAVAILABLE (default "
+        f"{d.grace_s:g})",
     )
     parser.add_argument("--tls-cert", type=_pem_file, metavar="PEM", help="server certificate")
     parser.add_argument("--tls-key", type=_pem_file, metavar="PEM", help="server private key")
@@ -135,8 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> ServerConfig:
-    """The ServerConfig of parsed options; inconsistent TLS options exit 2 via the parser."""
-    from .app import ServerConfig
+    """The ServerConfig of parsed options; inconsistent options exit 2 via the parser."""
+    from .app import MIB, ServerConfig
 
     if (args.tls_cert is None) != (args.tls_key is None):
         parser.error("--tls-cert and --tls-key go together")
@@ -144,19 +204,30 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
         parser.error("--tls-client-ca needs --tls-cert and --tls-key")
     if args.profile is not None:
         _check_profile(args.profile, parser)
-    return ServerConfig(
+    config = ServerConfig(
         host=args.host,
         port=args.port,
         workers=args.workers,
+        solve_in=args.solve_in,
         max_concurrent_rpcs=args.max_concurrent_rpcs,
-        cache_size=args.cache_size,
+        cache_bytes=args.cache_mib * MIB,
         max_batch_size=args.max_batch_size,
+        max_request_bytes=args.max_request_bytes,
+        max_response_bytes=args.max_response_bytes,
+        default_deadline_s=args.default_deadline,
+        batch_budget_s=args.batch_budget,
+        drain_delay_s=args.drain_delay,
         grace_s=args.grace,
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
         tls_client_ca=args.tls_client_ca,
         profile=Path(args.profile) if args.profile is not None else None,
     )
+    try:
+        config.check()
+    except ValueError as exc:
+        parser.error(str(exc))
+    return config
 
 
 def _check_profile(path: str, parser: argparse.ArgumentParser) -> None:

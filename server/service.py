@@ -1,21 +1,43 @@
-"""The `tilesolve.v1.TileSolveService` servicer: decode, solve, encode — nothing more.
+"""The `tilesolve.v1.TileSolveService` servicer: decode, solve, encode — within bounds.
 
-Every method is a thin adapter over `tilesolve.solver` through the `tilesolve.wire` codec.
-Errors become statuses in `errors.py`; answers are cached in `cache.py`; each call writes one
-structured log line (method, status code, latency, cache hit, peer) on the `tilesolve.server`
-logger, aborted calls included.
+Every method is a coroutine on the server's event loop and a thin adapter over
+`tilesolve.solver` through the `tilesolve.wire` codec. What runs on the loop is cheap (a cache
+hit, the catalog, the memory and occupancy models: tens to hundreds of microseconds); a cold
+solve is handed to a solver pool (`solving.py`) and awaited, so health checks and cache hits
+never wait behind one.
+
+The bounds, each with the status and a message naming it:
+
+- calls in progress at once, beyond `max_concurrent_rpcs`: RESOURCE_EXHAUSTED (health checks
+  and reflection are not counted);
+- strings, lists and maps of a request over their sizes (`limits.py`): INVALID_ARGUMENT;
+- a call without a deadline gets `default_deadline_s`; DEADLINE_EXCEEDED when it passes;
+- a SolveBatch stops solving when its time budget (`batch_budget_s`, or its deadline if
+  sooner) or its response (`max_response_bytes`) runs out: the requests left are answered
+  in place with DEADLINE_EXCEEDED or RESOURCE_EXHAUSTED, so the answers already found are kept
+  and the response stays within the limit; one Solve answer above the limit is
+  RESOURCE_EXHAUSTED;
+- while the server drains and its grace period ends, calls still running: UNAVAILABLE.
+
+A call that is cancelled (by its client, or by its deadline) cancels its solve. Errors become
+statuses in `errors.py`; answers are cached in `cache.py`; each call writes one structured log
+line (method, status code, latency, cache hit, peer) on the `tilesolve.server` logger, aborted
+and cancelled calls included.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import time
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 import grpc
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
+from pydantic import TypeAdapter, ValidationError
 
 from tilesolve import wire
 from tilesolve.solver import (
@@ -27,115 +49,103 @@ from tilesolve.solver import (
     HardwareSpec,
     InvalidRequestError,
     SolveOptions,
-    Status,
     UnknownHardwareError,
     estimate_memory,
     get_hardware,
     load_catalog,
     occupancy,
-    solve,
 )
-from tilesolve.solver.portfolio import solve_portfolio
 from tilesolve.v1 import tilesolve_pb2 as pb
-from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
-from .cache import LruCache, answer_key
-from .errors import Failure, RequestFailed, abort, failure_from, with_request_paths
-from .profile import with_profile
+from .cache import LruCache, discard_unknown_fields, request_key
+from .errors import Failure, RequestFailed, abort, bounded, failure_from
+from .limits import request_violations
+from .solving import Solvers
 
 logger = logging.getLogger("tilesolve.server")
 
-# Time kept back from the call's deadline to validate, explain, encode and send the answer:
-# a fixed part plus a part per requested candidate, seconds.
-DEADLINE_MARGIN_S = 0.05
-DEADLINE_MARGIN_PER_CANDIDATE_S = 0.002
 # Occupancy request bounds beyond the device's own limits.
 MAX_ISA_REGS = 255  # registers one thread can address
 MAX_SMEM_BYTES = 1 << 24  # 16 MiB: beyond any shared memory a block can have
+# Time kept back from a SolveBatch's deadline to encode and send what it has.
+BATCH_REPLY_MARGIN_S = 0.2
+# Room kept in a SolveBatch response for each request not answered yet (its item, should it
+# have to say "not solved"): the cut messages below take about 200 bytes.
+RESERVED_ITEM_BYTES = 256
 
-S = TypeVar("S")
-Q = TypeVar("Q")
-R = TypeVar("R")
-
-
-def _cache_note(response: object) -> str:
-    if isinstance(response, bytes):  # a serialized answer straight from the request cache
-        return "true"
-    if isinstance(response, pb.SolveResponse):
-        return "true" if response.cache_hit else "false"
-    if isinstance(response, pb.SolveBatchResponse):
-        hits = sum(1 for item in response.items if item.response.cache_hit)
-        return f"{hits}/{len(response.items)}"
-    return "-"
+_DEFAULT_TIME_LIMIT_S: float = SolveOptions.model_fields["time_limit_s"].default
+_TIME_LIMIT = TypeAdapter(Annotated[float, SolveOptions.model_fields["time_limit_s"]])
 
 
-def _outcome(context: grpc.ServicerContext, failed: bool) -> str:
-    """The status the client gets: the aborted code, or OK unless the call ended meanwhile."""
-    code = context.code()
-    if code is not None:
-        return str(code.name)
-    if failed:
-        return "UNKNOWN"
-    if not context.is_active():  # the client cancelled, or its deadline passed
-        return "DEADLINE_EXCEEDED" if context.time_remaining() == 0 else "CANCELLED"
-    return "OK"
+@dataclass(frozen=True)
+class ServiceLimits:
+    """The bounds the servicer enforces (ServerConfig carries them from the command line)."""
+
+    max_concurrent_rpcs: int = 256
+    max_batch_size: int = 1000
+    max_response_bytes: int = 4 * 1024 * 1024
+    default_deadline_s: float = 60.0
+    batch_budget_s: float = 30.0
+    cache_bytes: int = 64 * 1024 * 1024
 
 
-def logged(
-    method: Callable[[S, Q, grpc.ServicerContext], R],
-) -> Callable[[S, Q, grpc.ServicerContext], R]:
-    """Write one line per call: `rpc method=Solve code=OK latency_ms=3.214 cache_hit=false
-    peer=ipv4:127.0.0.1:51234` — also when the call is aborted."""
-    name = method.__name__
-
-    @functools.wraps(method)
-    def wrapper(self: S, request: Q, context: grpc.ServicerContext) -> R:
-        started = time.perf_counter()
-        response: R | None = None
-        failed = True
-        try:
-            response = method(self, request, context)
-            failed = False
-            return response
-        finally:
-            code_name = _outcome(context, failed)
-            logger.info(
-                "rpc method=%s code=%s latency_ms=%.3f cache_hit=%s peer=%s",
-                name,
-                code_name,
-                (time.perf_counter() - started) * 1e3,
-                _cache_note(response),
-                context.peer(),
-            )
-
-    return wrapper
+_DRAINED = "the drain's grace period ended"  # the message of the drain's cancellations
 
 
-def _answer(context: grpc.ServicerContext, method: str, compute: Callable[[], R]) -> R:
-    """`compute()`, or the call aborted with the status its exception maps to."""
-    try:
-        return compute()
-    except Exception as exc:  # every failure becomes a status; none escapes to grpc
-        failure = failure_from(exc, method)
-    abort(context, failure)
+class _Aborted(Exception):
+    """The call ends with this failure (raised inside the servicer, turned into a status by
+    `rpc` outside every try that could catch grpc's own abort exception)."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
 
 
-def _time_limit(options: SolveOptions, context: grpc.ServicerContext) -> float:
-    """The CP-SAT limit: the request's, or the call's remaining time less a margin if shorter."""
+def _outcome_of_cancel(context: grpc.aio.ServicerContext) -> str:
     remaining = context.time_remaining()
-    if remaining is None:
-        return options.time_limit_s
-    margin = DEADLINE_MARGIN_S + DEADLINE_MARGIN_PER_CANDIDATE_S * options.top_k
-    budget = float(remaining) - margin
-    if budget <= 0:
-        raise RequestFailed(
-            Failure(
-                grpc.StatusCode.DEADLINE_EXCEEDED,
-                f"the call's deadline leaves {max(float(remaining), 0.0) * 1e3:.1f} ms, less "
-                f"than the {margin * 1e3:.0f} ms the server needs to answer; allow more time",
-            )
-        )
-    return min(options.time_limit_s, budget)
+    return "DEADLINE_EXCEEDED" if remaining is not None and remaining <= 0 else "CANCELLED"
+
+
+Method = Callable[["TileSolveServicer", Any, grpc.aio.ServicerContext], Awaitable[tuple[Any, str]]]
+
+
+def rpc(request_type: type[Message]) -> Callable[[Method], Callable[..., Awaitable[Any]]]:
+    """A servicer method taking its request serialized (garbage is INVALID_ARGUMENT, not
+    gRPC's INTERNAL), with the concurrency cap, the drain, failures as statuses and one log
+    line: `rpc method=Solve code=OK latency_ms=3.214 cache_hit=false peer=ipv4:127.0.0.1:5123`.
+    The method returns (response, cache note)."""
+
+    def decorate(method: Method) -> Callable[..., Awaitable[Any]]:
+        name = method.__name__
+
+        @functools.wraps(method)
+        async def wrapper(
+            self: TileSolveServicer, raw: bytes, context: grpc.aio.ServicerContext
+        ) -> Any:
+            started = time.perf_counter()
+            code, note = "OK", "-"
+            try:
+                response, note = await self._guarded(method, name, request_type, raw, context)
+                return response
+            except _Aborted as aborted:
+                code = aborted.failure.code.name
+                await abort(context, aborted.failure)
+            except asyncio.CancelledError:
+                code = _outcome_of_cancel(context)
+                raise
+            finally:
+                logger.info(
+                    "rpc method=%s code=%s latency_ms=%.3f cache_hit=%s peer=%s",
+                    name,
+                    code,
+                    (time.perf_counter() - started) * 1e3,
+                    note,
+                    context.peer(),
+                )
+
+        return wrapper
+
+    return decorate
 
 
 def _summary(spec: HardwareSpec) -> pb.HardwareSummary:
@@ -171,135 +181,289 @@ def _bounded(field: str, value: int, lo: int, hi: int, what: str) -> list[FieldV
     return [FieldViolation(field, f"must be an integer from {lo} to {hi}{what}; got {value}")]
 
 
-class TileSolveServicer(pb_grpc.TileSolveServiceServicer):
-    """Answers `tilesolve.v1.TileSolveService` from the in-process solver."""
+def _checked(message: Message) -> None:
+    """INVALID_ARGUMENT for a request whose strings, lists or maps are over their sizes."""
+    violations = request_violations(message)
+    if violations:
+        raise InvalidRequestError(violations)
 
-    def __init__(
-        self, cache_size: int = 4096, max_batch_size: int = 1000, profile: CudaDevice | None = None
-    ) -> None:
-        # A calibrated device (tilesolve-server --profile) for requests naming its device.
-        self.profile = profile
-        # Serialized SolveResponses: immutable, so a hit never shares a message with a call.
-        self.cache: LruCache[bytes] = LruCache(cache_size)
-        # The fast path: a request's exact bytes -> its serialized answer (cache_hit set), so
-        # a repeated request is answered without decoding, validating or encoding anything.
-        # A miss here (e.g. the same request serialized in another field order) falls back
-        # to `cache`, keyed on the decoded, canonical request.
-        self.request_cache: LruCache[bytes] = LruCache(cache_size)
-        self.max_batch_size = max_batch_size
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _embedded(field_number: int, payload: bytes) -> bytes:
+    """`payload` as a length-delimited field: a SolveResponse inside a SolveBatchItem, an
+    item inside a SolveBatchResponse, without decoding what is already encoded."""
+    return _varint(field_number << 3 | 2) + _varint(len(payload)) + payload
+
+
+_ITEM_RESPONSE = pb.SolveBatchItem.DESCRIPTOR.fields_by_name["response"].number
+_BATCH_ITEMS = pb.SolveBatchResponse.DESCRIPTOR.fields_by_name["items"].number
+
+
+def _failed_item(failure: Failure) -> bytes:
+    failure = bounded(failure)
+    return pb.SolveBatchItem(
+        code=failure.code_number,
+        message=failure.message,
+        field_violations=[
+            pb.FieldViolation(field=v.field, description=v.description) for v in failure.violations
+        ],
+    ).SerializeToString()
+
+
+def _with_time_limit(cached: bytes, request: pb.SolveRequest) -> bytes | None:
+    """A cached answer with this request's time limit in its echo, or None if that limit is
+    invalid (the solver's schema then says so, as for any request)."""
+    limit = _DEFAULT_TIME_LIMIT_S
+    if request.options.HasField("time_limit_s"):
+        limit = request.options.time_limit_s
+        try:
+            _TIME_LIMIT.validate_python(limit)
+        except ValidationError:
+            return None
+    response = pb.SolveResponse.FromString(cached)
+    response.options.time_limit_s = limit
+    return response.SerializeToString()
+
+
+class TileSolveServicer:
+    """Answers `tilesolve.v1.TileSolveService`: cheap calls on the loop, solves in `solvers`."""
+
+    def __init__(self, solvers: Solvers, limits: ServiceLimits | None = None) -> None:
+        self.limits = limits or ServiceLimits()
+        self.solvers = solvers
+        # Serialized, proven SolveResponses by canonical request (see cache.py).
+        self.cache = LruCache(self.limits.cache_bytes)
+        self.in_flight = 0
+        self._calls: set[asyncio.Task[Any]] = set()
+        self._closing = False
         catalog = load_catalog()
         self._hardware_list = pb.ListHardwareResponse(
             hardware=[_summary(catalog[name]) for name in sorted(catalog)],
             catalog_version=CATALOG_VERSION,
             model_version=MODEL_VERSION,
-            max_batch_size=max_batch_size,
+            max_batch_size=self.limits.max_batch_size,
+        ).SerializeToString()
+
+    # ---- bounds and the drain ------------------------------------------------------------
+
+    async def _guarded(
+        self,
+        method: Method,
+        name: str,
+        request_type: type[Message],
+        raw: bytes,
+        context: grpc.aio.ServicerContext,
+    ) -> tuple[Any, str]:
+        if self._closing:
+            raise _Aborted(self._shutting_down())
+        cap = self.limits.max_concurrent_rpcs
+        if self.in_flight >= cap:
+            raise _Aborted(
+                Failure(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"the server is already answering {cap} calls, its limit "
+                    "(max_concurrent_rpcs); retry with backoff",
+                )
+            )
+        try:
+            request = request_type.FromString(raw)
+        except DecodeError:
+            name_of = request_type.DESCRIPTOR.name
+            raise _Aborted(
+                Failure(grpc.StatusCode.INVALID_ARGUMENT, f"the request is not a {name_of}")
+            ) from None
+        discard_unknown_fields(request)  # never kept, never echoed, never part of a key
+        # The call's own task: gRPC cancels it when the client cancels or the deadline
+        # passes (which cancels the solve it waits for), the drain when the grace ends.
+        task = asyncio.current_task()
+        assert task is not None
+        self.in_flight += 1
+        self._calls.add(task)
+        try:
+            return await method(self, request, context)
+        except asyncio.CancelledError as exc:
+            if exc.args == (_DRAINED,):
+                task.uncancel()
+                raise _Aborted(self._shutting_down()) from None
+            raise
+        except _Aborted:
+            raise
+        except Exception as exc:  # every failure becomes a status; none escapes to grpc
+            raise _Aborted(failure_from(exc, name)) from None
+        finally:
+            self._calls.discard(task)
+            self.in_flight -= 1
+
+    @staticmethod
+    def _shutting_down() -> Failure:
+        return Failure(
+            grpc.StatusCode.UNAVAILABLE,
+            "the server is shutting down and its grace period ended before this call was "
+            "answered; retry (another server, or this one once it is back)",
+        )
+
+    async def cancel_calls(self) -> int:
+        """End every call in progress with UNAVAILABLE (the end of the drain's grace period);
+        returns how many there were. Calls arriving afterwards get UNAVAILABLE too."""
+        self._closing = True
+        calls = list(self._calls)
+        for task in calls:
+            task.cancel(_DRAINED)
+        if calls:
+            await asyncio.wait(calls, timeout=1.0)
+        return len(calls)
+
+    async def wait_idle(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for the calls in progress to end; True if they did."""
+        end = time.monotonic() + timeout
+        while self._calls:
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            await asyncio.wait(list(self._calls), timeout=min(left, 0.05))
+        return True
+
+    def _deadline(self, context: grpc.aio.ServicerContext) -> tuple[float, bool]:
+        """The call's deadline on time.monotonic(), and whether it is the server's default."""
+        remaining = context.time_remaining()
+        if remaining is None:
+            return time.monotonic() + self.limits.default_deadline_s, True
+        return time.monotonic() + max(float(remaining), 0.0), False
+
+    def _default_deadline_passed(self) -> RequestFailed:
+        seconds = self.limits.default_deadline_s
+        return RequestFailed(
+            Failure(
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+                f"no answer within {seconds:g} s, the server's deadline for calls that set "
+                "none (default_deadline_s); set a deadline on the call",
+            )
         )
 
     # ---- solving -------------------------------------------------------------------------
 
-    def _solve_one(
-        self, request: pb.SolveRequest, context: grpc.ServicerContext
-    ) -> pb.SolveResponse:
-        """One SolveRequest to its SolveResponse; raises the solver's errors."""
-        problem, hardware, options = wire.solve_request_from_proto(request)
-        hardware = with_profile(hardware, self.profile)
-        key = answer_key(problem, hardware, options)
+    async def _solve_one(self, request: pb.SolveRequest, deadline: float) -> tuple[bytes, bool]:
+        """One SolveRequest (unknown fields dropped) to its serialized SolveResponse, and
+        whether it came from the cache; raises what the request fails with."""
+        _checked(request)
+        key = request_key(request)
         cached = self.cache.get(key)
         if cached is not None:
-            response = pb.SolveResponse.FromString(cached)
-            response.options.time_limit_s = options.time_limit_s
-            response.cache_hit = True
-            return response
-        limited = options.model_copy(update={"time_limit_s": _time_limit(options, context)})
+            answer = _with_time_limit(cached, request)
+            if answer is not None:
+                return answer, True
+        outcome = await self.solvers.run(request.SerializeToString(), deadline)
+        if outcome.failure is not None:
+            raise RequestFailed(outcome.failure)
+        if outcome.cached is not None:
+            self.cache.put(key, outcome.cached)
+        return outcome.response, False
+
+    @rpc(pb.SolveRequest)
+    async def Solve(
+        self, request: pb.SolveRequest, context: grpc.aio.ServicerContext
+    ) -> tuple[bytes, str]:
+        """A repeat is answered from the cache with nothing but protobuf's own decoding and
+        encoding."""
+        deadline, by_default = self._deadline(context)
         try:
-            answer = solve(problem, hardware, limited)
-        except InvalidRequestError as exc:
-            raise with_request_paths(exc) from None
-        # The echo is the request as sent (defaults filled in), not the deadline-cut limit.
-        response = wire.answer_to_proto(answer.model_copy(update={"options": options}))
-        if answer.status is not Status.FEASIBLE:  # proven: independent of the time limit
-            self.cache.put(key, response.SerializeToString())
-        return response
-
-    @logged
-    def Solve(self, request: bytes, context: grpc.ServicerContext) -> pb.SolveResponse | bytes:
-        """`request` arrives serialized (see app.py): a repeat is answered from its bytes."""
-        return _answer(context, "Solve", lambda: self._solve_serialized(request, context))
-
-    def _solve_serialized(
-        self, raw: bytes, context: grpc.ServicerContext
-    ) -> pb.SolveResponse | bytes:
-        hit = self.request_cache.get(raw)
-        if hit is not None:
-            return hit
-        try:
-            request = pb.SolveRequest.FromString(raw)
-        except DecodeError:
-            raise RequestFailed(
-                Failure(grpc.StatusCode.INVALID_ARGUMENT, "the request is not a SolveRequest")
-            ) from None
-        response = self._solve_one(request, context)
-        if response.status != pb.SOLVE_STATUS_FEASIBLE:  # proven: cacheable
-            repeat = pb.SolveResponse()
-            repeat.CopyFrom(response)
-            repeat.cache_hit = True
-            self.request_cache.put(raw, repeat.SerializeToString())
-        return response
-
-    @logged
-    def SolveBatch(
-        self, request: pb.SolveBatchRequest, context: grpc.ServicerContext
-    ) -> pb.SolveBatchResponse:
-        return _answer(context, "SolveBatch", lambda: self._solve_batch(request, context))
-
-    def _solve_batch(
-        self, request: pb.SolveBatchRequest, context: grpc.ServicerContext
-    ) -> pb.SolveBatchResponse:
-        count = len(request.requests)
-        if count > self.max_batch_size:
+            async with asyncio.timeout(deadline - time.monotonic() if by_default else None):
+                response, hit = await self._solve_one(request, deadline)
+        except TimeoutError:
+            raise self._default_deadline_passed() from None
+        if len(response) > self.limits.max_response_bytes:
             raise RequestFailed(
                 Failure(
                     grpc.StatusCode.RESOURCE_EXHAUSTED,
-                    f"at most {self.max_batch_size} requests per SolveBatch (the server's "
+                    f"the answer takes {len(response)} bytes, above the server's limit of "
+                    f"{self.limits.max_response_bytes} bytes per response "
+                    "(max_response_bytes); ask for fewer candidates (options.top_k)",
+                )
+            )
+        return response, "true" if hit else "false"
+
+    @rpc(pb.SolveBatchRequest)
+    async def SolveBatch(
+        self, request: pb.SolveBatchRequest, context: grpc.aio.ServicerContext
+    ) -> tuple[bytes, str]:
+        count = len(request.requests)
+        limits = self.limits
+        if count > limits.max_batch_size:
+            raise RequestFailed(
+                Failure(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"at most {limits.max_batch_size} requests per SolveBatch (the server's "
                     f"max_batch_size); got {count}",
                 )
             )
-        items = []
-        for one in request.requests:
-            try:
-                response = self._solve_one(one, context)
-            except Exception as exc:  # one bad problem must not fail the batch
-                failure = failure_from(exc, "SolveBatch")
-                items.append(
-                    pb.SolveBatchItem(
-                        code=failure.code_number,
-                        message=failure.message,
-                        field_violations=[
-                            pb.FieldViolation(field=v.field, description=v.description)
-                            for v in failure.violations
-                        ],
-                    )
-                )
+        deadline, by_default = self._deadline(context)
+        budget = time.monotonic() + limits.batch_budget_s
+        end = min(budget, deadline if by_default else deadline - BATCH_REPLY_MARGIN_S)
+        out_of_time = Failure(
+            grpc.StatusCode.DEADLINE_EXCEEDED,
+            f"not solved: the SolveBatch ran out of time (its deadline, or the server's "
+            f"{limits.batch_budget_s:g} s per batch: batch_budget_s); send it again",
+        )
+        out_of_room = Failure(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            f"not solved: the answers before it fill the response limit of "
+            f"{limits.max_response_bytes} bytes (max_response_bytes); send it in another "
+            "SolveBatch",
+        )
+        parts: list[bytes] = []
+        used = hits = 0
+        cut: Failure | None = None
+        for index, one in enumerate(request.requests):
+            left_after = count - index - 1
+            if cut is None and time.monotonic() >= end:
+                cut = out_of_time
+            if cut is not None:
+                item = _failed_item(cut)
             else:
-                items.append(pb.SolveBatchItem(code=0, response=response))
-        return pb.SolveBatchResponse(items=items)
+                try:
+                    async with asyncio.timeout(end - time.monotonic()):
+                        response, hit = await self._solve_one(one, end)
+                except TimeoutError:
+                    cut = out_of_time
+                    item = _failed_item(cut)
+                except Exception as exc:  # one bad problem must not fail the batch
+                    item = _failed_item(failure_from(exc, "SolveBatch"))
+                else:
+                    hits += hit
+                    item = _embedded(_ITEM_RESPONSE, response)
+                framed = len(_embedded(_BATCH_ITEMS, item))
+                if used + framed + left_after * RESERVED_ITEM_BYTES > limits.max_response_bytes:
+                    cut = out_of_room
+                    item = _failed_item(cut)
+            part = _embedded(_BATCH_ITEMS, item)
+            used += len(part)
+            parts.append(part)
+        return b"".join(parts), f"{hits}/{count}"
 
     # ---- hardware ------------------------------------------------------------------------
 
-    @logged
-    def ListHardware(
-        self, request: pb.ListHardwareRequest, context: grpc.ServicerContext
-    ) -> pb.ListHardwareResponse:
-        return self._hardware_list
+    @rpc(pb.ListHardwareRequest)
+    async def ListHardware(
+        self, request: pb.ListHardwareRequest, context: grpc.aio.ServicerContext
+    ) -> tuple[bytes, str]:
+        return self._hardware_list, "-"
 
-    @logged
-    def GetHardware(
-        self, request: pb.GetHardwareRequest, context: grpc.ServicerContext
-    ) -> pb.GetHardwareResponse:
-        return _answer(context, "GetHardware", lambda: self._get_hardware(request))
-
-    @staticmethod
-    def _get_hardware(request: pb.GetHardwareRequest) -> pb.GetHardwareResponse:
+    @rpc(pb.GetHardwareRequest)
+    async def GetHardware(
+        self, request: pb.GetHardwareRequest, context: grpc.aio.ServicerContext
+    ) -> tuple[pb.GetHardwareResponse, str]:
+        _checked(request)
         if not request.name.strip():
             raise InvalidRequestError(
                 [FieldViolation("name", "required: a catalog name or alias such as 'a100'")]
@@ -315,36 +479,31 @@ class TileSolveServicer(pb_grpc.TileSolveServiceServicer):
             raise InvalidRequestError(
                 [FieldViolation("name", v.description) for v in exc.violations]
             ) from None
-        return pb.GetHardwareResponse(
+        response = pb.GetHardwareResponse(
             hardware=wire.spec_to_proto(spec), catalog_version=CATALOG_VERSION
         )
+        return response, "-"
 
     # ---- models --------------------------------------------------------------------------
 
-    @logged
-    def EstimateMemory(
-        self, request: pb.EstimateMemoryRequest, context: grpc.ServicerContext
-    ) -> pb.EstimateMemoryResponse:
-        return _answer(context, "EstimateMemory", lambda: self._estimate_memory(request))
-
-    @staticmethod
-    def _estimate_memory(request: pb.EstimateMemoryRequest) -> pb.EstimateMemoryResponse:
+    @rpc(pb.EstimateMemoryRequest)
+    async def EstimateMemory(
+        self, request: pb.EstimateMemoryRequest, context: grpc.aio.ServicerContext
+    ) -> tuple[pb.EstimateMemoryResponse, str]:
+        _checked(request)
         problem, block_m, block_n, hardware, kernel = wire.memory_request_from_proto(request)
         spec = get_hardware(hardware) if isinstance(hardware, str) else hardware
         try:
             estimate = estimate_memory(problem, block_m, block_n, spec, kernel)
         except InvalidRequestError as exc:
             raise _memory_request_paths(exc) from None
-        return wire.estimate_to_proto(estimate)
+        return wire.estimate_to_proto(estimate), "-"
 
-    @logged
-    def Occupancy(
-        self, request: pb.OccupancyRequest, context: grpc.ServicerContext
-    ) -> pb.OccupancyResponse:
-        return _answer(context, "Occupancy", lambda: self._occupancy(request))
-
-    @staticmethod
-    def _occupancy(request: pb.OccupancyRequest) -> pb.OccupancyResponse:
+    @rpc(pb.OccupancyRequest)
+    async def Occupancy(
+        self, request: pb.OccupancyRequest, context: grpc.aio.ServicerContext
+    ) -> tuple[pb.OccupancyResponse, str]:
+        _checked(request)
         hardware = wire.hardware_from_proto(request.hardware)
         spec = hardware if isinstance(hardware, HardwareSpec) else get_hardware(hardware)
         if not isinstance(spec, CudaDevice):
@@ -393,25 +552,4 @@ class TileSolveServicer(pb_grpc.TileSolveServiceServicer):
         if violations:
             raise InvalidRequestError(violations)
         result = occupancy(sm, request.threads, request.regs, request.smem_bytes, carveout)
-        return wire.occupancy_to_proto(result)
-
-    # ---- portfolios ----------------------------------------------------------------------
-
-    @logged
-    def Portfolio(
-        self, request: pb.PortfolioRequest, context: grpc.ServicerContext
-    ) -> pb.PortfolioResponse:
-        return _answer(context, "Portfolio", lambda: self._portfolio(request, context))
-
-    @staticmethod
-    def _portfolio(
-        request: pb.PortfolioRequest, context: grpc.ServicerContext
-    ) -> pb.PortfolioResponse:
-        portfolio, hardware = wire.portfolio_request_from_proto(request)
-        remaining = context.time_remaining()
-        if remaining is not None:  # the wall-clock limit never outlives the call
-            budget = max(float(remaining) - DEADLINE_MARGIN_S, 1e-3)
-            portfolio = portfolio.model_copy(
-                update={"time_limit_s": min(portfolio.time_limit_s, budget)}
-            )
-        return wire.portfolio_to_proto(solve_portfolio(portfolio, hardware))
+        return wire.occupancy_to_proto(result), "-"

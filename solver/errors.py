@@ -58,3 +58,10 @@ class DeadlineExceededError(TilesolveError):
             f"time_limit_s: CP-SAT found no configuration within {time_limit_s:g} s "
             f"({feasible_count} are feasible); allow more time or use --engine exhaustive"
         )
+
+
+class SolveCancelledError(TilesolveError):
+    """The solve was cancelled (`solver.cancel.Cancellation`) before it answered."""
+
+    def __init__(self) -> None:
+        super().__init__("the solve was cancelled before it answered")

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from ortools.sat.python import cp_model, cp_model_helper
 
+from .cancel import Cancellation
 from .candidates import CandidateTable
 from .constraints import ConstraintKind
 
@@ -138,8 +139,12 @@ class TileProgram:
     def _row_of(self, solver: Any) -> int:
         return self.rows[int(solver.value(self.tile))]
 
-    def solve_top_k(self, k: int, time_limit_s: float) -> IpResult:
-        """The k best configurations in rank order, re-solving above the last winner's index."""
+    def solve_top_k(
+        self, k: int, time_limit_s: float, cancel: Cancellation | None = None
+    ) -> IpResult:
+        """The k best configurations in rank order, re-solving above the last winner's index.
+        A set `cancel` stops the search in progress and every later one (as the time limit
+        would)."""
         cp = self._cp
         started = time.perf_counter()
         deadline = started + time_limit_s
@@ -150,14 +155,15 @@ class TileProgram:
         solver = self._solver(time_limit_s)
         while len(ranked) < k and self.rows:
             remaining = deadline - time.perf_counter()
-            if remaining <= 0:
+            if remaining <= 0 or (cancel is not None and cancel.cancelled):
                 timed_out = True
                 break
             solver.parameters.max_time_in_seconds = remaining
-            status = solver.solve(self.model)
+            status = _solve(solver, self.model, cancel)
             if status == cp.INFEASIBLE:
                 if not ranked:
-                    conflicting = TileProgram(self.table, True).core(deadline - time.perf_counter())
+                    core = TileProgram(self.table, True).core
+                    conflicting = core(deadline - time.perf_counter(), cancel)
                 break
             if status not in (cp.OPTIMAL, cp.FEASIBLE):
                 timed_out = True  # UNKNOWN: the limit passed before any solution
@@ -172,17 +178,29 @@ class TileProgram:
         wall_ms = (time.perf_counter() - started) * 1e3
         return IpResult(ranked, proven and not timed_out, timed_out, conflicting, wall_ms)
 
-    def core(self, time_limit_s: float) -> list[str]:
+    def core(self, time_limit_s: float, cancel: Cancellation | None = None) -> list[str]:
         """Constraints whose enforcement literals CP-SAT finds sufficient for infeasibility
         (needs `explain_infeasibility`); empty if the time runs out first."""
         for literal in self.enforce.values():
             self.model.add_assumption(literal)
         solver = self._solver(max(time_limit_s, 1e-3))
-        if solver.solve(self.model) != self._cp.INFEASIBLE:
+        if _solve(solver, self.model, cancel) != self._cp.INFEASIBLE:
             return []
         found = set(solver.sufficient_assumptions_for_infeasibility())
         return [name for name, lit in self.enforce.items() if lit.index in found]
 
 
-def solve_cpsat(table: CandidateTable, top_k: int, time_limit_s: float) -> IpResult:
-    return TileProgram(table).solve_top_k(top_k, time_limit_s)
+def _solve(solver: Any, model: Any, cancel: Cancellation | None) -> Any:
+    """`solver.solve(model)`, stopped early by `cancel` (from another thread)."""
+    if cancel is None:
+        return solver.solve(model)
+    with cancel.stopping(solver.stop_search):
+        if cancel.cancelled:  # set before this search could be stopped
+            return cp_model.UNKNOWN
+        return solver.solve(model)
+
+
+def solve_cpsat(
+    table: CandidateTable, top_k: int, time_limit_s: float, cancel: Cancellation | None = None
+) -> IpResult:
+    return TileProgram(table).solve_top_k(top_k, time_limit_s, cancel)

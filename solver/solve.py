@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from .answer import Candidate, ResourceUse, SolveAnswer, Status
+from .cancel import Cancellation
 from .candidates import CandidateTable, build_table
 from .constraints import ConstraintKind
 from .errors import (
@@ -12,6 +13,7 @@ from .errors import (
     FieldViolation,
     InvalidRequestError,
     ModelInvariantError,
+    SolveCancelledError,
 )
 from .exhaustive import solve_exhaustive
 from .explain import binding_constraints, funnel, infeasibility, notes, reasons
@@ -177,8 +179,13 @@ def solve(
     problem: AttentionProblem,
     hardware: str | HardwareSpec,
     options: SolveOptions | None = None,
+    *,
+    cancel: Cancellation | None = None,
 ) -> SolveAnswer:
-    """Rank the tile configurations of `problem` on `hardware` (the in-process API)."""
+    """Rank the tile configurations of `problem` on `hardware` (the in-process API).
+
+    `cancel`, set from another thread, stops the CP-SAT search and raises
+    SolveCancelledError (the server's cancelled calls; see `solver/cancel.py`)."""
     options = options or SolveOptions()
     if options.engine is Engine.CPSAT:
         # Importing ortools (~0.3 s, once per process) is not part of the solve time.
@@ -189,7 +196,9 @@ def solve(
     if options.engine is Engine.CPSAT:
         from .ip_model import solve_cpsat
 
-        result = solve_cpsat(table, options.top_k, options.time_limit_s)
+        result = solve_cpsat(table, options.top_k, options.time_limit_s, cancel)
+        if cancel is not None and cancel.cancelled:
+            raise SolveCancelledError()
         ranked, proven, core = result.ranked, result.proven_optimal, result.conflicting
         if result.timed_out and not ranked:
             raise DeadlineExceededError(options.time_limit_s, int(table.feasible.sum()))

@@ -304,7 +304,7 @@ def test_every_violation_is_reported_at_once(capsys: pytest.CaptureFixture[str])
 
 def test_unreachable_server_exits_3_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
     """Remote mode itself is tested against a real server in test_client.py."""
-    code, out, err = run(capsys, *QUICK_START, "--server", "127.0.0.1:1")
+    code, out, err = run(capsys, *QUICK_START, "--server", "127.0.0.1:1", "--timeout", "0.5")
     assert code == 3
     assert out == ""
     assert err.startswith("error: server: cannot reach 127.0.0.1:1") and "Traceback" not in err

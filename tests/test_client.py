@@ -9,20 +9,26 @@ compared with the in-process solver and the in-process CLI, which they must equa
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import re
 import socket
 import threading
 import time
 from collections.abc import Iterator
+from concurrent import futures
 from dataclasses import dataclass
 from typing import Any
 
 import grpc
 import pytest
 
+from tilesolve import wire
 from tilesolve.client.cli import Violation, main, server_violations
 from tilesolve.client.remote import (
+    DEFAULT_BACKOFF_S,
+    DEFAULT_MAX_BACKOFF_S,
+    DEFAULT_RETRIES,
     AsyncTileSolveClient,
     DeadlineError,
     InvalidArgumentError,
@@ -31,6 +37,7 @@ from tilesolve.client.remote import (
     TileSolveClient,
     TilesolveRpcError,
     UnavailableError,
+    service_config,
 )
 from tilesolve.server.app import ServerConfig, create_server
 from tilesolve.solver import (
@@ -42,6 +49,7 @@ from tilesolve.solver import (
     occupancy,
     solve,
 )
+from tilesolve.v1 import tilesolve_pb2 as pb
 
 from contracts import DESIGN_HARDWARE_NAMES
 from pki import Pki, make_pki
@@ -232,64 +240,142 @@ def test_short_deadline_is_a_deadline_error(client: TileSolveClient) -> None:
     assert caught.value.code is grpc.StatusCode.DEADLINE_EXCEEDED
 
 
-# ---- retries ------------------------------------------------------------------------------
+# ---- waiting and retries -------------------------------------------------------------------
 
 
-def test_unreachable_server_is_retried_then_unavailable() -> None:
+class Flaky:
+    """A TileSolveService that fails GetHardware with `code` `failures` times, then answers;
+    it records each attempt's `grpc-previous-rpc-attempts` header (None on the first)."""
+
+    def __init__(self, failures: int, code: grpc.StatusCode = grpc.StatusCode.UNAVAILABLE):
+        self.failures, self.code = failures, code
+        self.attempts: list[str | None] = []
+        self.times: list[float] = []
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        handler = grpc.method_handlers_generic_handler(
+            "tilesolve.v1.TileSolveService",
+            {
+                "GetHardware": grpc.unary_unary_rpc_method_handler(
+                    self._get,
+                    request_deserializer=pb.GetHardwareRequest.FromString,
+                    response_serializer=pb.GetHardwareResponse.SerializeToString,
+                )
+            },
+        )
+        self.server.add_generic_rpc_handlers((handler,))
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+
+    def _get(self, request: pb.GetHardwareRequest, context: grpc.ServicerContext) -> Any:
+        headers = dict(context.invocation_metadata())
+        self.attempts.append(headers.get("grpc-previous-rpc-attempts"))
+        self.times.append(time.monotonic())
+        if len(self.attempts) <= self.failures:
+            context.abort(self.code, f"attempt {len(self.attempts)} fails")
+        return pb.GetHardwareResponse(hardware=wire.spec_to_proto(get_hardware(request.name)))
+
+
+def test_unavailable_is_retried_by_grpc_with_backoff_up_to_five_attempts() -> None:
+    flaky = Flaky(failures=3)
+    try:
+        with TileSolveClient(f"127.0.0.1:{flaky.port}", backoff_s=0.05, timeout_s=20) as c:
+            assert c.hardware_spec("a100").name == "a100-80gb"
+        assert flaky.attempts == [None, "1", "2", "3"]  # 4 attempts, the last answered
+        gaps = [b - a for a, b in itertools.pairwise(flaky.times)]
+        assert max(gaps) < 2.0  # jittered backoff: up to 0.05, 0.1, 0.2 s (and the RPC)
+    finally:
+        flaky.server.stop(0)
+    always = Flaky(failures=100)
+    try:
+        c = TileSolveClient(f"127.0.0.1:{always.port}", backoff_s=0.01, timeout_s=20)
+        with c, pytest.raises(UnavailableError) as caught:
+            c.hardware_spec("a100")
+        assert "attempt 5 fails" in caught.value.message
+        assert len(always.attempts) == 5  # gRPC's cap: 1 + DEFAULT_RETRIES
+    finally:
+        always.server.stop(0)
+
+
+def test_other_codes_are_not_retried_and_retries_can_be_turned_off() -> None:
+    flaky = Flaky(failures=100, code=grpc.StatusCode.NOT_FOUND)
+    try:
+        c = TileSolveClient(f"127.0.0.1:{flaky.port}", timeout_s=20)
+        with c, pytest.raises(NotFoundError):
+            c.hardware_spec("a100")
+        assert flaky.attempts == [None]
+    finally:
+        flaky.server.stop(0)
+    once = Flaky(failures=1)
+    try:
+        c = TileSolveClient(f"127.0.0.1:{once.port}", retries=0, timeout_s=20)
+        with c, pytest.raises(UnavailableError):
+            c.hardware_spec("a100")
+        assert once.attempts == [None]
+    finally:
+        once.server.stop(0)
+    with pytest.raises(ValueError, match="retries must be from 0 to 4"):
+        TileSolveClient("127.0.0.1:1", retries=5)
+
+
+def test_the_retry_policy_is_a_grpc_service_config() -> None:
+    config = json.loads(service_config(DEFAULT_RETRIES, DEFAULT_BACKOFF_S, DEFAULT_MAX_BACKOFF_S))
+    (method,) = config["methodConfig"]
+    assert method["name"] == [{"service": "tilesolve.v1.TileSolveService"}]
+    assert method["retryPolicy"] == {
+        "maxAttempts": 5,
+        "initialBackoff": "0.200s",
+        "maxBackoff": "2.000s",
+        "backoffMultiplier": 2.0,
+        "retryableStatusCodes": ["UNAVAILABLE"],
+    }
+    assert "retryPolicy" not in json.loads(service_config(0, 0.1, 1))["methodConfig"][0]
+
+
+def test_an_unreachable_server_is_waited_for_then_unavailable() -> None:
     port = _free_port()  # nothing listens there
-    with TileSolveClient(
-        f"127.0.0.1:{port}", retries=3, backoff_s=0.01, jitter_seed=0, timeout_s=10
-    ) as c:
+    with TileSolveClient(f"127.0.0.1:{port}", ready_timeout_s=0.5, timeout_s=10) as c:
         started = time.monotonic()
         with pytest.raises(UnavailableError) as caught:
             c.hardware()
         elapsed = time.monotonic() - started
-    assert c.last_attempts == 4  # the first attempt and 3 retries
-    assert elapsed >= 0.5 * (0.01 + 0.02 + 0.04)  # the jittered waits were taken
-    assert elapsed < 5
+    assert 0.4 < elapsed < 3
     assert caught.value.code is grpc.StatusCode.UNAVAILABLE
     assert caught.value.target == f"127.0.0.1:{port}"
-
-
-def test_no_retries_when_asked_for_none() -> None:
-    with TileSolveClient(f"127.0.0.1:{_free_port()}", retries=0) as c:
+    assert caught.value.message.startswith("no connection within 0.5 s: failed to connect")
+    # The call's own deadline bounds the wait too.
+    with TileSolveClient(f"127.0.0.1:{port}", timeout_s=0.3) as c:
+        started = time.monotonic()
+        with pytest.raises(UnavailableError):
+            c.hardware()
+        assert time.monotonic() - started < 2
+    # Without wait_for_ready a call fails at once (gRPC's retries take well under a second).
+    with TileSolveClient(f"127.0.0.1:{port}", wait_for_ready=False, backoff_s=0.01) as c:
+        started = time.monotonic()
         with pytest.raises(UnavailableError):
             c.hardware_spec("a100")
-        assert c.last_attempts == 1
-
-
-def test_retries_stop_at_the_deadline() -> None:
-    with TileSolveClient(f"127.0.0.1:{_free_port()}", retries=50, backoff_s=1, timeout_s=0.3) as c:
-        started = time.monotonic()
-        with pytest.raises(TilesolveRpcError):
-            c.hardware()
-        assert time.monotonic() - started < 1.5
-        assert c.last_attempts == 1  # a 0.5-1 s wait would pass the 0.3 s deadline
+        assert time.monotonic() - started < 2
 
 
 def test_errors_other_than_unavailable_are_not_retried(client: TileSolveClient) -> None:
     with pytest.raises(NotFoundError):
         client.hardware_spec("no-such-chip")
-    assert client.last_attempts == 1
 
 
-def test_retry_reaches_a_server_that_comes_up_late() -> None:
+def test_a_call_waits_for_a_server_that_comes_up_late() -> None:
     port = _free_port()
     box: dict[str, Running] = {}
 
     def start_later() -> None:
-        time.sleep(0.3)
+        time.sleep(1.0)
         box["server"] = _start(port=port)
 
     thread = threading.Thread(target=start_later)
     thread.start()
     try:
-        with TileSolveClient(
-            f"127.0.0.1:{port}", retries=60, backoff_s=0.02, jitter_seed=1, timeout_s=15
-        ) as c:
-            c.max_backoff_s = 0.1
+        with TileSolveClient(f"127.0.0.1:{port}") as c:  # the defaults
+            started = time.monotonic()
             assert c.hardware_spec("a100").name == "a100-80gb"
-            assert c.last_attempts > 1
+            assert time.monotonic() - started > 0.5  # it did wait
     finally:
         thread.join()
         if "server" in box:
@@ -329,16 +415,17 @@ def test_async_client(plain: Running) -> None:
     assert isinstance(error, NotFoundError)
 
 
-def test_async_client_retries_then_unavailable() -> None:
-    async def ask() -> int:
-        async with AsyncTileSolveClient(
-            f"127.0.0.1:{_free_port()}", retries=2, backoff_s=0.01
-        ) as c:
-            with pytest.raises(UnavailableError):
+def test_async_client_waits_then_unavailable() -> None:
+    async def ask() -> UnavailableError:
+        async with AsyncTileSolveClient(f"127.0.0.1:{_free_port()}", ready_timeout_s=0.3) as c:
+            with pytest.raises(UnavailableError) as caught:
                 await c.hardware()
-            return c.last_attempts
+            return caught.value
 
-    assert asyncio.run(ask()) == 3
+    started = time.monotonic()
+    error = asyncio.run(ask())
+    assert 0.2 < time.monotonic() - started < 3
+    assert error.message.startswith("no connection within 0.3 s: ")
 
 
 # ---- TLS and mutual TLS -------------------------------------------------------------------
@@ -376,12 +463,12 @@ def test_tls_with_the_root_ca(pki: Pki, tls_server: Running) -> None:
 
 def test_tls_without_the_root_ca_fails(tls_server: Running) -> None:
     with (
-        TileSolveClient(tls_server.target, tls=True, retries=0) as c,
+        TileSolveClient(tls_server.target, tls=True, ready_timeout_s=1) as c,
         pytest.raises(UnavailableError),
     ):
         c.hardware()
     with (
-        TileSolveClient(tls_server.target, retries=0) as c,  # plaintext to a TLS port
+        TileSolveClient(tls_server.target, ready_timeout_s=1) as c,  # plaintext to TLS
         pytest.raises(UnavailableError),
     ):
         c.hardware()
@@ -580,9 +667,9 @@ def test_server_field_paths_become_cli_fields(client: TileSolveClient) -> None:
 
 def test_cli_unreachable_server_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
     for argv in (QUICK_START, ["hardware", "list"], [*OCCUPANCY, "--smem", "0"]):
-        code, out, err = cli(capsys, *argv, "--server", "127.0.0.1:1")
+        code, out, err = cli(capsys, *argv, "--server", "127.0.0.1:1", "--timeout", "0.5")
         assert code == 3 and out == ""
-        assert err.startswith("error: server: cannot reach 127.0.0.1:1 (UNAVAILABLE")
+        assert err.startswith("error: server: cannot reach 127.0.0.1:1 (UNAVAILABLE: no connection")
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
@@ -635,5 +722,6 @@ def test_cli_over_tls_and_mutual_tls(
         *("--tls-cert", str(pki.client_cert_file), "--tls-key", str(pki.client_key_file)),
     ]
     assert cli(capsys, "hardware", "show", "h100", "--json", *mtls) == local
-    code, _, err = cli(capsys, "hardware", "list", "--server", mtls_server.target, "--tls")
+    argv = ["hardware", "list", "--server", mtls_server.target, "--tls", "--timeout", "1"]
+    code, _, err = cli(capsys, *argv)
     assert code == 3 and "cannot reach" in err

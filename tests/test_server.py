@@ -26,13 +26,14 @@ from grpc_status import rpc_status
 
 from tilesolve import wire
 from tilesolve.server.app import ServerConfig, create_server
-from tilesolve.server.cache import LruCache, answer_key
-from tilesolve.solver import AttentionProblem, SolveOptions, get_hardware, solve
+from tilesolve.server.cache import ENTRY_OVERHEAD_BYTES, LruCache, request_key
+from tilesolve.solver import AttentionProblem, get_hardware, solve
 from tilesolve.solver.hardware import AscendCore
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
 from contracts import DESIGN_HARDWARE_NAMES
+from harness import ServerProcess
 from pki import Pki, make_pki
 
 SERVICE = "tilesolve.v1.TileSolveService"
@@ -529,42 +530,8 @@ def test_mutual_tls_requires_a_client_certificate(pki: Pki) -> None:
 # ---- the process: graceful shutdown and structured logs ----------------------------------
 
 
-class ServerProcess:
-    """`python -m tilesolve.server.main --port 0`, its stderr collected line by line."""
-
-    def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tilesolve.server.main", "--port", "0", *args],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.lines: list[str] = []
-        self._listening = threading.Event()
-        self.port = 0
-        threading.Thread(target=self._read, daemon=True).start()
-        if not self._listening.wait(timeout=60):
-            self.proc.kill()
-            raise AssertionError("server did not start:\n" + "".join(self.lines))
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.append(line)
-            found = re.search(r"tilesolve-server listening on (\S+):(\d+)", line)
-            if found:
-                self.port = int(found.group(2))
-                self._listening.set()
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(timeout=10)
-
-
 def test_sigterm_finishes_calls_in_flight_then_exits_0() -> None:
-    server = ServerProcess("--workers", "8", "--grace", "20")
+    server = ServerProcess("--workers", "2", "--grace", "20", "--drain-delay", "0")
     try:
         target = f"127.0.0.1:{server.port}"
         with grpc.insecure_channel(target) as ch:
@@ -613,7 +580,7 @@ def test_sigterm_finishes_calls_in_flight_then_exits_0() -> None:
 
 
 def test_one_log_line_per_call_also_for_errors() -> None:
-    server = ServerProcess("--workers", "2")
+    server = ServerProcess("--workers", "1", "--drain-delay", "0")
     try:
         with grpc.insecure_channel(f"127.0.0.1:{server.port}") as ch:
             stub = pb_grpc.TileSolveServiceStub(ch)
@@ -643,7 +610,9 @@ def test_one_log_line_per_call_also_for_errors() -> None:
     "args",
     [
         ["--port", "70000"],
-        ["--workers", "0"],
+        ["--workers", "-1"],
+        ["--drain-delay", "nan"],
+        ["--max-batch-size", "16384", "--max-response-bytes", "65536"],
         ["--tls-cert", __file__],
         ["--tls-client-ca", __file__],
         ["--tls-cert", "/no/such/file", "--tls-key", "/no/such/file"],
@@ -700,27 +669,41 @@ def test_help_documents_the_exit_codes() -> None:
     assert "2 invalid options" in text
 
 
-def test_lru_cache_evicts_the_least_recently_used() -> None:
-    cache: LruCache[bytes] = LruCache(2)
-    cache.put(b"a", b"1")
-    cache.put(b"b", b"2")
-    assert cache.get(b"a") == b"1"  # now b is the least recently used
-    cache.put(b"c", b"3")
-    assert cache.get(b"b") is None and cache.get(b"c") == b"3" and len(cache) == 2
+def test_lru_cache_is_capped_in_bytes_and_evicts_the_least_recently_used() -> None:
+    entry = 1 + 100 + ENTRY_OVERHEAD_BYTES  # a one-byte key and a 100-byte value
+    cache = LruCache(4 * entry)
+    for key in (b"a", b"b", b"c", b"d"):
+        cache.put(key, key * 100)
+    assert cache.get(b"a") == b"a" * 100  # now b is the least recently used
+    cache.put(b"e", b"e" * 100)
+    assert cache.get(b"b") is None and cache.get(b"e") == b"e" * 100 and len(cache) == 4
+    assert cache.nbytes == 4 * entry and cache.evictions == 1
     assert (cache.hits, cache.misses) == (2, 1)
-    disabled: LruCache[bytes] = LruCache(0)
+    cache.put(b"e", b"x" * 10)  # replacing an entry counts its new size only
+    assert cache.nbytes == 3 * entry + 1 + 10 + ENTRY_OVERHEAD_BYTES
+    cache.put(b"f", b"y" * entry)  # more than a quarter of the cap: not kept
+    assert cache.get(b"f") is None and len(cache) == 4
+    disabled = LruCache(0)
     disabled.put(b"a", b"1")
     assert disabled.get(b"a") is None and len(disabled) == 0
 
 
-def test_cache_key_covers_what_decides_the_answer() -> None:
-    problem = AttentionProblem(seq_len=4096, head_dim=128)
-    key = answer_key(problem, "a100", SolveOptions())
-    assert key == answer_key(problem, "A100-SXM4-80GB", SolveOptions(time_limit_s=1))
-    assert key != answer_key(problem, "a100-40gb", SolveOptions())
-    assert key != answer_key(problem, "a100", SolveOptions(top_k=4))
-    assert key != answer_key(problem.model_copy(update={"causal": True}), "a100", SolveOptions())
-    assert key != answer_key(problem, get_hardware("a100"), SolveOptions())  # inline vs catalog
+def test_cache_key_covers_what_decides_the_answer_and_nothing_else() -> None:
+    base = request()
+    key = request_key(base)
+    alias = request("A100-SXM4-80GB", pb.SolveOptions(time_limit_s=1))
+    assert key == request_key(alias)
+    padded = pb.SolveRequest.FromString(base.SerializeToString() + b"\xfa\x3e\x03abc")
+    assert padded.ByteSize() > base.ByteSize()  # it kept the unknown field 999 ...
+    assert request_key(padded) == key  # ... which is not part of the key
+    assert key != request_key(request("a100-40gb"))
+    assert key != request_key(request(options=pb.SolveOptions(top_k=4)))
+    assert key != request_key(request(causal=True))
+    inline = pb.SolveRequest(
+        hardware=pb.HardwareRef(spec=wire.spec_to_proto(get_hardware("a100"))),
+        problem=base.problem,
+    )
+    assert key != request_key(inline)  # inline vs catalog
 
 
 def test_ten_thousand_problems_are_refused_and_the_server_keeps_serving(
