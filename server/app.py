@@ -37,6 +37,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from tilesolve.solver import load_catalog
+from tilesolve.solver.solve import model_version
 from tilesolve.v1 import tilesolve_pb2 as pb
 
 from .profile import load_profile_file
@@ -228,6 +229,8 @@ class TileSolveServer:
         self._stopping = False
         self._lock = threading.Lock()
         profile = load_profile_file(config.profile) if config.profile is not None else None
+        # A profile's model version salts every cache key (cache.request_key).
+        self._key_salt = model_version(profile).encode() if profile is not None else b""
         solvers: Solvers
         if config.solve_in == "processes":
             solvers = ProcessSolvers(config.solvers, profile=profile)
@@ -264,7 +267,7 @@ class TileSolveServer:
                 ("grpc.http2.max_pings_without_data", 0),
             ],
         )
-        self.servicer = TileSolveServicer(self.solvers, config.limits())
+        self.servicer = TileSolveServicer(self.solvers, config.limits(), self._key_salt)
         self.server.add_generic_rpc_handlers((_service_handler(self.servicer),))
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)

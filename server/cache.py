@@ -41,15 +41,18 @@ def canonical_name(name: str) -> str:
         return name
 
 
-def request_key(request: pb.SolveRequest) -> bytes:
-    """The cache key of one SolveRequest: see the module's docstring."""
+def request_key(request: pb.SolveRequest, salt: bytes = b"") -> bytes:
+    """The cache key of one SolveRequest: see the module's docstring. `salt` names what else
+    decides the answer (a calibration profile's model version)."""
     canonical = pb.SolveRequest()
     canonical.CopyFrom(request)
     discard_unknown_fields(canonical)
     canonical.options.ClearField("time_limit_s")
     if canonical.hardware.WhichOneof("hardware") == "name":
         canonical.hardware.name = canonical_name(canonical.hardware.name)
-    return hashlib.sha256(_VERSIONS + canonical.SerializeToString(deterministic=True)).digest()
+    return hashlib.sha256(
+        _VERSIONS + salt + b"\0" + canonical.SerializeToString(deterministic=True)
+    ).digest()
 
 
 class LruCache:

@@ -55,6 +55,7 @@ from tilesolve.solver import (
     load_catalog,
     occupancy,
 )
+from tilesolve.solver.portfolio import solve_portfolio
 from tilesolve.v1 import tilesolve_pb2 as pb
 
 from .cache import LruCache, discard_unknown_fields, request_key
@@ -105,6 +106,9 @@ def _outcome_of_cancel(context: grpc.aio.ServicerContext) -> str:
     remaining = context.time_remaining()
     return "DEADLINE_EXCEEDED" if remaining is not None and remaining <= 0 else "CANCELLED"
 
+
+# Seconds a Portfolio call keeps back from its deadline to encode and send the answer.
+PORTFOLIO_REPLY_MARGIN_S = 0.05
 
 Method = Callable[["TileSolveServicer", Any, grpc.aio.ServicerContext], Awaitable[tuple[Any, str]]]
 
@@ -239,9 +243,13 @@ def _with_time_limit(cached: bytes, request: pb.SolveRequest) -> bytes | None:
 class TileSolveServicer:
     """Answers `tilesolve.v1.TileSolveService`: cheap calls on the loop, solves in `solvers`."""
 
-    def __init__(self, solvers: Solvers, limits: ServiceLimits | None = None) -> None:
+    def __init__(
+        self, solvers: Solvers, limits: ServiceLimits | None = None, key_salt: bytes = b""
+    ) -> None:
         self.limits = limits or ServiceLimits()
         self.solvers = solvers
+        # A calibration profile's model version: every cache key holds it (cache.request_key).
+        self.key_salt = key_salt
         # Serialized, proven SolveResponses by canonical request (see cache.py).
         self.cache = LruCache(self.limits.cache_bytes)
         self.in_flight = 0
@@ -357,7 +365,7 @@ class TileSolveServicer:
         """One SolveRequest (unknown fields dropped) to its serialized SolveResponse, and
         whether it came from the cache; raises what the request fails with."""
         _checked(request)
-        key = request_key(request)
+        key = request_key(request, self.key_salt)
         cached = self.cache.get(key)
         if cached is not None:
             answer = _with_time_limit(cached, request)
@@ -483,6 +491,25 @@ class TileSolveServicer:
             hardware=wire.spec_to_proto(spec), catalog_version=CATALOG_VERSION
         )
         return response, "-"
+
+    # ---- portfolios ----------------------------------------------------------------------
+
+    @rpc(pb.PortfolioRequest)
+    async def Portfolio(
+        self, request: pb.PortfolioRequest, context: grpc.aio.ServicerContext
+    ) -> tuple[pb.PortfolioResponse, str]:
+        """The portfolio program (solver/portfolio.py) in a thread, so the event loop keeps
+        answering; its wall-clock limit never outlives the call."""
+        _checked(request)
+        portfolio, hardware = wire.portfolio_request_from_proto(request)
+        remaining = context.time_remaining()
+        if remaining is not None:
+            budget = max(float(remaining) - PORTFOLIO_REPLY_MARGIN_S, 1e-3)
+            portfolio = portfolio.model_copy(
+                update={"time_limit_s": min(portfolio.time_limit_s, budget)}
+            )
+        answer = await asyncio.to_thread(solve_portfolio, portfolio, hardware)
+        return wire.portfolio_to_proto(answer), "-"
 
     # ---- models --------------------------------------------------------------------------
 

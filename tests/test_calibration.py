@@ -20,7 +20,7 @@ from tilesolve import wire
 from tilesolve.client.cli import main
 from tilesolve.client.measurements import write_measurements
 from tilesolve.server.app import ServerConfig, create_server
-from tilesolve.server.cache import answer_key
+from tilesolve.server.cache import request_key
 from tilesolve.solver import AttentionProblem, CudaDevice, SolveOptions, cost, get_hardware, solve
 from tilesolve.solver.calibrate import (
     FREE_CONSTANT_NAMES,
@@ -403,8 +403,9 @@ def test_a_profile_changes_the_cache_key() -> None:
     assert isinstance(base, CudaDevice)
     calibrated = with_constants(base, {"softmax_chain_cycles": 500.0})
     other = with_constants(base, {"softmax_chain_cycles": 600.0})
-    keys = {answer_key(problem, h, options) for h in ("h200", calibrated, other)}
-    assert len(keys) == 3
+    request = wire.solve_request_to_proto(problem, "h200", options)
+    salts = [b"", model_version(calibrated).encode(), model_version(other).encode()]
+    assert len({request_key(request, salt) for salt in salts}) == 3
 
 
 def test_server_refuses_a_bad_profile(tmp_path: Path) -> None:
