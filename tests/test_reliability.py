@@ -67,6 +67,16 @@ def slow_request(index: int) -> pb.SolveRequest:
     )
 
 
+def long_request(index: int) -> pb.SolveRequest:
+    """A distinct problem per index whose solve takes tens of milliseconds but whose answer is
+    small (top 5): a batch of many keeps solvers busy without filling the response limit."""
+    return pb.SolveRequest(
+        hardware=pb.HardwareRef(name="a100"),
+        problem=pb.AttentionProblem(seq_len=5000 + index, head_dim=128, phase=pb.PHASE_BACKWARD),
+        options=pb.SolveOptions(kernel="triton", top_k=5),
+    )
+
+
 def figure(text: str) -> None:
     print(f"\nFIGURE {text}")
 
@@ -262,7 +272,7 @@ def test_a_call_without_a_deadline_gets_the_default_one() -> None:
     DEADLINE_EXCEEDED naming the limit; a slow one alone is cut to it."""
     with ServerProcess("--default-deadline", "0.3", "--workers", "1") as server:
         channel, stub, _ = stubs(server.target)
-        busy = [stub.Solve.future(slow_request(i), timeout=30) for i in range(3)]
+        busy = [stub.Solve.future(slow_request(i), timeout=30) for i in range(20)]
         time.sleep(0.1)
         started = time.monotonic()
         with pytest.raises(grpc.RpcError) as caught:
@@ -276,7 +286,9 @@ def test_a_call_without_a_deadline_gets_the_default_one() -> None:
         except grpc.RpcError as exc:
             assert exc.code() is grpc.StatusCode.DEADLINE_EXCEEDED
         else:
-            assert cut.status == pb.SOLVE_STATUS_FEASIBLE and not cut.proven_optimal
+            # proven only if it needed no more than the default deadline; else cut short
+            unproven = cut.status == pb.SOLVE_STATUS_FEASIBLE and not cut.proven_optimal
+            assert unproven or time.monotonic() - started < 0.3 + 0.2
         alone = time.monotonic() - started
         channel.close()
     assert caught.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
@@ -340,7 +352,7 @@ def test_deadlines_shorter_than_the_solve() -> None:
                 assert cut.status == pb.SOLVE_STATUS_FEASIBLE and not cut.proven_optimal
         started = time.monotonic()
         batch = stub.SolveBatch(
-            pb.SolveBatchRequest(requests=[cold_request(100 + i) for i in range(300)]),
+            pb.SolveBatchRequest(requests=[slow_request(100 + i) for i in range(300)]),
             timeout=1.5,
         )
         took = time.monotonic() - started
@@ -369,7 +381,7 @@ def test_sigterm_turns_health_not_serving_keeps_answering_then_exits_0_on_time()
         channel, stub, check = stubs(server.target)
         in_flight = [stub.Solve.future(slow_request(i), timeout=60) for i in range(6)]
         endless = stub.SolveBatch.future(
-            pb.SolveBatchRequest(requests=[cold_request(500 + i) for i in range(1000)]),
+            pb.SolveBatchRequest(requests=[long_request(500 + i) for i in range(1000)]),
             timeout=120,
         )
         time.sleep(0.2)
