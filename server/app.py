@@ -93,6 +93,11 @@ class ServerConfig:
     # in progress get to finish.
     drain_delay_s: float = 5.0
     grace_s: float = 10.0
+    # Seconds after which the server asks a client to open a new connection (HTTP/2 GOAWAY;
+    # gRPC adds +-10% jitter), so that long-lived clients rebalance onto replicas started
+    # since they connected; 0 = never. Calls in progress on the old connection get
+    # `connection_age_grace_s` more to finish.
+    max_connection_age_s: float = 300.0
     # PEM server certificate chain and private key: serve TLS instead of plaintext.
     tls_cert: Path | None = None
     tls_key: Path | None = None
@@ -101,6 +106,12 @@ class ServerConfig:
     # A calibration profile (tilesolve-cli calibrate): its device's answers use the fitted
     # constants (server/profile.py); other devices are answered as without it.
     profile: Path | None = None
+
+    @property
+    def connection_age_grace_s(self) -> float:
+        """Seconds a call may still run on a connection past its age: the longest a call
+        that sets no deadline may take, or a batch."""
+        return max(self.default_deadline_s, self.batch_budget_s)
 
     @property
     def solvers(self) -> int:
@@ -133,6 +144,8 @@ class ServerConfig:
             raise ValueError("workers and cache_bytes must be >= 0")
         if self.drain_delay_s < 0 or self.grace_s < 0:
             raise ValueError("drain_delay_s and grace_s must be >= 0")
+        if not self.max_connection_age_s >= 0:
+            raise ValueError(f"max_connection_age_s must be >= 0; got {self.max_connection_age_s}")
         if self.solve_in not in ("processes", "threads"):
             raise ValueError(f"solve_in must be 'processes' or 'threads'; got {self.solve_in!r}")
         if self.max_batch_size * RESERVED_ITEM_BYTES > self.max_response_bytes:
@@ -265,6 +278,7 @@ class TileSolveServer:
                 ("grpc.keepalive_time_ms", KEEPALIVE_S * 1000),
                 ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_S * 1000),
                 ("grpc.http2.max_pings_without_data", 0),
+                *self._connection_age_options(),
             ],
         )
         self.servicer = TileSolveServicer(self.solvers, config.limits(), self._key_salt)
@@ -288,6 +302,16 @@ class TileSolveServer:
         for name in ("", SERVICE_NAME):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         return int(port)
+
+    def _connection_age_options(self) -> list[tuple[str, int]]:
+        """GOAWAY after max_connection_age_s (none when 0), then the grace for calls."""
+        age_s = self.config.max_connection_age_s
+        if age_s <= 0:
+            return []
+        return [
+            ("grpc.max_connection_age_ms", max(int(age_s * 1000), 1)),
+            ("grpc.max_connection_age_grace_ms", int(self.config.connection_age_grace_s * 1000)),
+        ]
 
     def start(self) -> None:
         self._call(self.server.start())

@@ -174,6 +174,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="then, time in-flight calls get to finish; the rest get UNAVAILABLE (default "
         f"{d.grace_s:g})",
     )
+    parser.add_argument(
+        "--max-connection-age",
+        type=_seconds,
+        default=d.max_connection_age_s,
+        metavar="SECONDS",
+        help="ask each client to reconnect after this long (gRPC adds +-10%% jitter), so that "
+        "long-lived clients spread onto replicas started since; calls in progress then get "
+        "max(--default-deadline, --batch-budget) to finish; 0 = never (default "
+        f"{d.max_connection_age_s:g})",
+    )
     parser.add_argument("--tls-cert", type=_pem_file, metavar="PEM", help="server certificate")
     parser.add_argument("--tls-key", type=_pem_file, metavar="PEM", help="server private key")
     parser.add_argument(
@@ -218,6 +228,7 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
         batch_budget_s=args.batch_budget,
         drain_delay_s=args.drain_delay,
         grace_s=args.grace,
+        max_connection_age_s=args.max_connection_age,
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
         tls_client_ca=args.tls_client_ca,
