@@ -159,9 +159,12 @@ def test_a_killed_worker_is_replaced_and_no_call_fails() -> None:
         for thread in threads:
             thread.join(timeout=60)
         assert server.log(r"worker 1 \(pid \d+\) exited with status -9")
+    calls = next(answered)
+    print(f"\nFIGURE worker SIGKILL: {calls} calls OK, {len(failures)} failed, replaced in "
+          f"{replaced:.1f} s")  # fmt: skip
     assert not failures, failures[:3]
     assert _worker_pids(server)[1] != victim and replaced < 15
-    assert next(answered) > 20
+    assert calls > 20
 
 
 def test_sigterm_drains_every_worker_and_exits_0() -> None:
@@ -191,6 +194,8 @@ def test_sigterm_drains_every_worker_and_exits_0() -> None:
     deadline = time.monotonic() + 5
     while not all(_gone(pid) for pid in tree) and time.monotonic() < deadline:
         time.sleep(0.1)
+    print(f"\nFIGURE supervisor SIGTERM: {during.count(NOT_SERVING)}/8 NOT_SERVING while "
+          f"answering, exit {code} after {took:.2f} s")  # fmt: skip
     assert during == [NOT_SERVING] * 8 and len(still.hardware) > 0
     assert {"[worker 1", "[worker 2"} <= drained
     assert code == 0 and took < delay + grace + 1.5
