@@ -106,6 +106,10 @@ class ServerConfig:
     # A calibration profile (tilesolve-cli calibrate): its device's answers use the fitted
     # constants (server/profile.py); other devices are answered as without it.
     profile: Path | None = None
+    # Share the port with other processes that set it too (SO_REUSEPORT): the workers of
+    # `tilesolve-server --processes N` (server/supervisor.py), whose supervisor has checked
+    # and reserved the address.
+    reuse_port: bool = False
 
     @property
     def connection_age_grace_s(self) -> float:
@@ -269,8 +273,9 @@ class TileSolveServer:
             # No maximum_concurrent_rpcs: gRPC's counts every service, health checks included;
             # the servicer caps tilesolve calls itself.
             options=[
-                # A port another process holds must fail loudly, not be shared.
-                ("grpc.so_reuseport", 0),
+                # A port another process holds must fail loudly, not be shared (unless this
+                # is one of the supervisor's workers, which share it on purpose).
+                ("grpc.so_reuseport", 1 if config.reuse_port else 0),
                 ("grpc.max_receive_message_length", config.max_request_bytes),
                 ("grpc.max_send_message_length", config.max_response_bytes),
                 # A peer that stops reading (or vanishes) stops answering pings too: its
@@ -377,7 +382,9 @@ def create_server(config: ServerConfig) -> tuple[TileSolveServer, int, TileSolve
     credentials = _credentials(config)
     load_catalog()  # validates every catalog file; a broken one stops startup here
     # Asked first, so a busy port is one clear line (gRPC only says "failed to bind" and logs).
-    why = _why_not_bindable(config.host, config.port) if config.port else None
+    # (A supervisor's worker binds beside the supervisor's reserving socket: checked there.)
+    checked = config.port and not config.reuse_port
+    why = _why_not_bindable(config.host, config.port) if checked else None
     if why is not None:
         raise OSError(f"cannot listen on {config.address}: {why}")
     server = TileSolveServer(config, credentials)

@@ -1,11 +1,13 @@
 """`tilesolve-server`: the command line of the gRPC server.
 
-    tilesolve-server --port 50051 [--workers N] [--tls-cert CERT --tls-key KEY [--tls-client-ca CA]]
+    tilesolve-server --port 50051 [--processes N] [--workers N]
+                     [--tls-cert CERT --tls-key KEY [--tls-client-ca CA]]
 
 Bad options exit 2 with a one-line error; an address that cannot be listened on (the port is
 in use, the host is not this machine's) exits 1 with one line saying why; SIGTERM or SIGINT
 drains the server (health NOT_SERVING for --drain-delay seconds while it still answers, then
-in-flight calls finish within --grace seconds) and exits 0.
+in-flight calls finish within --grace seconds) and exits 0. With --processes N, N server
+processes share the port (server/supervisor.py) and the signal drains them all.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ exit codes:
   0  stopped by SIGTERM or SIGINT, after draining the calls in flight (within
      --drain-delay + --grace seconds)
   1  cannot listen on --host:--port (the port is already in use, the host is not
-     this machine's, ...); one line on stderr says which address and why
-  2  invalid options
+     this machine's, ...); one line on stderr says which address and why; with
+     --processes: a worker could not start, or workers kept crashing
+  2  invalid options (--processes outside 1 to 64, ...)
 """
 
 
@@ -75,6 +78,7 @@ def _pem_file(text: str) -> Path:
 
 def build_parser() -> argparse.ArgumentParser:
     from .app import MIB, ServerConfig, available_cpus
+    from .supervisor import MAX_PROCESSES
 
     d = ServerConfig()
     parser = argparse.ArgumentParser(
@@ -96,9 +100,18 @@ def build_parser() -> argparse.ArgumentParser:
         type=_int_in(0, 1024),
         default=d.workers,
         metavar="N",
-        help="solves running at once; 0 = one per available CPU (default 0, here "
-        f"{available_cpus()})",
+        help="solves running at once (in each of --processes); 0 = one per available CPU, "
+        f"shared among the processes (default 0, here {available_cpus()} in all)",
     )
+    parser.add_argument(
+        "--processes",
+        type=_int_in(1, MAX_PROCESSES),
+        default=1,
+        metavar="N",
+        help=f"server processes sharing the port (SO_REUSEPORT, Linux), each with its own "
+        f"solver processes, cache and limits; from 1 to {MAX_PROCESSES} (default 1)",
+    )
+    parser.add_argument("--supervised", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "--solve-in",
         choices=("processes", "threads"),
@@ -214,6 +227,13 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
         parser.error("--tls-client-ca needs --tls-cert and --tls-key")
     if args.profile is not None:
         _check_profile(args.profile, parser)
+    if args.processes > 1:
+        from .supervisor import has_reuseport
+
+        if not has_reuseport():
+            parser.error("--processes above 1 needs SO_REUSEPORT balancing (Linux)")
+        if args.supervised:
+            parser.error("--processes and --supervised do not go together")
     config = ServerConfig(
         host=args.host,
         port=args.port,
@@ -233,6 +253,7 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
         tls_key=args.tls_key,
         tls_client_ca=args.tls_client_ca,
         profile=Path(args.profile) if args.profile is not None else None,
+        reuse_port=args.supervised,
     )
     try:
         config.check()
@@ -274,6 +295,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             format="%(asctime)s %(levelname)s %(name)s %(message)s",
         )
         try:
+            if args.processes > 1:
+                from .supervisor import supervise
+
+                return supervise(config, args.processes, args.log_level)
+            if args.supervised:
+                from .supervisor import watch_supervisor
+
+                watch_supervisor()
             return serve(config)
         except OSError as exc:  # the address, or a TLS file that cannot be read
             print(f"tilesolve-server: error: {exc}", file=sys.stderr)
