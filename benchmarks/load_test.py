@@ -86,6 +86,7 @@ START_DELAY_S = 0.5  # clients connect, then all start at the same moment
 LOAD_BASE, SOAK_BASE, SCALING_BASE = 100_000, 300_000, 500_000
 ROUND_SPAN = 20_000
 SCALING_TARGET = 1.3
+WARMUP_ROUND_S = 2.0  # scaling: a first round per server (solver start-up, caches)
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -470,7 +471,12 @@ def run_soak(pool: ClientPool, args: argparse.Namespace) -> dict[str, Any]:
 
 def run_scaling(pool: ClientPool, args: argparse.Namespace) -> dict[str, Any]:
     """Cold solves for --processes 1 against 2, per --solve-in, then cached Solve."""
-    out: dict[str, Any] = {"rounds": args.rounds, "round_s": args.round_s, "configs": {}}
+    out: dict[str, Any] = {
+        "rounds": args.rounds,
+        "round_s": args.round_s,
+        "clients": f"{pool.procs} processes x {pool.threads} threads",
+        "configs": {},
+    }
     slot = itertools.count()
     plans = [(mode, "cold") for mode in args.solve_in] + [("processes", "cached")]
     for mode, kind in plans:
@@ -481,9 +487,10 @@ def run_scaling(pool: ClientPool, args: argparse.Namespace) -> dict[str, Any]:
         try:
             rounds: dict[int, list[dict[str, Any]]] = {1: [], 2: []}
             order = [1, 2] if kind == "cold" else [2, 1]
-            for r in range(args.rounds + 1):  # round 0 warms up, not counted
+            for r in range(args.rounds + 1):  # round 0 warms up (shorter), not counted
+                seconds = args.round_s if r else min(args.round_s, WARMUP_ROUND_S)
                 for n in order if r % 2 == 0 else order[::-1]:
-                    measured = _scaling_round(pool, servers[n], kind, next(slot), args)
+                    measured = _scaling_round(pool, servers[n], n, kind, next(slot), seconds)
                     if r:
                         rounds[n].append(measured)
             for n in (1, 2):
@@ -515,28 +522,30 @@ def run_scaling(pool: ClientPool, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _scaling_round(
-    pool: ClientPool, server: ServerProcess, kind: str, slot: int, args: argparse.Namespace
+    pool: ClientPool, server: ServerProcess, processes: int, kind: str, slot: int, seconds: float
 ) -> dict[str, Any]:
+    """`seconds` of `kind` calls (each cold one a new problem) on a connection per client
+    thread; the calls' figures and the CPU each part of the server used meanwhile."""
     marks: dict[str, Any] = {}
 
     def mark() -> None:
-        marks.update(cpu=_tree_cpu(server.pid), machine=machine_busy_s(), t=time.monotonic())
+        marks.update(cpu=server_cpu(server.pid, processes), machine=machine_busy_s())
+        marks["t"] = time.monotonic()
 
     result = pool.run(
         server.target,
         [kind],
         10**9,
-        args.round_s,
+        seconds,
         check_cache=False,
         cold_base=SCALING_BASE + slot * ROUND_SPAN,
         channel_per_thread=True,
         during=mark,
     )
     elapsed = time.monotonic() - marks["t"]
-    cpu_after = _tree_cpu(server.pid)
-    per_child = {
-        pid: round(cpu_after.get(pid, 0.0) - marks["cpu"].get(pid, 0.0), 2) for pid in cpu_after
-    }
+    machine_busy = machine_busy_s() - marks["machine"]
+    after = server_cpu(server.pid, processes)
+    parts = {name: round(cpu - marks["cpu"].get(name, 0.0), 3) for name, cpu in after.items()}
     stats = result["kinds"][kind]
     return {
         "calls": result["calls"],
@@ -545,22 +554,32 @@ def _scaling_round(
         "p99_ms": stats["p99_ms"],
         "unexpected": result["unexpected"],
         "statuses": stats["statuses"],
-        "server_cpu_s": sum(per_child.values()),
-        "server_cpu_by_tree": per_child,
-        "client_cpu_s": result["client_cpu_s"],
-        "machine_busy_s": machine_busy_s() - marks["machine"],
         "elapsed_s": elapsed,
+        "server_cpu_s": sum(parts.values()),
+        "front_end_cpu_s": sum(v for k, v in parts.items() if k.startswith("front-end")),
+        "solver_cpu_s": sum(v for k, v in parts.items() if k.startswith("solvers")),
+        "server_cpu_by_part": parts,
+        "client_cpu_s": result["client_cpu_s"],
+        "machine_busy_s": machine_busy,
+        "others_cpu_s": machine_busy - sum(parts.values()) - result["client_cpu_s"],
     }
 
 
-def _tree_cpu(root: int) -> dict[int, float]:
-    """CPU seconds of `root` itself and of each tree under one of its children, by that child."""
-    trees = {root: cpu_seconds(root)}
-    for pid in process_tree(root):
-        if pid != root and _parent(pid) == root:
-            trees[pid] = cpu_seconds(pid)
-    trees[root] -= sum(v for pid, v in trees.items() if pid != root)
-    return trees
+def server_cpu(root: int, processes: int) -> dict[str, float]:
+    """CPU seconds (user+sys) so far of each part of a server: with --processes above 1 the
+    supervisor (`root`) and its children, the server processes; each server process (the
+    front end answering calls) and, apart, the processes under it (forkserver and solvers)."""
+    tree = process_tree(root)
+    parent = {pid: _parent(pid) for pid in tree}
+    front_ends = [root] if processes == 1 else [pid for pid in tree if parent[pid] == root]
+    parts = {}
+    if processes > 1:
+        parts["supervisor"] = cpu_seconds(root) - sum(cpu_seconds(pid) for pid in front_ends)
+    for pid in front_ends:
+        below = sum(cpu_seconds(child) for child in tree if parent[child] == pid)
+        parts[f"front-end {pid}"] = cpu_seconds(pid) - below
+        parts[f"solvers {pid}"] = below
+    return parts
 
 
 def _parent(pid: int) -> int:
@@ -706,43 +725,55 @@ def print_report(report: dict[str, Any]) -> None:
     print("all bounds held" if report["ok"] else "SOME BOUND BROKEN")
 
 
+def _per_process(parts: dict[str, float]) -> str:
+    """ "0.3+1.6, 0.3+1.5": each server process's front end + solvers, CPU-s."""
+    fronts = [k.split()[1] for k in parts if k.startswith("front-end")]
+    return ", ".join(f"{parts['front-end ' + p]:.1f}+{parts['solvers ' + p]:.1f}" for p in fronts)
+
+
 def _print_scaling(s: dict[str, Any]) -> None:
     print(
-        f"\nscaling: {s['rounds']} rounds of {s['round_s']:g} s per configuration, "
-        "alternating 1 and 2 processes (after a warm-up round each)"
+        f"\nscaling: {s['rounds']} rounds of {s['round_s']:g} s per configuration, 1 and 2 "
+        f"processes alternating, after a warm-up round each; clients {s['clients']}, a "
+        "connection per thread"
     )
     print(
-        f"{'configuration':<36} {'calls/s per round':<24} {'p50 ms':>7} {'p99 ms':>7} "
-        f"{'server CPU/s':>12} {'clients':>8} {'machine':>8}"
+        f"{'configuration':<38} {'calls/s per round':<20} {'p50 ms':>7} {'p99 ms':>7} "
+        f"{'server':>7} {'fronts':>7} {'solvers':>7} {'clients':>7} {'others':>7} {'machine':>7}"
     )
     for name, c in s["configs"].items():
         rounds = c["rounds"]
         rates = " ".join(f"{r['calls_per_s']:.0f}" for r in rounds)
-        p50 = statistics.median(r["p50_ms"] for r in rounds)
-        p99 = statistics.median(r["p99_ms"] for r in rounds)
-        server = statistics.median(r["server_cpu_s"] / r["elapsed_s"] for r in rounds)
-        clients = statistics.median(r["client_cpu_s"] / r["elapsed_s"] for r in rounds)
-        busy = statistics.median(r["machine_busy_s"] / r["elapsed_s"] for r in rounds)
+
+        def med(key: str, rounds: list[dict[str, Any]] = rounds) -> float:
+            return statistics.median(r[key] for r in rounds)
+
+        def per_s(key: str, rounds: list[dict[str, Any]] = rounds) -> float:
+            return statistics.median(r[key] / r["elapsed_s"] for r in rounds)
+
         print(
-            f"{name:<36} {rates:<24} {p50:>7.2f} {p99:>7.2f} {server:>12.2f} {clients:>8.2f} "
-            f"{busy:>8.2f}"
+            f"{name:<38} {rates:<20} {med('p50_ms'):>7.2f} {med('p99_ms'):>7.2f} "
+            f"{per_s('server_cpu_s'):>7.2f} {per_s('front_end_cpu_s'):>7.2f} "
+            f"{per_s('solver_cpu_s'):>7.2f} {per_s('client_cpu_s'):>7.2f} "
+            f"{per_s('others_cpu_s'):>7.2f} {per_s('machine_busy_s'):>7.2f}"
         )
     print(
-        "(CPU columns: CPU-seconds per second of round, medians: the server tree's "
-        "user+sys, the client processes', the whole machine's busy time)"
+        "CPU columns: CPU-seconds per second of round (medians over the rounds): the server "
+        "tree in all (user+sys), its front-end processes, the processes under them "
+        "(forkserver, solvers), the client processes, everything else on the machine (other "
+        "users' work; this script's own sampling), the whole machine busy"
     )
     for name, c in s["configs"].items():
-        splits = "; ".join(
-            " ".join(f"{cpu:.1f}" for cpu in r["server_cpu_by_tree"].values()) for r in c["rounds"]
-        )
-        print(f"  {name}: server CPU-s per round by tree (root, then each child's tree): {splits}")
+        if c["processes"] > 1:
+            spread = "; ".join(_per_process(r["server_cpu_by_part"]) for r in c["rounds"])
+            print(f"  {name}: CPU-s per round, each process (front end + solvers): {spread}")
     for name, r in s["ratios"].items():
         target = ""
         if r["target"] is not None:
             target = f" (target >= {r['target']}x: {'met' if r['target_met'] else 'not met'})"
         print(
             f"{name}: 2 processes {r['two_calls_per_s']:.0f}/s over 1 process "
-            f"{r['one_calls_per_s']:.0f}/s = {r['ratio']:.2f}x{target}"
+            f"{r['one_calls_per_s']:.0f}/s = {r['ratio']:.3f}x{target}"
         )
 
 
