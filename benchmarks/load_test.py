@@ -846,6 +846,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--server-arg=--max-concurrent-rpcs=8)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--json-out", type=Path, metavar="FILE", help="also write it to FILE")
     return p
 
 
@@ -873,6 +874,8 @@ def main(argv: list[str] | None = None) -> int:
     report["wall_s"] = time.monotonic() - began
     report["bounds"] = bounds(report, args)
     report["ok"] = all(c["held"] for c in report["bounds"])
+    if args.json_out is not None:
+        args.json_out.write_text(json.dumps(report, indent=1))
     if args.json:
         print(json.dumps(report, indent=1))
     else:
