@@ -418,16 +418,20 @@ def run_load(pool: ClientPool, args: argparse.Namespace) -> dict[str, Any]:
 
 def run_soak(pool: ClientPool, args: argparse.Namespace) -> dict[str, Any]:
     server = start_server("--cache-mib", str(args.soak_cache_mib), *args.server_arg)
-    samples: list[tuple[float, float]] = []
+    samples: list[tuple[float, float, float]] = []  # seconds, tree and front-end RSS MiB
     try:
         warm_cache(server.target)
         stopped = threading.Event()
         begun: list[float] = []  # when the calls start
 
+        def take() -> None:
+            front_end = rss_bytes(server.pid) / MIB
+            samples.append((time.monotonic() - begun[0], tree_rss(server.pid) / MIB, front_end))
+
         def sample() -> None:
             begun.append(time.monotonic())
             while True:
-                samples.append((time.monotonic() - begun[0], tree_rss(server.pid) / MIB))
+                take()
                 if stopped.wait(args.soak_sample_s):
                     break
 
@@ -442,11 +446,11 @@ def run_soak(pool: ClientPool, args: argparse.Namespace) -> dict[str, Any]:
         )
         stopped.set()
         sampler.join()
-        samples.append((time.monotonic() - begun[0], tree_rss(server.pid) / MIB))  # after the calls
+        take()  # after the last call
     finally:
         stop_server(server)
     after_warmup = next((s for s in samples if s[0] >= args.soak_warmup_s), samples[0])
-    rss = [mib for _, mib in samples]
+    rss = [sample[1] for sample in samples]
     growth = samples[-1][1] - after_warmup[1]
     bound = args.soak_cache_mib + args.soak_margin_mib
     result.update(
@@ -462,9 +466,11 @@ def run_soak(pool: ClientPool, args: argparse.Namespace) -> dict[str, Any]:
         rss_max_mib=max(rss),
         rss_last_mib=rss[-1],
         growth_mib=growth,
+        growth_front_end_mib=samples[-1][2] - after_warmup[2],
         bound_mib=bound,
         bound_held=growth <= bound,
-        rss_series_mib=[[round(t, 2), round(mib, 2)] for t, mib in samples],
+        # [seconds, tree, front end]: the rest of the tree is its forkserver and solvers
+        rss_series_mib=[[round(x, 2) for x in sample] for sample in samples],
     )
     return result
 
@@ -711,7 +717,8 @@ def print_report(report: dict[str, Any]) -> None:
         )
         verdict = "held" if s["bound_held"] else "BROKEN"
         print(
-            f"growth after warm-up {s['growth_mib']:+.1f} MiB; bound {s['bound_mib']} MiB "
+            f"growth after warm-up {s['growth_mib']:+.1f} MiB (the front end "
+            f"{s['growth_front_end_mib']:+.1f}); bound {s['bound_mib']} MiB "
             f"(--cache-mib {s['cache_mib']} + margin): {verdict}"
         )
     if "scaling" in sections:
