@@ -506,6 +506,9 @@ def run_scaling(pool: ClientPool, args: argparse.Namespace) -> dict[str, Any]:
                     "processes": n,
                     "rounds": rounds[n],
                     "calls_per_s_median": statistics.median(x["calls_per_s"] for x in rounds[n]),
+                    "server_cpu_ms_per_call": 1e3
+                    * sum(x["server_cpu_s"] for x in rounds[n])
+                    / max(sum(x["calls"] for x in rounds[n]), 1),
                 }
         finally:
             for server in servers.values():
@@ -746,7 +749,8 @@ def _print_scaling(s: dict[str, Any]) -> None:
     )
     print(
         f"{'configuration':<38} {'calls/s per round':<20} {'p50 ms':>7} {'p99 ms':>7} "
-        f"{'server':>7} {'fronts':>7} {'solvers':>7} {'clients':>7} {'others':>7} {'machine':>7}"
+        f"{'server':>7} {'fronts':>7} {'solvers':>7} {'clients':>7} {'others':>7} {'machine':>7} "
+        f"{'ms/call':>7}"
     )
     for name, c in s["configs"].items():
         rounds = c["rounds"]
@@ -762,13 +766,15 @@ def _print_scaling(s: dict[str, Any]) -> None:
             f"{name:<38} {rates:<20} {med('p50_ms'):>7.2f} {med('p99_ms'):>7.2f} "
             f"{per_s('server_cpu_s'):>7.2f} {per_s('front_end_cpu_s'):>7.2f} "
             f"{per_s('solver_cpu_s'):>7.2f} {per_s('client_cpu_s'):>7.2f} "
-            f"{per_s('others_cpu_s'):>7.2f} {per_s('machine_busy_s'):>7.2f}"
+            f"{per_s('others_cpu_s'):>7.2f} {per_s('machine_busy_s'):>7.2f} "
+            f"{c['server_cpu_ms_per_call']:>7.2f}"
         )
     print(
         "CPU columns: CPU-seconds per second of round (medians over the rounds): the server "
         "tree in all (user+sys), its front-end processes, the processes under them "
         "(forkserver, solvers), the client processes, everything else on the machine (other "
-        "users' work; this script's own sampling), the whole machine busy"
+        "users' work; this script's own sampling), the whole machine busy; ms/call: the "
+        "server tree's CPU-ms per call over the rounds"
     )
     for name, c in s["configs"].items():
         if c["processes"] > 1:
