@@ -1,4 +1,8 @@
-"""`--server HOST:PORT`: its flags, the settings they make, and the client they open.
+"""`--server ADDRESS`: its flags, the settings they make, and the client they open.
+
+ADDRESS is one server (`HOST:PORT`, `[IPV6]:PORT`) or several replicas (`IP:PORT,IP:PORT,...`
+or `dns:///NAME:PORT`, balanced by the client), in the grammar of `tilesolve.client.targets`;
+anything else is exit 2 with one line naming the entry at fault.
 
 With `--server` a command asks the server through `tilesolve.client.remote` (imported, with
 grpc, only then) and prints exactly what the in-process command prints, except `solve_ms`,

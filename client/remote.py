@@ -7,6 +7,16 @@
         answer = client.solve(AttentionProblem(seq_len=4096, head_dim=128), "a100")
         print(answer.candidates[0].block_m, client.last_cache_hit)
 
+Where to connect (`tilesolve.client.targets` has the grammar): one `HOST:PORT` or
+`[IPV6]:PORT` is one server, handed to gRPC as it is; several replicas are
+`"IP:PORT,IP:PORT,..."` (or a sequence of addresses: IP addresses of one family, each once,
+fixed) or `"dns:///NAME:PORT"` (every address of NAME, resolved again when a connection ends,
+at most every `RESOLVE_MIN_S`). Replicas are balanced by gRPC's `round_robin` policy with
+client-side health checking: a replica whose `grpc.health.v1` status for the service is not
+SERVING (a draining server) gets no call, one that dies drops out with its connection, and a
+call it cut off is retried on another. A list that cannot be used raises `TargetError` (a
+ValueError) naming the entry.
+
 Answers are the solver's own types (`SolveAnswer`, `HardwareSpec`, `Occupancy`,
 `MemoryEstimate`), decoded and validated by `tilesolve.wire`, so code written against the
 in-process solver works unchanged.
@@ -28,6 +38,8 @@ Riding through a restart (the defaults, all documented in the README):
   to twice that, and so on, at most `max_backoff_s` (2 s). Every method is idempotent; no
   other status is retried.
 - The channel reconnects to a server that comes back within `RECONNECT_MAX_S` (1 s).
+- With replicas, the retry policy, wait_for_ready and ready_timeout_s are the same: a retry
+  goes to another replica if one is serving, and a call waits while none is.
 
 `AsyncTileSolveClient` has the same methods as coroutines over `grpc.aio`; create it inside
 the running event loop. This module never imports `tilesolve.server`.
