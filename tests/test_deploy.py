@@ -530,7 +530,9 @@ def test_envoy_fronts_the_headless_service() -> None:
     options = cluster["typed_extension_protocol_options"][
         "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
     ]
-    assert "http2_protocol_options" in options["explicit_http_config"]
+    http2 = options["explicit_http_config"]["http2_protocol_options"]
+    # The server answers pings on a connection without calls with GOAWAY (too_many_pings).
+    assert "connection_keepalive" not in http2
     (check,) = cluster["health_checks"]
     assert check["grpc_health_check"]["service_name"] == SERVICE_NAME
     # A draining replica is out before it stops answering: a check (with its timeout)
@@ -601,7 +603,7 @@ def test_envoy_answers_and_takes_a_draining_server_out(tmp_path: Path) -> None:
                 timeout=drain_delay,
             )
             elapsed = time.monotonic() - started
-        assert server.wait(timeout=30) == 0
+            assert server.proc.poll() is None  # still in its drain-delay, answering
     assert elapsed < drain_delay
 
 
