@@ -256,3 +256,24 @@ def test_workers_0_shares_the_cpus_among_the_processes() -> None:
     assert workers_per_process(ServerConfig(workers=0), 2 * cpus) == 1
     assert workers_per_process(ServerConfig(workers=0), 2) == max(cpus // 2, 1)
     assert workers_per_process(ServerConfig(workers=3), 2) == 3
+
+
+_PENDING_SIGTERM_SCRIPT = """
+import asyncio, os, signal
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})  # as main() does,
+from tilesolve.server.solving import ProcessSolvers  # before any thread starts
+os.kill(os.getpid(), signal.SIGTERM)  # a SIGTERM sent while the server starts: pending
+solvers = ProcessSolvers(1)  # starts multiprocessing's resource tracker, which unblocks it
+pending = signal.SIGTERM in signal.sigpending()
+asyncio.run(solvers.close())
+print("pending" if pending else "lost")
+"""
+
+
+def test_a_sigterm_sent_while_the_solvers_start_stays_pending_for_the_drain() -> None:
+    """Without care, the resource tracker's start delivers the pending SIGTERM with its
+    default action (exit 143) instead of leaving it to the server's drain."""
+    done = subprocess.run(
+        [sys.executable, "-c", _PENDING_SIGTERM_SCRIPT], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "pending"), done.stderr[-2000:]
