@@ -1,4 +1,8 @@
-"""`--server HOST:PORT`: its flags, the settings they make, and the client they open.
+"""`--server ADDRESS`: its flags, the settings they make, and the client they open.
+
+ADDRESS is one server (`HOST:PORT`, `[IPV6]:PORT`) or several replicas (`IP:PORT,IP:PORT,...`
+or `dns:///NAME:PORT`, balanced by the client), in the grammar of `tilesolve.client.targets`;
+anything else is exit 2 with one line naming the entry at fault.
 
 With `--server` a command asks the server through `tilesolve.client.remote` (imported, with
 grpc, only then) and prints exactly what the in-process command prints, except `solve_ms`,
@@ -12,8 +16,6 @@ unreachable server or a passed deadline exits 3.
 from __future__ import annotations
 
 import argparse
-import ipaddress
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +30,7 @@ from .cli_common import (
     Violation,
     _flag,
 )
+from .targets import TargetError, parse_target
 
 if TYPE_CHECKING:
     from tilesolve.solver import HardwareSpec
@@ -62,10 +65,13 @@ def _add_remote(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--server",
-        metavar="HOST:PORT",
+        metavar="ADDRESS",
         help="ask this tilesolve server instead of solving here: HOST:PORT or [IPV6]:PORT, "
         "HOST a hostname or IPv4 address, PORT from 1 to 65535, no scheme (not http://), no "
-        "spaces; e.g. 127.0.0.1:50051, localhost:50051, [::1]:50051",
+        "spaces; e.g. 127.0.0.1:50051, localhost:50051, [::1]:50051. Several replicas, "
+        "balanced (round robin, skipping any whose health is not SERVING): "
+        "IP:PORT,IP:PORT,... (IP addresses of one family, each once) or dns:///NAME:PORT "
+        "(every address NAME resolves to, resolved again as connections end)",
     )
     group.add_argument(
         "--tls", action="store_true", help="connect with TLS (the system's root certificates)"
@@ -105,67 +111,14 @@ def _read_file(field: str, path: str) -> bytes | Violation:
         return Violation(field, f"cannot read {path!r}: {exc.strerror or exc} ({_flag(field)})")
 
 
-SERVER_FORM = (
-    "must be HOST:PORT or [IPV6]:PORT, HOST a hostname or IPv4 address and PORT an integer "
-    "from 1 to 65535, e.g. 127.0.0.1:50051, localhost:50051 or [::1]:50051"
-)
-_HOST_LABEL = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-
-
-def _host_problem(host: str) -> str | None:
-    """Why `host` is not a hostname or an IPv4 address, or None."""
-    if not host:
-        return "the host is empty"
-    if re.fullmatch(r"[0-9.]+", host):  # only digits and dots: it must be an IPv4 address
-        try:
-            ipaddress.IPv4Address(host)
-        except ValueError:
-            return f"{host!r} is not an IPv4 address (four numbers from 0 to 255)"
-        return None
-    labels = host.split(".")
-    if len(host) > 253 or not all(_HOST_LABEL.fullmatch(label) for label in labels):
-        return f"{host!r} is not a hostname (letters, digits, '-' and '_', in dot-separated parts)"
-    return None
-
-
 def server_target(text: str) -> str | Violation:
-    """`--server`'s value as the gRPC target, or a violation saying what form is allowed."""
-
-    def bad(why: str) -> Violation:
-        return Violation("server", f"{SERVER_FORM}; got {text!r}: {why}")
-
-    if not text:
-        return bad("it is empty")
-    if any(c.isspace() for c in text):
-        return bad("it contains whitespace")
-    scheme = _SCHEME.match(text)
-    if scheme:
-        return bad(f"leave out the scheme {scheme.group(0)!r}")
-    if text.startswith("["):
-        inner, closed, rest = text[1:].partition("]")
-        if not closed or not rest.startswith(":"):
-            return bad("an IPv6 address in brackets must be followed by :PORT")
-        try:
-            ipaddress.IPv6Address(inner)
-        except ValueError:
-            return bad(f"{inner!r} is not an IPv6 address")
-        if "%" in inner:
-            return bad("an IPv6 zone (%...) is not supported")
-        port = rest[1:]
-    else:
-        host, colon, port = text.rpartition(":")
-        if not colon:
-            return bad("the port is missing")
-        if ":" in host:
-            return bad("write an IPv6 address in brackets, as in [::1]:50051")
-        why = _host_problem(host)
-        if why is not None:
-            return bad(why)
-    if not port.isascii() or not port.isdigit():
-        return bad("the port is missing" if not port else f"the port {port!r} is not a number")
-    if not 1 <= int(port) <= 65535:
-        return bad(f"the port {int(port)} is outside 1 to 65535")
+    """`--server`'s value, checked (`tilesolve.client.targets`: one address, a list of
+    replicas or dns:///NAME:PORT), or a violation naming the entry at fault and what is
+    allowed. The client parses it again into its gRPC target."""
+    try:
+        parse_target(text)
+    except TargetError as exc:
+        return Violation("server", str(exc))
     return text
 
 

@@ -7,6 +7,16 @@
         answer = client.solve(AttentionProblem(seq_len=4096, head_dim=128), "a100")
         print(answer.candidates[0].block_m, client.last_cache_hit)
 
+Where to connect (`tilesolve.client.targets` has the grammar): one `HOST:PORT` or
+`[IPV6]:PORT` is one server, handed to gRPC as it is; several replicas are
+`"IP:PORT,IP:PORT,..."` (or a sequence of addresses: IP addresses of one family, each once,
+fixed) or `"dns:///NAME:PORT"` (every address of NAME, resolved again when a connection ends,
+at most every `RESOLVE_MIN_S`). Replicas are balanced by gRPC's `round_robin` policy with
+client-side health checking: a replica whose `grpc.health.v1` status for the service is not
+SERVING (a draining server) gets no call, one that dies drops out with its connection, and a
+call it cut off is retried on another. A list that cannot be used raises `TargetError` (a
+ValueError) naming the entry.
+
 Answers are the solver's own types (`SolveAnswer`, `HardwareSpec`, `Occupancy`,
 `MemoryEstimate`), decoded and validated by `tilesolve.wire`, so code written against the
 in-process solver works unchanged.
@@ -28,6 +38,8 @@ Riding through a restart (the defaults, all documented in the README):
   to twice that, and so on, at most `max_backoff_s` (2 s). Every method is idempotent; no
   other status is retried.
 - The channel reconnects to a server that comes back within `RECONNECT_MAX_S` (1 s).
+- With replicas, the retry policy, wait_for_ready and ready_timeout_s are the same: a retry
+  goes to another replica if one is serving, and a call waits while none is.
 
 `AsyncTileSolveClient` has the same methods as coroutines over `grpc.aio`; create it inside
 the running event loop. This module never imports `tilesolve.server`.
@@ -63,6 +75,7 @@ from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
 from .render import ordered_sources
+from .targets import RESOLVE_MIN_S, Target, TargetError, parse_target
 
 __all__ = [
     "AsyncTileSolveClient",
@@ -74,9 +87,11 @@ __all__ = [
     "NotFoundError",
     "ResourceExhaustedError",
     "SolveRequestTuple",
+    "TargetError",
     "TileSolveClient",
     "TilesolveRpcError",
     "UnavailableError",
+    "client_target",
     "error_from_rpc",
 ]
 
@@ -336,10 +351,14 @@ def _batch_results_with_meta(
 # ---- channels and retries -----------------------------------------------------------------
 
 
-def service_config(retries: int, backoff_s: float, max_backoff_s: float) -> str:
+def service_config(
+    retries: int, backoff_s: float, max_backoff_s: float, *, balanced: bool = False
+) -> str:
     """The gRPC service config (JSON) of the client's retry policy for TileSolveService: up to
     1 + `retries` attempts, retrying UNAVAILABLE only, with gRPC's jittered exponential
-    backoff from `backoff_s` up to `max_backoff_s`."""
+    backoff from `backoff_s` up to `max_backoff_s`. `balanced` (several replicas) adds the
+    `round_robin` policy and client-side health checking of the service: a replica whose
+    `grpc.health.v1` status for it is not SERVING gets no calls until it is again."""
     method: dict[str, Any] = {"name": [{"service": SERVICE}]}
     if retries > 0:
         method["retryPolicy"] = {
@@ -349,26 +368,56 @@ def service_config(retries: int, backoff_s: float, max_backoff_s: float) -> str:
             "backoffMultiplier": BACKOFF_MULTIPLIER,
             "retryableStatusCodes": ["UNAVAILABLE"],
         }
-    return json.dumps({"methodConfig": [method]})
+    config: dict[str, Any] = {"methodConfig": [method]}
+    if balanced:
+        config["loadBalancingConfig"] = [{"round_robin": {}}]
+        config["healthCheckConfig"] = {"serviceName": SERVICE}
+    return json.dumps(config)
+
+
+def client_target(address: str | Sequence[str]) -> Target:
+    """The channel target of a client's address (`tilesolve.client.targets`). One address
+    without a comma or `dns:` is handed to gRPC as it is, as before; a list, a sequence and
+    `dns:///` are checked (TargetError, a ValueError, naming the entry at fault)."""
+    if isinstance(address, str):
+        if "," not in address and not address.lower().startswith("dns:"):
+            return Target(text=address, grpc_target=address, balanced=False)
+    elif len(address) == 1 and isinstance(address[0], str):
+        return client_target(address[0])
+    return parse_target(address)
 
 
 def _channel_options(
-    retries: int, backoff_s: float, max_backoff_s: float, server_name_override: str | None
+    retries: int,
+    backoff_s: float,
+    max_backoff_s: float,
+    server_name_override: str | None,
+    target: Target,
 ) -> list[tuple[str, Any]]:
     options: list[tuple[str, Any]] = [
         ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
         ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
         ("grpc.enable_retries", 1),
-        ("grpc.service_config", service_config(retries, backoff_s, max_backoff_s)),
+        (
+            "grpc.service_config",
+            service_config(retries, backoff_s, max_backoff_s, balanced=target.balanced),
+        ),
         ("grpc.per_rpc_retry_buffer_size", _RETRY_BUFFER_BYTES),
         # Find a restarted server quickly: gRPC's own reconnection backoff starts at 1 s and
         # grows to 120 s, far longer than a restart.
         ("grpc.initial_reconnect_backoff_ms", int(RECONNECT_MIN_S * 1000)),
         ("grpc.min_reconnect_backoff_ms", int(RECONNECT_MIN_S * 1000)),
         ("grpc.max_reconnect_backoff_ms", int(RECONNECT_MAX_S * 1000)),
+        # A dns:/// name is resolved again when a connection ends; gRPC allows that every
+        # 30 s at most by default, too slow to find the replicas of a rolling restart.
+        ("grpc.dns_min_time_between_resolutions_ms", int(RESOLVE_MIN_S * 1000)),
     ]
     if server_name_override:
         options.append(("grpc.ssl_target_name_override", server_name_override))
+    elif target.authority:
+        # An ipv4:/ipv6: list has no name of its own: its first entry is the authority that
+        # TLS checks every replica's certificate against.
+        options.append(("grpc.default_authority", target.authority))
     return options
 
 
@@ -399,7 +448,7 @@ class _ClientBase:
 
     def __init__(
         self,
-        target: str,
+        target: str | Sequence[str],
         *,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         wait_for_ready: bool = True,
@@ -424,7 +473,10 @@ class _ClientBase:
             )
         if not (backoff_s > 0 and max_backoff_s > 0):
             raise ValueError("backoff_s and max_backoff_s must be > 0")
-        self.target = target
+        parsed = client_target(target)
+        # The address as given (a list joined with commas): errors and messages name it.
+        self.target = parsed.text
+        self.balanced = parsed.balanced
         self.timeout_s = timeout_s
         self.wait_for_ready = wait_for_ready
         self.ready_timeout_s = ready_timeout_s
@@ -434,11 +486,12 @@ class _ClientBase:
         # Whether the last `solve` was answered from the server's cache.
         self.last_cache_hit = False
         credentials = _credentials(tls, root_ca, client_cert, client_key)
-        options = _channel_options(retries, backoff_s, max_backoff_s, server_name_override)
+        options = _channel_options(retries, backoff_s, max_backoff_s, server_name_override, parsed)
+        channels, where = self._channels, parsed.grpc_target
         if credentials is None:
-            self._channel = self._channels.insecure_channel(target, options=options)
+            self._channel = channels.insecure_channel(where, options=options)
         else:
-            self._channel = self._channels.secure_channel(target, credentials, options=options)
+            self._channel = channels.secure_channel(where, credentials, options=options)
         self._stub = _stub(self._channel)
         self._health: Any = health_pb2_grpc.HealthStub(self._channel)
         # Whether the server answered the last call (any status it sent itself): then a call

@@ -19,6 +19,7 @@ import asyncio
 import errno
 import gc
 import logging
+import math
 import os
 import signal
 import socket
@@ -54,12 +55,36 @@ SERVICE_NAME: str = pb.DESCRIPTOR.services_by_name["TileSolveService"].full_name
 HEALTH_SERVICE_NAME: str = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
 
 
-def available_cpus() -> int:
-    """CPUs this process may run on (its affinity), at least 1."""
+def cgroup_cpu_limit(root: Path = Path("/sys/fs/cgroup")) -> float | None:
+    """The CPUs this process's cgroup may use per second (a container's CPU limit: cgroup v2
+    `cpu.max`, or v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us`), or None when unlimited or
+    unknown."""
     try:
-        return max(len(os.sched_getaffinity(0)), 1)
+        quota, _, period = (root / "cpu.max").read_text().strip().partition(" ")
+    except OSError:
+        try:
+            quota = (root / "cpu" / "cpu.cfs_quota_us").read_text().strip()
+            period = (root / "cpu" / "cpu.cfs_period_us").read_text().strip()
+        except OSError:
+            return None
+    try:
+        quota_us, period_us = int(quota), int(period or 100_000)
+    except ValueError:  # "max": no limit
+        return None
+    return quota_us / period_us if quota_us > 0 and period_us > 0 else None
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on: its affinity, and no more than its cgroup's CPU limit
+    rounded up (in a container the affinity is every CPU of the node); at least 1."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
-        return max(os.cpu_count() or 1, 1)
+        cpus = os.cpu_count() or 1
+    limit = cgroup_cpu_limit()
+    if limit is not None:
+        cpus = min(cpus, math.ceil(limit))
+    return max(cpus, 1)
 
 
 @dataclass(frozen=True)

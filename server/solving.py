@@ -32,7 +32,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -269,6 +269,32 @@ def _context() -> Any:
     return context
 
 
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+@contextlib.contextmanager
+def _stop_signals_kept() -> Iterator[None]:
+    """Starting the forkserver's resource tracker unblocks SIGTERM and SIGINT in the calling
+    thread (multiprocessing.resource_tracker), and a signal already pending (sent while the
+    server was starting) is then delivered at once, with its default action: death, not a
+    drain. Around it: in the main thread such a signal is caught and made pending again
+    afterwards, for `serve`'s sigwait; in any thread the mask is put back as it was."""
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
+    caught: list[int] = []
+    previous: dict[signal.Signals, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for number in _STOP_SIGNALS:
+            previous[number] = signal.signal(number, lambda received, _: caught.append(received))
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for received in caught:
+            os.kill(os.getpid(), received)  # blocked again: pending until sigwait takes it
+
+
 class ProcessSolvers:
     """`workers` solver processes; see the module's docstring."""
 
@@ -288,14 +314,8 @@ class ProcessSolvers:
         self._spawned = [self._spawn() for _ in range(workers)]
 
     def _spawn(self) -> _Worker:
-        # Starting the forkserver's resource tracker unblocks SIGTERM and SIGINT in the calling
-        # thread (multiprocessing.resource_tracker): keep this thread's mask as it was, or a
-        # SIGTERM would kill `tilesolve-server` instead of draining it (see app.serve).
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
-        try:
+        with _stop_signals_kept():
             return self._start_worker()
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
     def _start_worker(self) -> _Worker:
         jobs_r, jobs_w = self._context.Pipe(duplex=False)

@@ -15,13 +15,14 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent import futures
 from dataclasses import dataclass
 from typing import Any
 
 import grpc
 import pytest
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from tilesolve import wire
 from tilesolve.client.cli import Violation, main, server_violations
@@ -243,6 +244,23 @@ def test_short_deadline_is_a_deadline_error(client: TileSolveClient) -> None:
 # ---- waiting and retries -------------------------------------------------------------------
 
 
+def _get_hardware_server(get: Callable[..., Any]) -> grpc.Server:
+    """A gRPC server (unbound, unstarted) whose TileSolveService has GetHardware only."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    handler = grpc.method_handlers_generic_handler(
+        "tilesolve.v1.TileSolveService",
+        {
+            "GetHardware": grpc.unary_unary_rpc_method_handler(
+                get,
+                request_deserializer=pb.GetHardwareRequest.FromString,
+                response_serializer=pb.GetHardwareResponse.SerializeToString,
+            )
+        },
+    )
+    server.add_generic_rpc_handlers((handler,))
+    return server
+
+
 class Flaky:
     """A TileSolveService that fails GetHardware with `code` `failures` times, then answers;
     it records each attempt's `grpc-previous-rpc-attempts` header (None on the first)."""
@@ -251,18 +269,7 @@ class Flaky:
         self.failures, self.code = failures, code
         self.attempts: list[str | None] = []
         self.times: list[float] = []
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        handler = grpc.method_handlers_generic_handler(
-            "tilesolve.v1.TileSolveService",
-            {
-                "GetHardware": grpc.unary_unary_rpc_method_handler(
-                    self._get,
-                    request_deserializer=pb.GetHardwareRequest.FromString,
-                    response_serializer=pb.GetHardwareResponse.SerializeToString,
-                )
-            },
-        )
-        self.server.add_generic_rpc_handlers((handler,))
+        self.server = _get_hardware_server(self._get)
         self.port = self.server.add_insecure_port("127.0.0.1:0")
         self.server.start()
 
@@ -428,6 +435,97 @@ def test_async_client_waits_then_unavailable() -> None:
     assert error.message.startswith("no connection within 0.3 s: ")
 
 
+# ---- several replicas ----------------------------------------------------------------------
+
+
+class Replica:
+    """A real gRPC server on `host` with the standard health service and a GetHardware that
+    answers a100's entry and counts its calls (which replica took a call)."""
+
+    def __init__(self, host: str):
+        self.calls = 0
+        self.server = _get_hardware_server(self._get)
+        self.health = health.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        self.serving(True)
+        self.port = self.server.add_insecure_port(f"{host}:0")
+        self.target = f"{host}:{self.port}"
+        self.server.start()
+
+    def serving(self, up: bool) -> None:
+        status = health_pb2.HealthCheckResponse.SERVING if up else _NOT_SERVING
+        for name in ("", "tilesolve.v1.TileSolveService"):
+            self.health.set(name, status)
+
+    def _get(self, request: pb.GetHardwareRequest, context: grpc.ServicerContext) -> Any:
+        self.calls += 1
+        return pb.GetHardwareResponse(hardware=wire.spec_to_proto(get_hardware(request.name)))
+
+
+_NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+def _calls_per_replica(client: TileSolveClient, replicas: list[Replica], n: int) -> list[int]:
+    before = [r.calls for r in replicas]
+    for _ in range(n):
+        assert client.hardware_spec("a100").name == "a100-80gb"
+    return [r.calls - b for r, b in zip(replicas, before, strict=True)]
+
+
+def _until(condition: Callable[[], bool], limit_s: float = 5.0) -> None:
+    """Try `condition` until it holds (AssertionError after `limit_s`)."""
+    end = time.monotonic() + limit_s
+    while not condition():
+        assert time.monotonic() < end, "the condition did not hold within the limit"
+
+
+def test_a_list_balances_round_robin_and_skips_a_replica_not_serving() -> None:
+    replicas = [Replica("127.0.0.1"), Replica("127.0.0.2")]
+    try:
+        with TileSolveClient(",".join(r.target for r in replicas), timeout_s=10) as c:
+            assert c.balanced
+            # Once both connections are up (the first calls go to the first one ready),
+            # round robin alternates.
+            _until(lambda: min(_calls_per_replica(c, replicas, 2)) > 0)
+            assert _calls_per_replica(c, replicas, 20) == [10, 10]
+            replicas[1].serving(False)  # as a draining server does
+            # The health service's Watch stream tells the client; until it has, a call may
+            # still go to the second replica. Then it takes none.
+            _until(lambda: _calls_per_replica(c, replicas, 4)[1] == 0)
+            assert _calls_per_replica(c, replicas, 20) == [20, 0]
+            replicas[1].serving(True)
+            _until(lambda: _calls_per_replica(c, replicas, 4)[1] > 0)
+            assert _calls_per_replica(c, replicas, 20) == [10, 10]  # back in the rotation
+            # None serving: a call waits for one (ready_timeout_s), then UnavailableError.
+            for replica in replicas:
+                replica.serving(False)
+        with (
+            TileSolveClient([r.target for r in replicas], ready_timeout_s=0.5, timeout_s=5) as c,
+            pytest.raises(UnavailableError, match=r"no connection within 0\.5 s"),
+        ):
+            c.hardware_spec("a100")
+        # A single address is one server, as before: no health checking, so a server that
+        # is not SERVING (still answering while it drains) is still asked.
+        with TileSolveClient(replicas[0].target, timeout_s=5) as c:
+            assert not c.balanced and c.hardware_spec("a100").name == "a100-80gb"
+    finally:
+        for replica in replicas:
+            replica.server.stop(0)
+
+
+def test_dns_target_reaches_every_address_of_the_name(plain: Running) -> None:
+    with TileSolveClient(f"dns:///localhost:{plain.port}", timeout_s=20) as c:
+        assert c.balanced and c.hardware_spec("t4").name == "t4"
+        problem = AttentionProblem(seq_len=1024, head_dim=64)
+        assert c.solve(problem, "a100").candidates == solve(problem, "a100").candidates
+
+    async def ask() -> str:
+        async with AsyncTileSolveClient(f"dns:///localhost:{plain.port}") as c:
+            return (await c.hardware_spec("t4")).name
+
+    assert asyncio.run(ask()) == "t4"
+
+
 # ---- TLS and mutual TLS -------------------------------------------------------------------
 
 
@@ -484,6 +582,24 @@ def test_mutual_tls(pki: Pki, mtls_server: Running) -> None:
         pytest.raises(UnavailableError),
     ):
         c.hardware()
+
+
+def test_tls_over_a_list_checks_each_replica_against_the_first_entry(
+    pki: Pki, tls_server: Running
+) -> None:
+    """An ipv4: list has no name of its own: the first entry is the name every replica's
+    certificate must hold (here 127.0.0.1, both servers' certificate)."""
+    second = _start(tls_cert=pki.server_cert, tls_key=pki.server_key)
+    try:
+        replicas = [tls_server.target, second.target]
+        with TileSolveClient(replicas, root_ca=pki.ca, timeout_s=10) as c:
+            assert [c.hardware_spec("a100").name for _ in range(4)] == ["a100-80gb"] * 4
+        with TileSolveClient(
+            replicas, root_ca=pki.ca, server_name_override="localhost", timeout_s=10
+        ) as c:
+            assert c.hardware_spec("a100").name == "a100-80gb"
+    finally:
+        second.server.stop(0)
 
 
 def test_client_cert_needs_its_key() -> None:
@@ -725,3 +841,37 @@ def test_cli_over_tls_and_mutual_tls(
     argv = ["hardware", "list", "--server", mtls_server.target, "--tls", "--timeout", "1"]
     code, _, err = cli(capsys, *argv)
     assert code == 3 and "cannot reach" in err
+
+
+def test_cli_reaches_a_list_of_replicas(capsys: pytest.CaptureFixture[str], plain: Running) -> None:
+    second = _start(host="127.0.0.2")
+    try:
+        local = cli(capsys, "hardware", "show", "t4", "--json")
+        replicas = f"{plain.target},{second.target}"
+        assert cli(capsys, "hardware", "show", "t4", "--json", "--server", replicas) == local
+        dns = f"dns:///localhost:{plain.port}"
+        assert cli(capsys, "hardware", "show", "t4", "--json", "--server", dns) == local
+    finally:
+        second.server.stop(0)
+
+
+@pytest.mark.parametrize(
+    ("server", "why"),
+    [
+        ("127.0.0.1:1,127.0.0.1:99999,127.0.0.3:1", "entry 2 of 3 ('127.0.0.1:99999'): the port"),
+        ("127.0.0.1:1,,127.0.0.2:1", "entry 2 of 3 (''): it is empty"),
+        ("127.0.0.1:1,127.0.0.1:1", "entry 2 of 2 ('127.0.0.1:1'): it repeats entry 1"),
+        ("127.0.0.1:1,[::1]:1", "entry 2 of 2 ('[::1]:1'): an IPv6 address in a list of IPv4"),
+        ("localhost:1,localhost:2", "entry 1 of 2 ('localhost:1'): 'localhost' is a hostname"),
+        ("grpc://127.0.0.1:1,127.0.0.2:1", "entry 1 of 2 ('grpc://127.0.0.1:1'): leave out"),
+        ("dns://10.0.0.1/name:1", "a DNS server of its own"),
+        ("dns:///name", "dns:///NAME:PORT (three slashes)"),
+    ],
+)
+def test_cli_bad_replica_lists_exit_2_naming_the_entry(
+    capsys: pytest.CaptureFixture[str], server: str, why: str
+) -> None:
+    code, out, err = cli(capsys, "hardware", "list", "--server", server)
+    assert (code, out) == (2, "")
+    assert err.startswith("error: server: ") and why in err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err

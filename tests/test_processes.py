@@ -23,9 +23,9 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tilesolve.client.remote import TileSolveClient
-from tilesolve.server.app import MIB, ServerConfig
+from tilesolve.server.app import MIB, ServerConfig, available_cpus, cgroup_cpu_limit
 from tilesolve.server.main import build_parser, config_from_args, main
-from tilesolve.server.supervisor import MAX_PROCESSES, worker_arguments
+from tilesolve.server.supervisor import MAX_PROCESSES, worker_arguments, workers_per_process
 from tilesolve.solver import AttentionProblem
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
@@ -227,3 +227,53 @@ def test_a_busy_port_exits_1_with_one_line() -> None:
         f"tilesolve-server: error: cannot listen on 127.0.0.1:{port}: the address is already "
         "in use (another process is listening on that port)"
     )
+
+
+@pytest.mark.parametrize(
+    ("files", "limit"),
+    [
+        ({"cpu.max": "200000 100000\n"}, 2.0),
+        ({"cpu.max": "150000 100000\n"}, 1.5),
+        ({"cpu.max": "max 100000\n"}, None),
+        ({"cpu/cpu.cfs_quota_us": "50000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 0.5),
+        ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),
+        ({}, None),
+    ],
+)
+def test_a_containers_cpu_limit_is_read_from_its_cgroup(
+    tmp_path: Path, files: dict[str, str], limit: float | None
+) -> None:
+    """--workers 0 counts the container's CPU limit, not every CPU of the node."""
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert cgroup_cpu_limit(tmp_path) == limit
+
+
+def test_workers_0_shares_the_cpus_among_the_processes() -> None:
+    cpus = available_cpus()
+    assert workers_per_process(ServerConfig(workers=0), 1) == cpus
+    assert workers_per_process(ServerConfig(workers=0), 2 * cpus) == 1
+    assert workers_per_process(ServerConfig(workers=0), 2) == max(cpus // 2, 1)
+    assert workers_per_process(ServerConfig(workers=3), 2) == 3
+
+
+_PENDING_SIGTERM_SCRIPT = """
+import asyncio, os, signal
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})  # as main() does,
+from tilesolve.server.solving import ProcessSolvers  # before any thread starts
+os.kill(os.getpid(), signal.SIGTERM)  # a SIGTERM sent while the server starts: pending
+solvers = ProcessSolvers(1)  # starts multiprocessing's resource tracker, which unblocks it
+pending = signal.SIGTERM in signal.sigpending()
+asyncio.run(solvers.close())
+print("pending" if pending else "lost")
+"""
+
+
+def test_a_sigterm_sent_while_the_solvers_start_stays_pending_for_the_drain() -> None:
+    """Without care, the resource tracker's start delivers the pending SIGTERM with its
+    default action (exit 143) instead of leaving it to the server's drain."""
+    done = subprocess.run(
+        [sys.executable, "-c", _PENDING_SIGTERM_SCRIPT], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "pending"), done.stderr[-2000:]
