@@ -371,6 +371,12 @@ class TileSolveServicer:
             answer = _with_time_limit(cached, request)
             if answer is not None:
                 return answer, True
+        # Decoded here too (microseconds): a value out of range is refused at once, not after
+        # waiting for a solver behind the cold solves queued before it.
+        try:
+            wire.solve_request_from_proto(request)
+        except Exception as exc:
+            raise RequestFailed(failure_from(exc, "Solve")) from None
         outcome = await self.solvers.run(request.SerializeToString(), deadline)
         if outcome.failure is not None:
             raise RequestFailed(outcome.failure)

@@ -654,3 +654,28 @@ def _not_zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
     except OSError:
         return False
+
+
+def test_an_out_of_range_solve_is_refused_without_waiting_for_a_solver() -> None:
+    """head_dim 0 behind about a second of queued solves (30 slow ones, one solver):
+    INVALID_ARGUMENT at once (it used to wait for a solver, like a cold solve, to be refused
+    there)."""
+    with ServerProcess("--workers", "1") as server:
+        channel, stub, _ = stubs(server.target)
+        busy = [stub.Solve.future(slow_request(900 + i), timeout=60) for i in range(30)]
+        time.sleep(0.2)
+        bad = cold_request(3)
+        bad.problem.head_dim = 0
+        started = time.monotonic()
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.Solve(bad, timeout=30)
+        waited = time.monotonic() - started
+        still_busy = sum(not call.done() for call in busy)
+        for call in busy:
+            call.result()
+        channel.close()
+    figure(f"out-of-range Solve behind {still_busy} queued slow solves: refused in "
+           f"{waited * 1000:.1f} ms")  # fmt: skip
+    assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert "problem.head_dim" in (refused.value.details() or "")
+    assert still_busy >= 5 and waited < 0.25
