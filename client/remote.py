@@ -29,8 +29,10 @@ Riding through a restart (the defaults, all documented in the README):
   call's gRPC deadline.
 - `wait_for_ready` (on): a call made while the server cannot be reached waits for it, up to
   `ready_timeout_s` (10 s) and never past the deadline, then fails with UnavailableError
-  ("no connection within 10 s: <gRPC's reason>"); a call already waiting on a connection
-  that breaks waits for the next one. Off, a call to an unreachable server fails at once.
+  ("no connection within 10 s: <gRPC's reason>"); so does the first call after the channel
+  lost its connection (the server went away since the last answer); a call already waiting
+  on a connection that breaks waits for the next one. Off, a call to an unreachable server
+  fails at once.
 - Retries are gRPC's own (a service config `retryPolicy`, so they happen below this module,
   with gRPC's jittered exponential backoff): a call that fails with UNAVAILABLE, e.g. because
   the server was killed while answering it, is tried again up to `retries` (4) more times
@@ -112,6 +114,7 @@ BACKOFF_MULTIPLIER = 2.0
 MAX_RETRIES = 4
 RECONNECT_MIN_S = 0.1  # first reconnection attempt after a lost connection
 RECONNECT_MAX_S = 1.0  # the longest wait between reconnection attempts
+_READY = grpc.ChannelConnectivity.READY.value[0]  # the core's number for READY
 _WHY_TIMEOUT_S = 1.0  # the check that asks gRPC why a server cannot be reached
 _UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 # A request is kept for a retry up to this size (the server accepts 4 MiB by default).
@@ -495,7 +498,7 @@ class _ClientBase:
         self._stub = _stub(self._channel)
         self._health: Any = health_pb2_grpc.HealthStub(self._channel)
         # Whether the server answered the last call (any status it sent itself): then a call
-        # needs no reachability probe first.
+        # needs no reachability probe first, as long as the channel is still connected.
         self._reached = False
 
     def _deadline(self, timeout_s: float | None) -> float:
@@ -505,7 +508,13 @@ class _ClientBase:
         return time.monotonic() + budget
 
     def _needs_probe(self) -> bool:
-        return self.wait_for_ready and not self._reached
+        """A call first waits (at most ready_timeout_s) for a connection when the server has
+        not answered yet, or when the channel has none now (the server went away since)."""
+        return self.wait_for_ready and not (self._reached and self._connected())
+
+    def _connected(self) -> bool:
+        """Whether the channel has a connection now (READY)."""
+        raise NotImplementedError
 
     def _note(self, error: TilesolveRpcError | None) -> None:
         """After a call: a status from the server proves it reachable; UNAVAILABLE and a
@@ -549,6 +558,16 @@ class TileSolveClient(_ClientBase):
 
     def close(self) -> None:
         self._channel.close()
+
+    def _connected(self) -> bool:
+        # A blocking grpc.Channel tells its state only through `subscribe`, whose polling
+        # thread outlives `close()` and then raises; its core channel answers at once (as
+        # grpc's own _channel module asks it). Without that, assume connected: the call then
+        # waits up to its deadline, as it would have.
+        check = getattr(getattr(self._channel, "_channel", None), "check_connectivity_state", None)
+        if check is None:
+            return True
+        return bool(check(False) == _READY)
 
     def _probe(self, deadline: float) -> None:
         """Wait up to ready_timeout_s (and never past the deadline) for the server to be
@@ -694,6 +713,10 @@ class AsyncTileSolveClient(_ClientBase):
 
     async def close(self) -> None:
         await self._channel.close()
+
+    def _connected(self) -> bool:
+        state = self._channel.get_state(try_to_connect=False)
+        return bool(state is grpc.ChannelConnectivity.READY)
 
     async def _probe(self, deadline: float) -> None:
         """As TileSolveClient._probe."""

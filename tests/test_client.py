@@ -53,6 +53,7 @@ from tilesolve.solver import (
 from tilesolve.v1 import tilesolve_pb2 as pb
 
 from contracts import DESIGN_HARDWARE_NAMES
+from harness import ServerProcess
 from pki import Pki, make_pki
 
 MAX_BATCH = 8
@@ -875,3 +876,43 @@ def test_cli_bad_replica_lists_exit_2_naming_the_entry(
     assert (code, out) == (2, "")
     assert err.startswith("error: server: ") and why in err
     assert len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_server_gone_for_good_fails_the_next_call_within_the_ready_timeout() -> None:
+    """After its server is killed, a one-server client's next call waits ready_timeout_s for a
+    connection, not the call's whole deadline (it used to wait all of timeout_s)."""
+    server = ServerProcess("--drain-delay", "0")
+    try:
+        with TileSolveClient(server.target, timeout_s=20, ready_timeout_s=1) as client:
+            assert client.hardware()
+            server.proc.kill()
+            server.wait(timeout=10)
+            time.sleep(0.3)  # the channel sees the connection end
+            started = time.monotonic()
+            with pytest.raises(UnavailableError, match="no connection within 1 s"):
+                client.hardware()
+            waited = time.monotonic() - started
+    finally:
+        server.stop()
+    assert waited < 4
+
+
+def test_the_async_client_too_fails_within_the_ready_timeout_once_its_server_is_gone() -> None:
+    server = ServerProcess("--drain-delay", "0")
+
+    async def scenario() -> float:
+        async with AsyncTileSolveClient(server.target, timeout_s=20, ready_timeout_s=1) as c:
+            assert await c.hardware()
+            server.proc.kill()
+            server.wait(timeout=10)
+            await asyncio.sleep(0.3)
+            started = time.monotonic()
+            with pytest.raises(UnavailableError, match="no connection within 1 s"):
+                await c.hardware()
+            return time.monotonic() - started
+
+    try:
+        waited = asyncio.run(scenario())
+    finally:
+        server.stop()
+    assert waited < 4
