@@ -42,7 +42,8 @@ def free_port() -> int:
 
 
 def cold_request(index: int, **options: object) -> pb.SolveRequest:
-    """A distinct, realistic problem per index: a cache miss each (about 10-30 ms to solve)."""
+    """A distinct, realistic problem per index: a cache miss each (a few milliseconds of
+    CP-SAT)."""
     return pb.SolveRequest(
         hardware=pb.HardwareRef(name="a100"),
         problem=pb.AttentionProblem(
@@ -119,6 +120,7 @@ class ServerProcess:
         )
         self.lines: list[str] = []
         self._listening = threading.Event()
+        self.host = "127.0.0.1"
         self.port = 0
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -132,12 +134,14 @@ class ServerProcess:
             self.lines.append(line)
             found = re.search(r"tilesolve-server listening on (\S+):(\d+)", line)
             if found:
+                self.host = found.group(1)
                 self.port = int(found.group(2))
                 self._listening.set()
 
     @property
     def target(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        """HOST:PORT as the server announced it (127.0.0.1 unless --host said otherwise)."""
+        return f"{self.host}:{self.port}"
 
     @property
     def pid(self) -> int:
