@@ -62,6 +62,7 @@ from harness import (  # noqa: E402  (tests/ is not a package)
     ServerProcess,
     cold_request,
     cpu_seconds,
+    parent_pid,
     percentile,
     process_tree,
     rss_bytes,
@@ -383,11 +384,6 @@ def warm_cache(target: str) -> None:
                 raise RuntimeError(f"cached problem {index} was not cached")
 
 
-def has_processes_option() -> bool:
-    command = [sys.executable, "-m", "tilesolve.server.main", "--help"]
-    return "--processes" in subprocess.run(command, capture_output=True, text=True).stdout
-
-
 # ---- the sections ---------------------------------------------------------------------------
 
 
@@ -579,7 +575,7 @@ def server_cpu(root: int, processes: int) -> dict[str, float]:
     supervisor (`root`) and its children, the server processes; each server process (the
     front end answering calls) and, apart, the processes under it (forkserver and solvers)."""
     tree = process_tree(root)
-    parent = {pid: _parent(pid) for pid in tree}
+    parent = {pid: parent_pid(pid) for pid in tree}
     front_ends = [root] if processes == 1 else [pid for pid in tree if parent[pid] == root]
     parts = {}
     if processes > 1:
@@ -589,14 +585,6 @@ def server_cpu(root: int, processes: int) -> dict[str, float]:
         parts[f"front-end {pid}"] = cpu_seconds(pid) - below
         parts[f"solvers {pid}"] = below
     return parts
-
-
-def _parent(pid: int) -> int:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0
-    return int(text[text.rindex(")") + 2 :].split()[1])
 
 
 # ---- report ---------------------------------------------------------------------------------
@@ -865,9 +853,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if "scaling" in args.only and not has_processes_option():
-        print("scaling: this tilesolve-server has no --processes option", file=sys.stderr)
-        return 2
     report: dict[str, Any] = {"machine": machine(), "sections": {}}
     began = time.monotonic()
     pool = ClientPool(args.procs, args.threads)

@@ -53,7 +53,7 @@ STARTUP_TIMEOUT_S = 120.0  # a worker not serving by then counts as failed to st
 STOP_MARGIN_S = 5.0  # past drain-delay + grace, a worker still running is killed
 QUICK_CRASH_S = 10.0  # a worker that exits within this of its start crashed "quickly" ...
 MAX_QUICK_CRASHES = 5  # ... and this many such crashes in a row stop the supervisor
-_LISTENING = re.compile(r"tilesolve-server listening on \S+:(\d+)")
+_LISTENING = re.compile(r"tilesolve-server listening on \S+:\d+")
 _POLL_S = 0.2
 
 
@@ -141,9 +141,8 @@ class Worker:
 class Supervisor:
     """Starts, watches, restarts and drains the workers (see the module's docstring)."""
 
-    def __init__(self, config: ServerConfig, processes: int, log_level: str) -> None:
+    def __init__(self, config: ServerConfig, log_level: str) -> None:
         self.config = config
-        self.processes = processes
         self.log_level = log_level
         self.workers: dict[int, Worker] = {}
         self.quick_crashes = 0
@@ -259,7 +258,7 @@ def supervise(config: ServerConfig, processes: int, log_level: str) -> int:
     try:
         port = reserved.getsockname()[1]
         worker_config = replace(config, port=port, workers=workers_per_process(config, processes))
-        supervisor = Supervisor(worker_config, processes, log_level)
+        supervisor = Supervisor(worker_config, log_level)
         for index in range(1, processes + 1):
             supervisor.start_worker(index)
         failed = supervisor.wait_ready(time.monotonic() + STARTUP_TIMEOUT_S)

@@ -73,14 +73,16 @@ def _stat(pid: int) -> list[str] | None:
     return text[text.rindex(")") + 2 :].split()  # fields from the 3rd on (state, ppid, ...)
 
 
+def parent_pid(pid: int) -> int:
+    """The parent of a process (0 once it is gone)."""
+    fields = _stat(pid)
+    return int(fields[1]) if fields is not None else 0
+
+
 def process_tree(root: int) -> list[int]:
     """`root` and every process descended from it (the forkserver and solver processes)."""
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            fields = _stat(int(entry))
-            if fields is not None:
-                parents[int(entry)] = int(fields[1])
+    pids = [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+    parents = {pid: parent_pid(pid) for pid in pids}
     tree, frontier = [root], [root]
     while frontier:
         frontier = [pid for pid, ppid in parents.items() if ppid in frontier]
