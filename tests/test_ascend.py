@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import grpc
@@ -19,7 +18,6 @@ import pytest
 
 from tilesolve import wire
 from tilesolve.client.cli import main
-from tilesolve.server.app import ServerConfig, create_server
 from tilesolve.solver import (
     AttentionProblem,
     Config,
@@ -45,14 +43,6 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     captured = capsys.readouterr()
     return code, captured.out, captured.err
-
-
-@pytest.fixture(scope="module")
-def target() -> Iterator[str]:
-    server, port, _ = create_server(ServerConfig(host="127.0.0.1", port=0))
-    server.start()
-    yield f"127.0.0.1:{port}"
-    server.stop(0)
 
 
 def _family() -> Any:

@@ -9,17 +9,14 @@ would prove nothing). No GPU is needed.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pytest
 
 from tilesolve import wire
 from tilesolve.client.cli import main
 from tilesolve.client.measurements import write_measurements
-from tilesolve.server.app import ServerConfig, create_server
 from tilesolve.server.cache import request_key
 from tilesolve.solver import AttentionProblem, CudaDevice, SolveOptions, cost, get_hardware, solve
 from tilesolve.solver.calibrate import (
@@ -360,12 +357,9 @@ def profile_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def stub(profile_file: Path) -> Iterator[pb_grpc.TileSolveServiceStub]:
-    server, bound, _ = create_server(ServerConfig(port=0, workers=2, profile=profile_file))
-    server.start()
-    with grpc.insecure_channel(f"127.0.0.1:{bound}") as channel:
-        yield pb_grpc.TileSolveServiceStub(channel)
-    server.stop(0)
+def server_settings(profile_file: Path) -> dict[str, Any]:
+    """The module's server (conftest's `server`, `stub`) answers with the profile."""
+    return {"workers": 2, "profile": profile_file}
 
 
 def test_server_profile_answers_its_device_calibrated(stub: pb_grpc.TileSolveServiceStub) -> None:

@@ -12,7 +12,6 @@ import asyncio
 import json
 import random
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import grpc
@@ -26,7 +25,6 @@ from tilesolve.client.remote import (
     NotFoundError,
     TileSolveClient,
 )
-from tilesolve.server.app import ServerConfig, create_server
 from tilesolve.solver import (
     AttentionProblem,
     InvalidRequestError,
@@ -359,14 +357,6 @@ def test_plot_without_the_plot_module_says_how_to_install(
 
 
 # ---- gRPC ----------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def target() -> Iterator[str]:
-    server, port, _ = create_server(ServerConfig(host="127.0.0.1", port=0))
-    server.start()
-    yield f"127.0.0.1:{port}"
-    server.stop(0)
 
 
 CASES: list[tuple[AttentionProblem, int, int, str | None, str]] = [
