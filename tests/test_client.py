@@ -25,7 +25,7 @@ import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from tilesolve import wire
-from tilesolve.client.cli import Violation, main, server_violations
+from tilesolve.client.cli import ErrorLine, main, server_violations
 from tilesolve.client.remote import (
     DEFAULT_BACKOFF_S,
     DEFAULT_MAX_BACKOFF_S,
@@ -53,7 +53,7 @@ from tilesolve.solver import (
 from tilesolve.v1 import tilesolve_pb2 as pb
 
 import loopback
-from contracts import DESIGN_HARDWARE_NAMES
+from contracts import REQUIRED_HARDWARE_NAMES
 from harness import ServerProcess, free_port
 from loopback import address_of
 from pki import Pki, make_pki
@@ -155,7 +155,7 @@ def test_batch_over_the_limit_is_resource_exhausted(client: TileSolveClient) -> 
 def test_hardware_catalog(client: TileSolveClient) -> None:
     catalog = client.hardware_catalog()
     names = {h.name for h in catalog.hardware}
-    assert set(DESIGN_HARDWARE_NAMES) <= names
+    assert set(REQUIRED_HARDWARE_NAMES) <= names
     assert catalog.catalog_version == CATALOG_VERSION
     assert catalog.max_batch_size == MAX_BATCH
     assert {h.name for h in client.hardware()} == names
@@ -389,7 +389,7 @@ def test_async_client(target: str) -> None:
             except TilesolveRpcError as exc:
                 error = exc
             names = {h.name for h in await c.hardware()}
-            assert set(DESIGN_HARDWARE_NAMES) <= names
+            assert set(REQUIRED_HARDWARE_NAMES) <= names
             return answer, batch, spec, occ, error
 
     answer, batch, spec, occ, error = asyncio.run(ask())
@@ -749,7 +749,7 @@ def test_server_field_paths_become_cli_fields(client: TileSolveClient) -> None:
     assert server_violations(
         InvalidArgumentError(grpc.StatusCode.INVALID_ARGUMENT, "hardware.name: required"),
         "request",
-    ) == [Violation("hardware", "required")]
+    ) == [ErrorLine("hardware", "required")]
 
 
 def test_cli_unreachable_server_exits_3(capsys: pytest.CaptureFixture[str]) -> None:

@@ -32,7 +32,7 @@ from tilesolve.solver.hardware import AscendCore
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
-from contracts import DESIGN_HARDWARE_NAMES
+from contracts import REQUIRED_HARDWARE_NAMES
 from harness import ServerProcess
 from loopback import address_of, call_error, serving, violations
 from pki import Pki, make_pki
@@ -326,7 +326,7 @@ def test_sm_names_resolve_only_when_unambiguous(stub: pb_grpc.TileSolveServiceSt
 def test_list_hardware(stub: pb_grpc.TileSolveServiceStub) -> None:
     response = stub.ListHardware(pb.ListHardwareRequest(), timeout=10)
     by_name = {h.name: h for h in response.hardware}
-    assert set(DESIGN_HARDWARE_NAMES) <= set(by_name)
+    assert set(REQUIRED_HARDWARE_NAMES) <= set(by_name)
     assert by_name["a100-80gb"].compute_units == 108
     assert by_name["a100-80gb"].compute_capability == "8.0"
     assert (
