@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 from tilesolve import wire
-from tilesolve.client.cli import main
 from tilesolve.solver import (
     AttentionProblem,
     Config,
@@ -34,15 +33,11 @@ from tilesolve.solver.validate import check_config
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
+from command_line import run
+
 ASCEND = ("ascend-910b", "ascend-910", "ascend-310p3")
 BUFFERS = ("l1", "l0a", "l0b", "l0c", "ub")
 KIB = 1024
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def _family() -> Any:

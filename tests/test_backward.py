@@ -38,6 +38,7 @@ from tilesolve.solver.validate import check_config
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
+from command_line import run as cli
 from toy_family import ToyFamily
 
 DATA = Path(__file__).parent / "data"
@@ -306,12 +307,6 @@ def test_cpsat_equals_exhaustive_on_random_backward_problems(kernel: str, hardwa
 
 SHAPE = ["--hardware", "h100-sxm", "--head-dim", "128", "--seq-len", "4096", "--batch", "2"]
 SHAPE += ["--heads", "16"]
-
-
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.mark.parametrize("hardware", HARDWARE)

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from tilesolve import wire
-from tilesolve.client.cli import main
 from tilesolve.client.measurements import write_measurements
 from tilesolve.server.cache import request_key
 from tilesolve.solver import AttentionProblem, CudaDevice, SolveOptions, cost, get_hardware, solve
@@ -33,6 +32,8 @@ from tilesolve.solver.model_constants import DEFAULT_MODEL_CONSTANTS, ModelConst
 from tilesolve.solver.solve import MODEL_VERSION, model_version
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
+
+from command_line import run
 
 ROOT = Path(__file__).resolve().parents[1]
 SYNTHETIC_CSV = ROOT / "benchmarks/data/synthetic_h200.csv"
@@ -66,12 +67,6 @@ def _tiles(shape: Shape) -> list[Tile]:
 @pytest.fixture(scope="module")
 def synthetic() -> list[Measurement]:
     return synthetic_measurements(SHAPES, _tiles, TRUTH, noise=0.02, seed=3)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 # ---- the record of constants -------------------------------------------------------------

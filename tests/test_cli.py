@@ -26,6 +26,7 @@ from tilesolve.solver import AttentionProblem, DType, Engine, Phase, SolveOption
 from tilesolve.solver.occupancy import OccupancyQuery
 from tilesolve.solver.violations import allowed_range
 
+from command_line import run
 from contracts import REQUIRED_HARDWARE_NAMES
 
 QUICK_START = ["solve", "--hardware", "a100", "--head-dim", "128", "--seq-len", "4096"]
@@ -54,12 +55,6 @@ ANSWER_FIELDS = (
     "model_version",
     "hardware",
 )
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:

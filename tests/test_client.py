@@ -25,7 +25,7 @@ import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from tilesolve import wire
-from tilesolve.client.cli import ErrorLine, main, server_violations
+from tilesolve.client.cli import ErrorLine, server_violations
 from tilesolve.client.remote import (
     DEFAULT_BACKOFF_S,
     DEFAULT_MAX_BACKOFF_S,
@@ -53,6 +53,7 @@ from tilesolve.solver import (
 from tilesolve.v1 import tilesolve_pb2 as pb
 
 import loopback
+from command_line import run as cli
 from contracts import REQUIRED_HARDWARE_NAMES
 from harness import ServerProcess, free_port
 from loopback import address_of
@@ -585,12 +586,6 @@ def test_client_cert_needs_its_key() -> None:
 
 
 # ---- the remote CLI -----------------------------------------------------------------------
-
-
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def both(

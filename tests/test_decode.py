@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from tilesolve import wire
-from tilesolve.client.cli import main
 from tilesolve.solver import (
     AttentionProblem,
     CudaDevice,
@@ -44,6 +43,7 @@ from tilesolve.solver.space import ConfigArrays
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
+from command_line import run
 from loopback import violations
 
 DECODE = Phase.DECODE
@@ -61,12 +61,6 @@ def decode(**fields: Any) -> AttentionProblem:
 
 def kv_bytes(p: AttentionProblem) -> float:
     return float(p.batch * p.kv_heads_eff * p.seq_len_kv_eff * 2 * p.head_dim * p.dtype.bytes)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 # ---- the decode example ----------------------------------------------------------------

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from tilesolve import wire
-from tilesolve.client.cli import main
 from tilesolve.solver import (
     AscendDevice,
     AttentionProblem,
@@ -42,6 +41,7 @@ from tilesolve.solver.validate import check_config
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
+from command_line import run
 from loopback import violations
 
 DECODE = Phase.DECODE
@@ -67,12 +67,6 @@ def kv_bytes(p: AttentionProblem) -> float:
 
 def peak_us(p: AttentionProblem, hardware: str) -> float:
     return kv_bytes(p) / (get_hardware(hardware).memory.dram_bandwidth_gb_per_s * 1e9) * 1e6
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 # ---- fa3: the decode example -----------------------------------------------------------

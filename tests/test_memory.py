@@ -18,7 +18,6 @@ import grpc
 import pytest
 
 from tilesolve import wire
-from tilesolve.client.cli import main
 from tilesolve.client.remote import (
     AsyncTileSolveClient,
     InvalidArgumentError,
@@ -37,15 +36,11 @@ from tilesolve.solver.memory import floor_sum, kv_rows_read
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
+from command_line import run
+
 KIB = 1024
 MIB = 1024 * 1024
 SEED_003 = ["memory", "--seq-len", "4096", "--tile", "128", "--head-dim", "128"]
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def seed(seq_len: int = 4096, head_dim: int = 128, **fields: Any) -> AttentionProblem:

@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tilesolve.client.cli import main
 from tilesolve.client.plots import (
     INSTALL_HINT,
     PlotUnavailableError,
@@ -27,6 +26,8 @@ from tilesolve.solver import AttentionProblem, Engine, SolveOptions, get_hardwar
 from tilesolve.solver.candidates import CandidateTable
 from tilesolve.solver.heatmap import HeatmapGrid, grid_from_table, heatmap_grid
 from tilesolve.solver.solve import prepare
+
+from command_line import run
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 README_PROBLEM = AttentionProblem(batch=4, heads=16, seq_len=4096, head_dim=128)
@@ -238,12 +239,6 @@ def test_missing_matplotlib_is_a_plot_unavailable_error(
 
 
 # ---- the CLI -------------------------------------------------------------------------------
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_cli_plot_writes_a_png_after_the_answer(

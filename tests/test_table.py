@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from tilesolve.client.cli import main
 from tilesolve.client.parallel import ProcessMap
 from tilesolve.solver import AttentionProblem, SolveOptions, solve
 from tilesolve.solver.table import Grid, build_table, emit
+
+from command_line import run
 
 GRID_TOML = """\
 # a small grid: one device, two head dims, causal or not, three buckets
@@ -43,12 +44,6 @@ def files(tmp_path: Path) -> Path:
     (tmp_path / "grid.toml").write_text(GRID_TOML)
     (tmp_path / "mix.csv").write_text(SHAPES_CSV)
     return tmp_path
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def live(hardware: str, head_dim: int, causal: bool, seq_len: int) -> dict[str, int]:
