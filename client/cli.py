@@ -9,7 +9,9 @@ This module is the entry point: it builds the parser from the commands' modules 
 `cmd_hardware`, `cmd_occupancy`, `cmd_memory`, `cmd_simulate`) and turns their errors into exit
 codes. Results go to stdout (a table, or exactly one JSON document with `--json`); errors go to
 stderr. The solver (numpy, pydantic, and lazily ortools) is imported only by the commands that
-use it, so `--help` starts fast. Exit codes are the contract in DESIGN.md ("Exit codes"), plus 4.
+use it, so `--help` starts fast; a command's own `--help` reads the options' ranges and values
+from the solver's schemas (`field_help`). Exit codes are the contract in README.md ("Exit
+codes").
 What the commands share is in `cli_common`; `--server` is `cli_remote`.
 """
 
@@ -28,8 +30,7 @@ from .cli_common import (
     EXIT_UNAVAILABLE,
     CliExit,
     CliInputError,
-    Violation,
-    _Formatter,
+    ErrorLine,
 )
 from .cli_remote import cli_field, server_violations
 from .cmd_calibrate import add_calibrate_parser
@@ -40,9 +41,10 @@ from .cmd_portfolio import add_portfolio_parser
 from .cmd_simulate import add_simulate_parser
 from .cmd_solve import add_solve_parser
 from .cmd_table import add_table_parser
+from .field_help import SchemaHelpFormatter
 
 # The entry point, and the names tests and callers use from here.
-__all__ = ["Violation", "build_parser", "main", "server_violations"]
+__all__ = ["ErrorLine", "build_parser", "main", "server_violations"]
 
 _EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for SIGPIPE
 
@@ -63,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Choose FlashAttention tile sizes for an accelerator (solved in-process, "
         "or by a tilesolve server with --server HOST:PORT).",
         epilog=EXIT_CODES_EPILOG,
-        formatter_class=_Formatter,
+        formatter_class=SchemaHelpFormatter,
         allow_abbrev=False,
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -81,8 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
 # ---- entry point ---------------------------------------------------------------------------
 
 
-def _report_violations(violations: Sequence[Violation]) -> int:
-    for v in violations:
+def _report(lines: Sequence[ErrorLine]) -> int:
+    for v in lines:
         print(f"error: {v.field}: {v.description}", file=sys.stderr)
     return EXIT_INVALID
 
@@ -105,15 +107,13 @@ def _run(argv: Sequence[str] | None) -> int:
         result: int = handler(args)
         return result
     except CliInputError as exc:
-        return _report_violations(exc.violations)
+        return _report(exc.lines)
     except CliExit as exc:
         print(exc.line, file=sys.stderr)
         return exc.code
     except InvalidRequestError as exc:
         # The solver names its fields; the CLI names the flag's word (`--param` -> param).
-        return _report_violations(
-            [Violation(cli_field(v.field), v.description) for v in exc.violations]
-        )
+        return _report([ErrorLine(cli_field(v.field), v.description) for v in exc.violations])
     except DeadlineExceededError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE

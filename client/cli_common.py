@@ -1,5 +1,5 @@
 """What every `tilesolve-cli` command shares: exit codes, bad input as `error: <field>: ...`
-violations, printing, and the pieces of the parser.
+lines (`ErrorLine`), printing, and the pieces of the parser.
 
 Numbers are read as text and handed to the solver's pydantic schemas, so every bad value is
 reported by the schema that owns it, naming the field and what is allowed.
@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from .field_help import FieldChoices, FieldHelp, SchemaHelpFormatter
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
@@ -46,19 +48,21 @@ _FLAG_FOR_FIELD = {
 
 
 @dataclass(frozen=True)
-class Violation:
-    """One bad input, as printed: `error: <field>: <description>`."""
+class ErrorLine:
+    """One bad input, as the CLI prints it: `error: <field>: <description>`. `field` is the
+    user's word for the input (a flag's name, `FILE:LINE`, `server`); the solver's and the
+    server's `FieldViolation`s name request paths and become these lines (`cli_field`)."""
 
     field: str
     description: str
 
 
 class CliInputError(Exception):
-    """Input the command cannot use; every violation is reported, then exit 2."""
+    """Input the command cannot use; every line is reported, then exit 2."""
 
-    def __init__(self, violations: Sequence[Violation]):
-        self.violations = list(violations)
-        super().__init__("; ".join(f"{v.field}: {v.description}" for v in self.violations))
+    def __init__(self, lines: Sequence[ErrorLine]):
+        self.lines = list(lines)
+        super().__init__("; ".join(f"{v.field}: {v.description}" for v in self.lines))
 
 
 class CliExit(Exception):
@@ -73,11 +77,11 @@ class CliExit(Exception):
 # ---- error conversion ----------------------------------------------------------------------
 
 
-def _flag(field: str) -> str:
+def flag_for(field: str) -> str:
     return _FLAG_FOR_FIELD.get(field, "--" + field.replace("_", "-"))
 
 
-def violations_from_pydantic(error: ValidationError, model: type[BaseModel]) -> list[Violation]:
+def violations_from_pydantic(error: ValidationError, model: type[BaseModel]) -> list[ErrorLine]:
     """pydantic's errors as field violations saying what is allowed (the solver's one
     converter), each with the flag that sets the field."""
     from tilesolve.solver.violations import violations_from_validation
@@ -86,36 +90,36 @@ def violations_from_pydantic(error: ValidationError, model: type[BaseModel]) -> 
     for v in violations_from_validation(error, model):
         description = v.description
         if v.field in model.model_fields:
-            description += f" ({_flag(v.field)})"
-        out.append(Violation(v.field, description))
+            description += f" ({flag_for(v.field)})"
+        out.append(ErrorLine(v.field, description))
     return out
 
 
 # ---- checks the commands share -----------------------------------------------------------
 
 
-def _bounded_int(field: str, text: str, lo: int, hi: int, what: str = "") -> int | Violation:
+def bounded_int(field: str, text: str, lo: int, hi: int, what: str = "") -> int | ErrorLine:
     """`text` as an integer in lo..hi, or a violation naming the field and the range."""
     allowed = f"must be an integer from {lo} to {hi}{what}"
     try:
         value = int(text.strip())
     except ValueError:
-        return Violation(field, f"{allowed}; got {text!r} ({_flag(field)})")
+        return ErrorLine(field, f"{allowed}; got {text!r} ({flag_for(field)})")
     if not lo <= value <= hi:
-        return Violation(field, f"{allowed}; got {value} ({_flag(field)})")
+        return ErrorLine(field, f"{allowed}; got {value} ({flag_for(field)})")
     return value
 
 
-def _resolve_hardware(name: str) -> HardwareSpec:
+def catalog_device(name: str) -> HardwareSpec:
     from tilesolve.solver import InvalidRequestError, get_hardware
 
     try:
         return get_hardware(name)
     except InvalidRequestError as exc:
-        raise CliInputError([Violation(v.field, v.description) for v in exc.violations]) from exc
+        raise CliInputError([ErrorLine(v.field, v.description) for v in exc.violations]) from exc
 
 
-def _plot_violations(plot: str | None) -> list[Violation]:
+def plot_violations(plot: str | None) -> list[ErrorLine]:
     """What stops `--plot FILE` from being written, checked before solving: the suffix,
     matplotlib (the optional `plot` extra), the file's folder."""
     if plot is None:
@@ -126,25 +130,25 @@ def _plot_violations(plot: str | None) -> list[Violation]:
     try:
         plot_format(path)
     except ValueError as exc:
-        return [Violation("plot", f"{exc} (--plot)")]
+        return [ErrorLine("plot", f"{exc} (--plot)")]
     try:
         require_matplotlib()
     except PlotUnavailableError as exc:
-        return [Violation("plot", str(exc))]
+        return [ErrorLine("plot", str(exc))]
     folder = path.parent
     if not folder.is_dir():
-        return [Violation("plot", f"folder {str(folder)!r} does not exist (--plot)")]
+        return [ErrorLine("plot", f"folder {str(folder)!r} does not exist (--plot)")]
     return []
 
 
 # ---- output --------------------------------------------------------------------------------
 
 
-def _print_json(document: Any) -> None:
+def print_json(document: Any) -> None:
     sys.stdout.write(json.dumps(document, indent=2, sort_keys=False) + "\n")
 
 
-def _print_lines(lines: Sequence[str]) -> None:
+def print_lines(lines: Sequence[str]) -> None:
     sys.stdout.write("\n".join(lines) + "\n")
 
 
@@ -162,10 +166,10 @@ SHAPE_FIELDS = (
     "head_dim_v",
     "dtype",
 )
-_PROBLEM_FIELDS = (*SHAPE_FIELDS, "phase", "dropout")
+PROBLEM_FIELDS = (*SHAPE_FIELDS, "phase", "dropout")
 
 
-def _given(args: argparse.Namespace, fields: Sequence[str]) -> dict[str, Any]:
+def given_fields(args: argparse.Namespace, fields: Sequence[str]) -> dict[str, Any]:
     """The fields the user gave, as typed text (stripped); the schema parses and bounds them."""
     out: dict[str, Any] = {}
     for name in fields:
@@ -175,11 +179,7 @@ def _given(args: argparse.Namespace, fields: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-class _Formatter(argparse.RawDescriptionHelpFormatter):
-    """Keeps the epilog's exit-code table as written."""
-
-
-def _subparser(
+def add_subcommand(
     subparsers: Any, name: str, help_text: str, handler: Callable[[argparse.Namespace], int]
 ) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = subparsers.add_parser(
@@ -187,29 +187,35 @@ def _subparser(
         help=help_text,
         description=help_text,
         epilog=EXIT_CODES_EPILOG,
-        formatter_class=_Formatter,
+        formatter_class=SchemaHelpFormatter,
         allow_abbrev=False,
     )
     parser.set_defaults(handler=handler)
     return parser
 
 
-def add_shape_arguments(group: Any, seq_len_help: str | None = None) -> None:
-    """The problem options solve, memory and simulate share (all read as text: the schema
-    validates them). `seq_len_help` set means --seq-len is optional with that help."""
-    group.add_argument("--batch", metavar="N", help="sequences in the batch (default 1)")
-    group.add_argument("--heads", metavar="N", help="query heads (default 1)")
-    group.add_argument("--kv-heads", metavar="N", help="key/value heads (default: --heads)")
-    if seq_len_help is None:
-        group.add_argument(
-            "--seq-len", required=True, metavar="N", help="query tokens per sequence"
-        )
-    else:
-        group.add_argument("--seq-len", metavar="N", help=seq_len_help)
-    group.add_argument("--seq-len-kv", metavar="N", help="key/value tokens (default: --seq-len)")
-    group.add_argument("--head-dim", required=True, metavar="D", help="Q/K head dimension")
-    group.add_argument("--head-dim-v", metavar="D", help="V/O head dimension (default: --head-dim)")
+def add_shape_arguments(group: Any, seq_len_note: str | None = None) -> None:
+    """The problem options solve, memory and simulate share, their help from the schema (all
+    read as text: the schema validates them). `seq_len_note` set makes --seq-len optional,
+    the note saying when it is needed."""
+    group.add_argument("--batch", metavar="N", help=FieldHelp("problem", "batch"))
+    group.add_argument("--heads", metavar="N", help=FieldHelp("problem", "heads"))
+    group.add_argument("--kv-heads", metavar="N", help=FieldHelp("problem", "kv_heads"))
     group.add_argument(
-        "--dtype", choices=("fp16", "bf16", "fp8"), help="element type (default fp16)"
+        "--seq-len",
+        required=seq_len_note is None,
+        metavar="N",
+        help=FieldHelp("problem", "seq_len", seq_len_note or ""),
     )
-    group.add_argument("--causal", action="store_true", help="causal (bottom-right) mask")
+    group.add_argument("--seq-len-kv", metavar="N", help=FieldHelp("problem", "seq_len_kv"))
+    group.add_argument(
+        "--head-dim", required=True, metavar="D", help=FieldHelp("problem", "head_dim")
+    )
+    group.add_argument("--head-dim-v", metavar="D", help=FieldHelp("problem", "head_dim_v"))
+    group.add_argument(
+        "--dtype",
+        choices=FieldChoices("problem", "dtype"),
+        metavar="DTYPE",
+        help=FieldHelp("problem", "dtype"),
+    )
+    group.add_argument("--causal", action="store_true", help=FieldHelp("problem", "causal"))

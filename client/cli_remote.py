@@ -27,8 +27,8 @@ from .cli_common import (
     EXIT_UNAVAILABLE,
     CliExit,
     CliInputError,
-    Violation,
-    _flag,
+    ErrorLine,
+    flag_for,
 )
 from .targets import TargetError, parse_target
 
@@ -59,7 +59,7 @@ _WIRE_FIELDS = {
 }
 
 
-def _add_remote(parser: argparse.ArgumentParser) -> None:
+def add_remote_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "server (optional; without --server the command runs in-process)"
     )
@@ -104,21 +104,21 @@ class Remote:
     client_key: bytes | None
 
 
-def _read_file(field: str, path: str) -> bytes | Violation:
+def _read_file(field: str, path: str) -> bytes | ErrorLine:
     try:
         return Path(path).read_bytes()
     except OSError as exc:
-        return Violation(field, f"cannot read {path!r}: {exc.strerror or exc} ({_flag(field)})")
+        return ErrorLine(field, f"cannot read {path!r}: {exc.strerror or exc} ({flag_for(field)})")
 
 
-def server_target(text: str) -> str | Violation:
+def server_target(text: str) -> str | ErrorLine:
     """`--server`'s value, checked (`tilesolve.client.targets`: one address, a list of
     replicas or dns:///NAME:PORT), or a violation naming the entry at fault and what is
     allowed. The client parses it again into its gRPC target."""
     try:
         parse_target(text)
     except TargetError as exc:
-        return Violation("server", str(exc))
+        return ErrorLine("server", str(exc))
     return text
 
 
@@ -130,7 +130,7 @@ def remote_settings(args: argparse.Namespace) -> Remote | None:
         if given:
             raise CliInputError(
                 [
-                    Violation(
+                    ErrorLine(
                         "server",
                         f"{', '.join(given)} only apply to a server; add --server HOST:PORT "
                         "(without it the command runs in-process)",
@@ -138,9 +138,9 @@ def remote_settings(args: argparse.Namespace) -> Remote | None:
                 ]
             )
         return None
-    violations: list[Violation] = []
+    violations: list[ErrorLine] = []
     target = server_target(server)
-    if isinstance(target, Violation):
+    if isinstance(target, ErrorLine):
         violations.append(target)
     timeout_s: float | None = None
     if args.timeout_s is not None:
@@ -148,21 +148,21 @@ def remote_settings(args: argparse.Namespace) -> Remote | None:
         try:
             timeout_s = float(args.timeout_s.strip())
         except ValueError:
-            violations.append(Violation("timeout_s", f"{allowed}; got {args.timeout_s!r}"))
+            violations.append(ErrorLine("timeout_s", f"{allowed}; got {args.timeout_s!r}"))
         else:
             if not 0 < timeout_s <= MAX_TIMEOUT_S:
-                violations.append(Violation("timeout_s", f"{allowed}; got {timeout_s:g}"))
+                violations.append(ErrorLine("timeout_s", f"{allowed}; got {timeout_s:g}"))
     files: dict[str, bytes | None] = {}
     for field in ("tls_ca", "tls_cert", "tls_key"):
         path = getattr(args, field)
         read = None if path is None else _read_file(field, path)
-        if isinstance(read, Violation):
+        if isinstance(read, ErrorLine):
             violations.append(read)
         files[field] = read if isinstance(read, bytes) else None
     if (args.tls_cert is None) != (args.tls_key is None):
         missing = "tls_key" if args.tls_key is None else "tls_cert"
         violations.append(
-            Violation(missing, "mutual TLS needs both --tls-cert and --tls-key (PEM files)")
+            ErrorLine(missing, "mutual TLS needs both --tls-cert and --tls-key (PEM files)")
         )
     if violations:
         raise CliInputError(violations)
@@ -190,16 +190,16 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def server_violations(error: TilesolveRpcError, default_field: str) -> list[Violation]:
+def server_violations(error: TilesolveRpcError, default_field: str) -> list[ErrorLine]:
     """A server's INVALID_ARGUMENT / NOT_FOUND as the CLI's field violations."""
     if error.violations:
-        return [Violation(cli_field(v.field), v.description) for v in error.violations]
+        return [ErrorLine(cli_field(v.field), v.description) for v in error.violations]
     message = error.message
     field = default_field
     head, sep, rest = message.partition(": ")
     if sep and cli_field(head) in (default_field, "hardware"):  # "hardware: unknown ..."
         field, message = cli_field(head), rest
-    return [Violation(field, message)]
+    return [ErrorLine(field, message)]
 
 
 def _from_rpc(error: TilesolveRpcError, remote: Remote, timeout_s: float) -> Exception:
@@ -249,8 +249,8 @@ def asking(remote: Remote, timeout_s: float | None = None) -> Iterator[TileSolve
         raise _from_rpc(exc, remote, budget) from exc
 
 
-def _remote_spec(
-    client: TileSolveClient, name: str, violations: list[Violation]
+def remote_spec(
+    client: TileSolveClient, name: str, violations: list[ErrorLine]
 ) -> HardwareSpec | None:
     """The server's entry for `name`; an unknown name heads `violations` (reported together
     with the others, in the in-process order). If the server cannot be asked, input already

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 from .cli_common import (
     EXIT_OK,
     CliInputError,
-    Violation,
-    _print_json,
-    _print_lines,
-    _resolve_hardware,
-    _subparser,
+    ErrorLine,
+    add_subcommand,
+    catalog_device,
+    print_json,
+    print_lines,
 )
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 
 def add_calibrate_parser(subparsers: Any) -> None:
-    p = _subparser(
+    p = add_subcommand(
         subparsers,
         "calibrate",
         "fit the model's free constants to measured times (a sweep's CSV) and write a profile",
@@ -69,15 +69,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     from .measurements import MeasurementsError, read_measurements
 
-    violations: list[Violation] = []
+    violations: list[ErrorLine] = []
     spec = None
     try:
-        spec = _resolve_hardware(args.hardware)
+        spec = catalog_device(args.hardware)
     except CliInputError as exc:
-        violations.extend(exc.violations)
+        violations.extend(exc.lines)
     if spec is not None and not isinstance(spec, CudaDevice):
         violations.append(
-            Violation("hardware", f"{spec.name} is not a CUDA device: nothing to calibrate")
+            ErrorLine("hardware", f"{spec.name} is not a CUDA device: nothing to calibrate")
         )
     names = list(FREE_CONSTANT_NAMES)
     if args.fit is not None:
@@ -85,7 +85,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         unknown = [n for n in names if n not in FREE_CONSTANT_NAMES]
         if unknown or not names:
             violations.append(
-                Violation(
+                ErrorLine(
                     "fit",
                     f"unknown constant(s) {', '.join(unknown) or '(none given)'}; allowed: "
                     + ", ".join(FREE_CONSTANT_NAMES),
@@ -97,19 +97,19 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             raise ValueError
     except ValueError:
         violations.append(
-            Violation(
+            ErrorLine(
                 "holdout_every", f"must be an integer from 0 to 1000; got {args.holdout_every!r}"
             )
         )
         every = 3
     output = Path(args.output or f"tilesolve-profile-{spec.name if spec else 'device'}.json")
     if not output.parent.is_dir():
-        violations.append(Violation("output", f"folder {str(output.parent)!r} does not exist"))
+        violations.append(ErrorLine("output", f"folder {str(output.parent)!r} does not exist"))
     rows = []
     try:
         rows = read_measurements(args.measurements)
     except MeasurementsError as exc:
-        violations.extend(Violation("measurements", line) for line in exc.lines())
+        violations.extend(ErrorLine("measurements", line) for line in exc.lines())
     if violations:
         raise CliInputError(violations)
     assert spec is not None
@@ -118,7 +118,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if not mine:
         raise CliInputError(
             [
-                Violation(
+                ErrorLine(
                     "hardware",
                     f"{args.measurements} has no rows for {spec.name} (it has rows for "
                     f"{', '.join(others)})",
@@ -140,12 +140,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         output.write_text(json.dumps(profile.model_dump(mode="json"), indent=2) + "\n")
     except OSError as exc:
         raise CliInputError(
-            [Violation("output", f"cannot write {str(output)!r}: {exc.strerror or exc}")]
+            [ErrorLine("output", f"cannot write {str(output)!r}: {exc.strerror or exc}")]
         ) from exc
     if args.json:
-        _print_json({"profile": str(output), **profile.model_dump(mode="json")})
+        print_json({"profile": str(output), **profile.model_dump(mode="json")})
     else:
-        _print_lines(report_lines(result, str(output), profile.model_version))
+        print_lines(report_lines(result, str(output), profile.model_version))
     return EXIT_OK
 
 

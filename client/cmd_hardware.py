@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any
 from .cli_common import (
     EXIT_CODES_EPILOG,
     EXIT_OK,
-    _Formatter,
-    _print_json,
-    _print_lines,
-    _resolve_hardware,
-    _subparser,
+    add_subcommand,
+    catalog_device,
+    print_json,
+    print_lines,
 )
-from .cli_remote import _add_remote, asking, remote_settings
+from .cli_remote import add_remote_arguments, asking, remote_settings
+from .field_help import SchemaHelpFormatter
 
 if TYPE_CHECKING:
     from .remote import HardwareSummary
@@ -28,17 +28,19 @@ def add_hardware_parser(subparsers: Any) -> None:
         help="the hardware catalog",
         description="the hardware catalog",
         epilog=EXIT_CODES_EPILOG,
-        formatter_class=_Formatter,
+        formatter_class=SchemaHelpFormatter,
         allow_abbrev=False,
     )
     inner = p.add_subparsers(dest="hardware_command", metavar="{list,show}", required=True)
-    listing = _subparser(inner, "list", "list the catalog devices", cmd_hardware_list)
+    listing = add_subcommand(inner, "list", "list the catalog devices", cmd_hardware_list)
     listing.add_argument("--json", action="store_true", help="print a JSON list")
-    _add_remote(listing)
-    show = _subparser(inner, "show", "every field of one device, with sources", cmd_hardware_show)
+    add_remote_arguments(listing)
+    show = add_subcommand(
+        inner, "show", "every field of one device, with sources", cmd_hardware_show
+    )
     show.add_argument("name", metavar="NAME", help="catalog name or alias")
     show.add_argument("--json", action="store_true", help="print the full description as JSON")
-    _add_remote(show)
+    add_remote_arguments(show)
 
 
 def cmd_hardware_list(args: argparse.Namespace) -> int:
@@ -57,9 +59,9 @@ def cmd_hardware_list(args: argparse.Namespace) -> int:
         summaries = [_summary_dict(h) for h in sorted(catalog.hardware, key=lambda h: h.name)]
         catalog_version = catalog.catalog_version
     if args.json:
-        _print_json(summaries)
+        print_json(summaries)
     else:
-        _print_lines(hardware_list_report(summaries, catalog_version))
+        print_lines(hardware_list_report(summaries, catalog_version))
     return EXIT_OK
 
 
@@ -68,14 +70,14 @@ def cmd_hardware_show(args: argparse.Namespace) -> int:
 
     remote = remote_settings(args)
     if remote is None:
-        spec = _resolve_hardware(args.name)
+        spec = catalog_device(args.name)
     else:
         with asking(remote) as client:
             spec = client.hardware_spec(args.name)
     if args.json:
-        _print_json(spec.model_dump(mode="json") | {"sources": ordered_sources(spec)})
+        print_json(spec.model_dump(mode="json") | {"sources": ordered_sources(spec)})
     else:
-        _print_lines(hardware_show_report(spec))
+        print_lines(hardware_show_report(spec))
     return EXIT_OK
 
 

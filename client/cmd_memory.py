@@ -24,19 +24,19 @@ from .cli_common import (
     EXIT_OK,
     SHAPE_FIELDS,
     CliInputError,
-    Violation,
-    _bounded_int,
-    _flag,
-    _given,
-    _plot_violations,
-    _print_json,
-    _print_lines,
-    _resolve_hardware,
-    _subparser,
+    ErrorLine,
     add_shape_arguments,
+    add_subcommand,
+    bounded_int,
+    catalog_device,
+    flag_for,
+    given_fields,
+    plot_violations,
+    print_json,
+    print_lines,
     violations_from_pydantic,
 )
-from .cli_remote import Remote, _add_remote, _remote_spec, asking, remote_settings
+from .cli_remote import Remote, add_remote_arguments, asking, remote_settings, remote_spec
 
 if TYPE_CHECKING:
     from tilesolve.solver import AttentionProblem, HardwareSpec, MemoryEstimate
@@ -55,14 +55,14 @@ _MIB = 1024 * 1024
 
 def add_memory_parser(subparsers: Any) -> None:
     """Register `memory` on the CLI's subparsers."""
-    p = _subparser(
+    p = add_subcommand(
         subparsers,
         "memory",
         "the memory model: score matrix, tile counts, working set, HBM traffic, roofline",
         cmd_memory,
     )
     prob = p.add_argument_group("problem")
-    add_shape_arguments(prob, seq_len_help="query tokens per sequence (required unless --sweep)")
+    add_shape_arguments(prob, seq_len_note="required unless --sweep")
     prob.add_argument(
         "--phase",
         choices=("forward", "backward"),
@@ -107,57 +107,57 @@ def add_memory_parser(subparsers: Any) -> None:
         help="also draw the working set and, with --hardware, the roofline to FILE (.png or "
         ".svg; needs matplotlib: pip install 'tilesolve[plot]'); not with --sweep",
     )
-    _add_remote(p)
+    add_remote_arguments(p)
 
 
-def _int_list(field: str, text: str, hi: int) -> list[int] | Violation:
+def _int_list(field: str, text: str, hi: int) -> list[int] | ErrorLine:
     """'1024,2048' as integers from 1 to `hi`, or a violation naming the field."""
     allowed = f"must be a comma-separated list of 1 to {MAX_LIST_VALUES} integers from 1 to {hi}"
     items = [item.strip() for item in text.split(",")]
     try:
         values = [int(item) for item in items]
     except ValueError:
-        return Violation(field, f"{allowed}; got {text!r} ({_flag(field)})")
+        return ErrorLine(field, f"{allowed}; got {text!r} ({flag_for(field)})")
     bad = [v for v in values if not 1 <= v <= hi]
     if bad or not 1 <= len(values) <= MAX_LIST_VALUES:
         shown = ", ".join(str(v) for v in bad) if bad else f"{len(values)} values"
-        return Violation(field, f"{allowed}; got {shown} ({_flag(field)})")
+        return ErrorLine(field, f"{allowed}; got {shown} ({flag_for(field)})")
     return values
 
 
-def _tile(args: argparse.Namespace) -> tuple[int, int] | list[Violation]:
+def _tile(args: argparse.Namespace) -> tuple[int, int] | list[ErrorLine]:
     """(block_m, block_n) from --tile or --block-m/--block-n, or what is wrong."""
     if args.tile is not None:
         if args.block_m is not None or args.block_n is not None:
-            return [Violation("tile", "give either --tile N or --block-m and --block-n, not both")]
-        side = _bounded_int("tile", args.tile, 1, MAX_TILE, " (rows of a square tile)")
-        return [side] if isinstance(side, Violation) else (side, side)
+            return [ErrorLine("tile", "give either --tile N or --block-m and --block-n, not both")]
+        side = bounded_int("tile", args.tile, 1, MAX_TILE, " (rows of a square tile)")
+        return [side] if isinstance(side, ErrorLine) else (side, side)
     if args.block_m is None and args.block_n is None:
-        return [Violation("tile", "required: --tile N (a square tile) or --block-m and --block-n")]
-    parsed: list[int | Violation] = []
+        return [ErrorLine("tile", "required: --tile N (a square tile) or --block-m and --block-n")]
+    parsed: list[int | ErrorLine] = []
     for field in ("block_m", "block_n"):
         text = getattr(args, field)
         if text is None:
             other = "--block-n" if field == "block_m" else "--block-m"
-            parsed.append(Violation(field, f"is required with {other} ({_flag(field)})"))
+            parsed.append(ErrorLine(field, f"is required with {other} ({flag_for(field)})"))
         else:
-            parsed.append(_bounded_int(field, text, 1, MAX_TILE))
-    bad = [p for p in parsed if isinstance(p, Violation)]
+            parsed.append(bounded_int(field, text, 1, MAX_TILE))
+    bad = [p for p in parsed if isinstance(p, ErrorLine)]
     if bad:
         return bad
-    block_m, block_n = (p for p in parsed if not isinstance(p, Violation))
+    block_m, block_n = (p for p in parsed if not isinstance(p, ErrorLine))
     return block_m, block_n
 
 
 def _problem(
-    args: argparse.Namespace, violations: list[Violation], **override: Any
+    args: argparse.Namespace, violations: list[ErrorLine], **override: Any
 ) -> AttentionProblem | None:
     """The problem from the options (with `override`), its violations appended."""
     from pydantic import ValidationError
 
     from tilesolve.solver import AttentionProblem
 
-    data = _given(args, (*SHAPE_FIELDS, "phase")) | {"causal": args.causal} | override
+    data = given_fields(args, (*SHAPE_FIELDS, "phase")) | {"causal": args.causal} | override
     try:
         return AttentionProblem.model_validate(data)
     except ValidationError as exc:
@@ -167,7 +167,7 @@ def _problem(
         return None
 
 
-def _plot_check(plot: str | None) -> list[Violation]:
+def _plot_check(plot: str | None) -> list[ErrorLine]:
     """What stops `--plot FILE`: no plot module or matplotlib, a bad suffix or folder."""
     if plot is None:
         return []
@@ -175,9 +175,9 @@ def _plot_check(plot: str | None) -> list[Violation]:
         from .plots import plot_memory  # noqa: F401  (the function --plot calls)
     except ImportError as exc:
         return [
-            Violation("plot", f"plotting is unavailable ({exc}); pip install 'tilesolve[plot]'")
+            ErrorLine("plot", f"plotting is unavailable ({exc}); pip install 'tilesolve[plot]'")
         ]
-    return _plot_violations(plot)
+    return plot_violations(plot)
 
 
 # ---- the command ---------------------------------------------------------------------------
@@ -187,14 +187,14 @@ def cmd_memory(args: argparse.Namespace) -> int:
     remote = remote_settings(args)
     if args.sweep:
         return _cmd_sweep(args, remote)
-    violations: list[Violation] = []
+    violations: list[ErrorLine] = []
     problem = _problem(args, violations)
     tile = _tile(args)
     if isinstance(tile, list):
         violations.extend(tile)
     for given, flag in ((args.seq_lens, "--seq-lens"), (args.tiles, "--tiles")):
         if given is not None:
-            violations.append(Violation("sweep", f"{flag} needs --sweep"))
+            violations.append(ErrorLine("sweep", f"{flag} needs --sweep"))
     violations.extend(_plot_check(args.plot))
     kernel = args.kernel
     if remote is None:
@@ -209,27 +209,27 @@ def cmd_memory(args: argparse.Namespace) -> int:
         with asking(remote) as client:
             spec = None
             if args.hardware is not None:
-                spec = _remote_spec(client, args.hardware, violations)
+                spec = remote_spec(client, args.hardware, violations)
             if violations:
                 raise CliInputError(violations)
             assert problem is not None and not isinstance(tile, list)
             estimate = client.estimate_memory(problem, tile[0], tile[1], args.hardware, kernel)
     if args.json:
-        _print_json(estimate.model_dump(mode="json"))
+        print_json(estimate.model_dump(mode="json"))
     else:
-        _print_lines(memory_report(estimate))
+        print_lines(memory_report(estimate))
     if args.plot is not None:
         _draw(args.plot, problem, tile[0], tile[1], spec)
     return EXIT_OK
 
 
-def _local_spec(name: str | None, violations: list[Violation]) -> HardwareSpec | None:
+def _local_spec(name: str | None, violations: list[ErrorLine]) -> HardwareSpec | None:
     if name is None:
         return None
     try:
-        return _resolve_hardware(name)
+        return catalog_device(name)
     except CliInputError as exc:
-        violations[:0] = exc.violations  # hardware first, as `solve` reports it
+        violations[:0] = exc.lines  # hardware first, as `solve` reports it
         return None
 
 
@@ -242,7 +242,7 @@ def _draw(
         plot_memory(problem, block_m, block_n, spec, Path(plot))
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        raise CliInputError([Violation("plot", f"cannot write {plot!r}: {reason}")]) from exc
+        raise CliInputError([ErrorLine("plot", f"cannot write {plot!r}: {reason}")]) from exc
     sys.stdout.flush()
     if spec is None:
         print(
@@ -256,25 +256,25 @@ def _draw(
 def _cmd_sweep(args: argparse.Namespace, remote: Remote | None) -> int:
     from tilesolve.solver.problem import MAX_SEQ_LEN
 
-    violations: list[Violation] = []
+    violations: list[ErrorLine] = []
     seq_text = args.seq_lens or args.seq_len or DEFAULT_SEQ_LENS
     tile_text = args.tiles or args.tile or DEFAULT_TILES
     seq_lens = _int_list("seq_lens", seq_text, MAX_SEQ_LEN)
     tiles = _int_list("tiles", tile_text, MAX_TILE)
     for parsed in (seq_lens, tiles):
-        if isinstance(parsed, Violation):
+        if isinstance(parsed, ErrorLine):
             violations.append(parsed)
     for field in ("seq_len_kv", "block_m", "block_n"):
         if getattr(args, field) is not None:
             violations.append(
-                Violation(
+                ErrorLine(
                     field,
                     f"--sweep uses square tiles over seq_len = seq_len_kv; leave out "
-                    f"{_flag(field)} (use --seq-lens and --tiles)",
+                    f"{flag_for(field)} (use --seq-lens and --tiles)",
                 )
             )
     if args.plot is not None:
-        violations.append(Violation("plot", "--plot draws one problem and tile, not a --sweep"))
+        violations.append(ErrorLine("plot", "--plot draws one problem and tile, not a --sweep"))
     problems: list[AttentionProblem] = []
     for seq_len in seq_lens if isinstance(seq_lens, list) else [1]:
         problem = _problem(args, violations, seq_len=str(seq_len))
@@ -306,7 +306,7 @@ def _cmd_sweep(args: argparse.Namespace, remote: Remote | None) -> int:
     else:
         with asking(remote) as client:
             if args.hardware is not None:
-                _remote_spec(client, args.hardware, violations)
+                remote_spec(client, args.hardware, violations)
             if violations:
                 raise CliInputError(violations)
             assert isinstance(tiles, list)
@@ -316,9 +316,9 @@ def _cmd_sweep(args: argparse.Namespace, remote: Remote | None) -> int:
                 for t in tiles
             ]
     if args.json:
-        _print_json([e.model_dump(mode="json") for e in estimates])
+        print_json([e.model_dump(mode="json") for e in estimates])
     else:
-        _print_lines(sweep_report(estimates))
+        print_lines(sweep_report(estimates))
     return EXIT_OK
 
 

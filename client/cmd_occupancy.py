@@ -4,127 +4,125 @@ calculation), in-process or on a server. Exit 1 (after the output) when not one 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .cli_common import (
     EXIT_INFEASIBLE,
     EXIT_OK,
     CliInputError,
-    Violation,
-    _bounded_int,
-    _print_json,
-    _print_lines,
-    _resolve_hardware,
-    _subparser,
+    ErrorLine,
+    add_subcommand,
+    catalog_device,
+    print_json,
+    print_lines,
 )
-from .cli_remote import _add_remote, asking, remote_settings
+from .cli_remote import add_remote_arguments, asking, remote_settings
+from .field_help import FieldHelp
 
 if TYPE_CHECKING:
-    from tilesolve.solver import CudaDevice, HardwareSpec, Occupancy
+    from tilesolve.solver import CudaDevice, Occupancy
+    from tilesolve.solver.occupancy import OccupancyQuery
 
-MAX_SMEM_BYTES = 1 << 24  # 16 MiB: beyond any shared memory a block can have
-MAX_ISA_REGS = 255
+# The query's fields by the flags that set them (`OccupancyQuery`: threads, regs, smem_bytes,
+# carveout_percent).
+_FLAGS = {
+    "threads": "threads",
+    "regs": "regs",
+    "smem_bytes": "smem",
+    "carveout_percent": "carveout",
+}
 
 
 def add_occupancy_parser(subparsers: Any) -> None:
     """Register `occupancy` on the CLI's subparsers."""
-    p = _subparser(
+    p = add_subcommand(
         subparsers,
         "occupancy",
         "resident blocks per SM of one CUDA launch (NVIDIA's occupancy calculation)",
         cmd_occupancy,
     )
     p.add_argument("--hardware", required=True, metavar="NAME", help="a CUDA catalog device")
-    p.add_argument("--threads", required=True, metavar="T", help="threads per block")
-    p.add_argument("--regs", required=True, metavar="R", help="registers per thread")
     p.add_argument(
-        "--smem",
+        "--threads",
         required=True,
-        metavar="BYTES",
-        help="dynamic shared memory per block (the reserved part is added)",
+        metavar="T",
+        help=FieldHelp("occupancy", "threads", "at most the device's threads per block"),
     )
     p.add_argument(
-        "--carveout",
-        default="-1",
-        metavar="PCT",
-        help="preferred shared-memory carveout, percent (default -1: the largest)",
+        "--regs",
+        required=True,
+        metavar="R",
+        help=FieldHelp("occupancy", "regs", "at most the device's registers per thread"),
     )
+    p.add_argument(
+        "--smem", required=True, metavar="BYTES", help=FieldHelp("occupancy", "smem_bytes")
+    )
+    p.add_argument("--carveout", metavar="PCT", help=FieldHelp("occupancy", "carveout_percent"))
     p.add_argument("--json", action="store_true", help="print one JSON document")
-    _add_remote(p)
+    add_remote_arguments(p)
 
 
 def cmd_occupancy(args: argparse.Namespace) -> int:
-    from tilesolve.solver import CudaDevice
+    from tilesolve.solver.occupancy import occupancy, occupancy_device
 
     remote = remote_settings(args)
     if remote is None:
-        from tilesolve.solver import occupancy
-
-        spec = _resolve_hardware(args.hardware)
-        if not isinstance(spec, CudaDevice):
-            raise _not_cuda(spec, [n for n, s in _catalog_items() if s.arch == "cuda"])
-        threads, regs, smem, carveout = _occupancy_launch(args, spec)
-        occ = occupancy(spec.sm, threads, regs, smem, carveout)
+        spec = occupancy_device(catalog_device(args.hardware))
+        query = _query(args, spec)
+        occ = occupancy(
+            spec.sm, query.threads, query.regs, query.smem_bytes, query.carveout_percent
+        )
     else:
         with asking(remote) as client:
-            spec = client.hardware_spec(args.hardware)
-            if not isinstance(spec, CudaDevice):
-                cuda = sorted(h.name for h in client.hardware() if h.arch == "cuda")
-                raise _not_cuda(spec, cuda)
-            threads, regs, smem, carveout = _occupancy_launch(args, spec)
-            occ = client.occupancy(
-                spec.name, threads, regs, smem, None if carveout < 0 else carveout
+            spec = occupancy_device(
+                client.hardware_spec(args.hardware),
+                [h.name for h in client.hardware() if h.arch == "cuda"],
             )
-    _print_occupancy(args, spec, occ, threads, regs, smem, carveout)
+            query = _query(args, spec)
+            carveout = query.carveout_percent
+            occ = client.occupancy(
+                spec.name,
+                query.threads,
+                query.regs,
+                query.smem_bytes,
+                None if carveout < 0 else carveout,
+            )
+    _print_occupancy(args, spec, occ, query)
     return EXIT_OK if occ.blocks_per_sm > 0 else EXIT_INFEASIBLE  # 0: the launch cannot fit
 
 
-def _occupancy_launch(args: argparse.Namespace, spec: CudaDevice) -> tuple[int, int, int, int]:
-    """(threads, regs, smem, carveout) checked against the device's limits."""
-    sm = spec.sm
-    regs_max = min(sm.max_regs_per_thread, MAX_ISA_REGS)
-    parsed = [
-        _bounded_int(
-            "threads",
-            args.threads,
-            1,
-            sm.max_threads_per_block,
-            f" (the most threads per block on {spec.name})",
-        ),
-        _bounded_int("regs", args.regs, 0, regs_max, " (registers per thread)"),
-        _bounded_int("smem", args.smem, 0, MAX_SMEM_BYTES, " bytes of dynamic shared memory"),
-        _bounded_int(
-            "carveout", args.carveout, -1, 100, " (percent of the SM's shared memory; -1 default)"
-        ),
-    ]
-    bad = [p for p in parsed if isinstance(p, Violation)]
-    if bad:
-        raise CliInputError(bad)
-    threads, regs, smem, carveout = (int(p) for p in parsed if not isinstance(p, Violation))
-    return threads, regs, smem, carveout
+def _query(args: argparse.Namespace, spec: CudaDevice) -> OccupancyQuery:
+    """The launch of the command line on `spec` (the schema bounds it: CliInputError naming
+    each bad flag)."""
+    from tilesolve.solver import InvalidRequestError
+    from tilesolve.solver.occupancy import OccupancyQuery
+
+    given = {field: getattr(args, flag) for field, flag in _FLAGS.items()}
+    try:
+        return OccupancyQuery.on(spec, {k: v.strip() for k, v in given.items() if v is not None})
+    except InvalidRequestError as exc:
+        raise CliInputError(
+            [
+                ErrorLine(_FLAGS[v.field], f"{v.description} (--{_FLAGS[v.field]})")
+                for v in exc.violations
+            ]
+        ) from None
 
 
 def _print_occupancy(
-    args: argparse.Namespace,
-    spec: CudaDevice,
-    occ: Occupancy,
-    threads: int,
-    regs: int,
-    smem: int,
-    carveout: int,
+    args: argparse.Namespace, spec: CudaDevice, occ: Occupancy, query: OccupancyQuery
 ) -> None:
     from .render import occupancy_report
 
     sm = spec.sm
     if args.json:
-        _print_json(
+        print_json(
             {
                 "hardware": spec.name,
-                "threads_per_block": threads,
-                "regs_per_thread": regs,
-                "dynamic_smem_bytes": smem,
-                "carveout_percent": carveout,
+                "threads_per_block": query.threads,
+                "regs_per_thread": query.regs,
+                "dynamic_smem_bytes": query.smem_bytes,
+                "carveout_percent": query.carveout_percent,
                 "blocks_per_sm": occ.blocks_per_sm,
                 "limiter": occ.limiters[0].value if occ.limiters else None,
                 "limiters": [x.value for x in occ.limiters],
@@ -143,22 +141,7 @@ def _print_occupancy(
             }
         )
     else:
-        _print_lines(occupancy_report(spec, occ, threads, regs, smem, carveout))
-
-
-def _catalog_items() -> list[tuple[str, HardwareSpec]]:
-    from tilesolve.solver import load_catalog
-
-    return sorted(load_catalog().items())
-
-
-def _not_cuda(spec: HardwareSpec, cuda_names: Sequence[str]) -> CliInputError:
-    return CliInputError(
-        [
-            Violation(
-                "hardware",
-                f"{spec.name} is an {spec.arch} device; occupancy (resident blocks per "
-                "SM) is a CUDA notion, allowed: a CUDA device such as " + ", ".join(cuda_names),
-            )
-        ]
-    )
+        report = occupancy_report(
+            spec, occ, query.threads, query.regs, query.smem_bytes, query.carveout_percent
+        )
+        print_lines(report)

@@ -20,14 +20,14 @@ from .cli_common import (
     EXIT_INFEASIBLE,
     EXIT_OK,
     CliInputError,
-    Violation,
-    _print_json,
-    _print_lines,
-    _resolve_hardware,
-    _subparser,
+    ErrorLine,
+    add_subcommand,
+    catalog_device,
+    print_json,
+    print_lines,
     violations_from_pydantic,
 )
-from .cli_remote import _add_remote, asking, remote_settings
+from .cli_remote import add_remote_arguments, asking, remote_settings
 from .inputs import Shapes, read_shapes
 
 if TYPE_CHECKING:
@@ -54,34 +54,34 @@ def add_parallel_arguments(parser: argparse.ArgumentParser) -> None:
 
 def parallel_settings(args: argparse.Namespace, remote: bool) -> tuple[int | None, str | None]:
     """(--workers, --dask-scheduler), checked."""
-    from .cli_common import _bounded_int
+    from .cli_common import bounded_int
 
     violations = []
     workers: int | None = None
     if args.workers is not None:
-        found = _bounded_int("workers", args.workers, 1, 256)
-        if isinstance(found, Violation):
+        found = bounded_int("workers", args.workers, 1, 256)
+        if isinstance(found, ErrorLine):
             violations.append(found)
         else:
             workers = found
     scheduler = args.dask_scheduler
     if scheduler is not None and (not scheduler or any(c.isspace() for c in scheduler)):
         violations.append(
-            Violation(
+            ErrorLine(
                 "dask_scheduler",
                 f"must be an address such as tcp://127.0.0.1:8786; got {scheduler!r}",
             )
         )
     if remote and (workers is not None or scheduler is not None):
         violations.append(
-            Violation(
+            ErrorLine(
                 "server",
                 "--workers and --dask-scheduler apply to in-process runs; with --server the "
                 "server evaluates the problems",
             )
         )
     if workers is not None and scheduler is not None:
-        violations.append(Violation("workers", "give --workers or --dask-scheduler, not both"))
+        violations.append(ErrorLine("workers", "give --workers or --dask-scheduler, not both"))
     if violations:
         raise CliInputError(violations)
     return workers, scheduler
@@ -89,7 +89,7 @@ def parallel_settings(args: argparse.Namespace, remote: bool) -> tuple[int | Non
 
 def add_portfolio_parser(subparsers: Any) -> None:
     """Register `portfolio` on the CLI's subparsers."""
-    p = _subparser(
+    p = add_subcommand(
         subparsers,
         "portfolio",
         "choose at most K configurations for a weighted mix of shapes (a kernel portfolio)",
@@ -150,7 +150,7 @@ def add_portfolio_parser(subparsers: Any) -> None:
     )
     add_parallel_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON document")
-    _add_remote(p)
+    add_remote_arguments(p)
 
 
 def pairs(flag: str, texts: list[str] | None, separator: str = ",") -> list[dict[str, int]]:
@@ -167,7 +167,7 @@ def pairs(flag: str, texts: list[str] | None, separator: str = ",") -> list[dict
                 number = None
             if not sep or not name.strip() or number is None:
                 bad.append(
-                    Violation(flag, f"must be NAME=VALUE with an integer VALUE; got {part!r}")
+                    ErrorLine(flag, f"must be NAME=VALUE with an integer VALUE; got {part!r}")
                 )
                 continue
             group[name.strip()] = number
@@ -177,16 +177,16 @@ def pairs(flag: str, texts: list[str] | None, separator: str = ",") -> list[dict
     return out
 
 
-def _percent(text: str | None) -> float | Violation | None:
+def parse_percent(text: str | None) -> float | ErrorLine | None:
     if text is None:
         return None
     allowed = "must be a percentage from 0 to 10000 (--max-slowdown 10 means 10% slower)"
     try:
         value = float(text.strip().removesuffix("%"))
     except ValueError:
-        return Violation("max_slowdown", f"{allowed}; got {text!r}")
+        return ErrorLine("max_slowdown", f"{allowed}; got {text!r}")
     if not 0 <= value <= 10000:
-        return Violation("max_slowdown", f"{allowed}; got {text!r}")
+        return ErrorLine("max_slowdown", f"{allowed}; got {text!r}")
     return value / 100.0
 
 
@@ -204,9 +204,9 @@ def portfolio_request(args: argparse.Namespace, shapes: Shapes) -> PortfolioRequ
 
     from tilesolve.solver.portfolio import PortfolioRequest
 
-    violations: list[Violation] = []
-    slowdown = _percent(args.max_slowdown)
-    if isinstance(slowdown, Violation):
+    violations: list[ErrorLine] = []
+    slowdown = parse_percent(args.max_slowdown)
+    if isinstance(slowdown, ErrorLine):
         violations.append(slowdown)
         slowdown = None
     caps: dict[str, Any] = {}
@@ -238,7 +238,7 @@ def portfolio_request(args: argparse.Namespace, shapes: Shapes) -> PortfolioRequ
                 field = {"shared_memory": "max_smem", "registers": "max_regs"}.get(
                     field.split(".", 1)[1], "max_resource"
                 )
-            out.append(Violation(field, v.description))
+            out.append(ErrorLine(field, v.description))
         raise CliInputError(out) from None
 
 
@@ -246,18 +246,18 @@ def cmd_portfolio(args: argparse.Namespace) -> int:
     from tilesolve.solver import InvalidRequestError
     from tilesolve.solver.portfolio import MAX_PORTFOLIO_PROBLEMS, solve_portfolio
 
-    from .cli_common import _bounded_int
+    from .cli_common import bounded_int
     from .parallel import evaluator
 
     remote = remote_settings(args)
     workers, scheduler = parallel_settings(args, remote is not None)
     most = MAX_PORTFOLIO_PROBLEMS
     if args.max_problems is not None:
-        found = _bounded_int("max_problems", args.max_problems, 1, MAX_PORTFOLIO_PROBLEMS)
-        if isinstance(found, Violation):
+        found = bounded_int("max_problems", args.max_problems, 1, MAX_PORTFOLIO_PROBLEMS)
+        if isinstance(found, ErrorLine):
             raise CliInputError([found])
         most = found
-    spec = _resolve_hardware(args.hardware) if remote is None else None
+    spec = catalog_device(args.hardware) if remote is None else None
     shapes = read_shapes(args.shapes, most)
     request = portfolio_request(args, shapes)
     try:
@@ -273,11 +273,11 @@ def cmd_portfolio(args: argparse.Namespace) -> int:
                 answer = solve_portfolio(request, spec, map_fn=map_fn)
     except InvalidRequestError as exc:
         raise CliInputError(
-            [Violation(_field_for(v.field, shapes), v.description) for v in exc.violations]
+            [ErrorLine(_field_for(v.field, shapes), v.description) for v in exc.violations]
         ) from None
     except CliInputError as exc:  # a server's field violations, by request path
         raise CliInputError(
-            [Violation(_field_for(v.field, shapes), v.description) for v in exc.violations]
+            [ErrorLine(_field_for(v.field, shapes), v.description) for v in exc.lines]
         ) from None
     return _print_answer(args, answer, shapes)
 
@@ -287,9 +287,9 @@ def _print_answer(args: argparse.Namespace, answer: PortfolioAnswer, shapes: Sha
     if args.json:
         document = answer.model_dump(mode="json")
         document["problem_sources"] = [shapes.where(i) for i in range(len(shapes.lines))]
-        _print_json(document)
+        print_json(document)
     else:
-        _print_lines(portfolio_report(answer, shapes))
+        print_lines(portfolio_report(answer, shapes))
     return code
 
 

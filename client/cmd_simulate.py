@@ -19,13 +19,13 @@ from .cli_common import (
     EXIT_OK,
     SHAPE_FIELDS,
     CliInputError,
-    Violation,
-    _bounded_int,
-    _given,
-    _print_json,
-    _print_lines,
-    _subparser,
+    ErrorLine,
     add_shape_arguments,
+    add_subcommand,
+    bounded_int,
+    given_fields,
+    print_json,
+    print_lines,
     violations_from_pydantic,
 )
 
@@ -47,7 +47,7 @@ exit codes:
 
 def add_simulate_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register `simulate` on the CLI's subcommands."""
-    p = _subparser(
+    p = add_subcommand(
         subparsers,
         "simulate",
         "run the tiled forward algorithm (FlashAttention-2) on random data and compare it "
@@ -75,14 +75,14 @@ def add_simulate_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _logit_scale(text: str) -> float | Violation:
+def _logit_scale(text: str) -> float | ErrorLine:
     allowed = f"must be a number > 0 and <= {_MAX_LOGIT_SCALE:g}"
     try:
         value = float(text.strip())
     except ValueError:
-        return Violation("logit_scale", f"{allowed}; got {text!r} (--logit-scale)")
+        return ErrorLine("logit_scale", f"{allowed}; got {text!r} (--logit-scale)")
     if not (math.isfinite(value) and 0 < value <= _MAX_LOGIT_SCALE):
-        return Violation("logit_scale", f"{allowed}; got {value:g} (--logit-scale)")
+        return ErrorLine("logit_scale", f"{allowed}; got {value:g} (--logit-scale)")
     return value
 
 
@@ -92,21 +92,21 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     from tilesolve.solver import AttentionProblem, simulate
 
-    violations: list[Violation] = []
+    violations: list[ErrorLine] = []
     problem = None
     try:
         problem = AttentionProblem.model_validate(
-            _given(args, SHAPE_FIELDS) | {"causal": args.causal}
+            given_fields(args, SHAPE_FIELDS) | {"causal": args.causal}
         )
     except ValidationError as exc:
         violations.extend(violations_from_pydantic(exc, AttentionProblem))
     parsed = [
-        _bounded_int("block_m", args.block_m, 1, 4096, " (query rows per block)"),
-        _bounded_int("block_n", args.block_n, 1, 4096, " (key/value rows per step)"),
-        _bounded_int("seed", args.seed, 0, _MAX_SEED),
+        bounded_int("block_m", args.block_m, 1, 4096, " (query rows per block)"),
+        bounded_int("block_n", args.block_n, 1, 4096, " (key/value rows per step)"),
+        bounded_int("seed", args.seed, 0, _MAX_SEED),
         _logit_scale(args.logit_scale),
     ]
-    violations.extend(v for v in parsed if isinstance(v, Violation))
+    violations.extend(v for v in parsed if isinstance(v, ErrorLine))
     if violations:
         raise CliInputError(violations)
     assert problem is not None
@@ -117,9 +117,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     # InvalidRequestError (the memory cap) is reported by the CLI's runner: exit 2.
     result = simulate(problem, block_m, block_n, seed=seed, logit_scale=logit_scale)
     if args.json:
-        _print_json(result.model_dump(mode="json"))
+        print_json(result.model_dump(mode="json"))
     else:
-        _print_lines(simulate_report(result))
+        print_lines(simulate_report(result))
     if not result.within_tolerance:
         print(
             f"error: the tiled result is {result.max_abs_error:.3g} from the reference, "

@@ -10,28 +10,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .cli_common import (
-    _PROBLEM_FIELDS,
     EXIT_INFEASIBLE,
     EXIT_OK,
+    PROBLEM_FIELDS,
     CliInputError,
-    Violation,
-    _given,
-    _plot_violations,
-    _print_json,
-    _print_lines,
-    _resolve_hardware,
-    _subparser,
+    ErrorLine,
     add_shape_arguments,
+    add_subcommand,
+    catalog_device,
+    flag_for,
+    given_fields,
+    plot_violations,
+    print_json,
+    print_lines,
     violations_from_pydantic,
 )
 from .cli_remote import (
     DEFAULT_TIMEOUT_S,
     Remote,
-    _add_remote,
-    _remote_spec,
+    add_remote_arguments,
     asking,
     cli_field,
     remote_settings,
+    remote_spec,
     server_violations,
 )
 from .cmd_solve_measured import (
@@ -41,6 +42,7 @@ from .cmd_solve_measured import (
     format_violations,
     print_formatted,
 )
+from .field_help import FieldChoices, FieldHelp
 
 if TYPE_CHECKING:
     from tilesolve.solver import AttentionProblem, HardwareSpec, SolveAnswer, SolveOptions
@@ -48,7 +50,8 @@ if TYPE_CHECKING:
 # `--phase both`: one training shape's forward and backward passes, in this order.
 BOTH = "both"
 TRAINING_PHASES = ("forward", "backward")
-PHASE_CHOICES = ("forward", "backward", "decode", BOTH)
+# The schema's phases, and `both`.
+PHASE_CHOICES = FieldChoices("problem", "phase", extra=(BOTH,))
 
 _OPTION_FIELDS = (
     "kernel",
@@ -69,7 +72,7 @@ _OPTION_FIELDS = (
 
 def add_solve_parser(subparsers: Any) -> None:
     """Register `solve` on the CLI's subparsers."""
-    p = _subparser(
+    p = add_subcommand(
         subparsers, "solve", "rank the tile configurations of an attention problem", cmd_solve
     )
     hw = p.add_argument_group("hardware and kernel")
@@ -77,9 +80,12 @@ def add_solve_parser(subparsers: Any) -> None:
     hw.add_argument(
         "--kernel",
         metavar="NAME",
-        help="kernel family by name, e.g. fa2, triton or flashinfer (default: the hardware's "
-        "default "
-        "kernel; an unknown name lists the families that run on the device)",
+        help=FieldHelp(
+            "options",
+            "kernel",
+            "e.g. fa2, triton or flashinfer; an unknown name lists the families that run on "
+            "the device",
+        ),
     )
     add_profile_argument(hw)
     prob = p.add_argument_group("problem")
@@ -87,30 +93,41 @@ def add_solve_parser(subparsers: Any) -> None:
     prob.add_argument(
         "--phase",
         choices=PHASE_CHOICES,
+        metavar="PHASE",
         action=_PhaseAction,
-        help="phase (default forward); both: the forward and the backward pass of one training "
-        "shape in one call (the exit code is the worse of the two)",
+        help=FieldHelp(
+            "problem",
+            "phase",
+            f"{BOTH}: the forward and the backward pass of one training shape in one call "
+            "(the exit code is the worse of the two)",
+        ),
     )
     prob.add_argument(
         "--dropout",
         nargs="?",
         const="0.1",
         metavar="P",
-        help="dropout probability (flag alone: 0.1; default 0)",
+        help=FieldHelp("problem", "dropout", "the flag alone: 0.1"),
     )
     how = p.add_argument_group("solving")
-    how.add_argument("--top-k", metavar="K", help="configurations to rank (default 5)")
+    how.add_argument("--top-k", metavar="K", help=FieldHelp("options", "top_k"))
     how.add_argument(
-        "--engine", choices=("cpsat", "exhaustive"), help="cpsat (default) or the exhaustive oracle"
+        "--engine",
+        choices=FieldChoices("options", "engine"),
+        metavar="ENGINE",
+        help=FieldHelp("options", "engine"),
     )
     how.add_argument(
-        "--time-limit", dest="time_limit_s", metavar="SECONDS", help="CP-SAT limit (default 10)"
+        "--time-limit",
+        dest="time_limit_s",
+        metavar="SECONDS",
+        help=FieldHelp("options", "time_limit_s"),
     )
     rules = p.add_argument_group("pins and caps")
     rules.add_argument(
         "--require-divisible",
         action="store_true",
-        help="seq_len and seq_len_kv must be multiples of block_m / block_n (no padding)",
+        help=FieldHelp("options", "require_divisible", "no padding"),
     )
     rules.add_argument(
         "--param",
@@ -119,10 +136,8 @@ def add_solve_parser(subparsers: Any) -> None:
         help="pin any parameter the family declares (repeatable), e.g. --param num_stages=2; "
         "an unknown name lists the family's parameters",
     )
-    rules.add_argument("--block-m", metavar="N", help="pin BLOCK_M")
-    rules.add_argument("--block-n", metavar="N", help="pin BLOCK_N")
-    rules.add_argument("--num-warps", metavar="N", help="pin warps per block")
-    rules.add_argument("--num-stages", metavar="N", help="pin K/V pipeline stages")
+    for pin in ("block_m", "block_n", "num_warps", "num_stages"):
+        rules.add_argument(flag_for(pin), metavar="N", help=FieldHelp("options", pin))
     rules.add_argument(
         "--num-splits",
         metavar="N",
@@ -135,9 +150,9 @@ def add_solve_parser(subparsers: Any) -> None:
         help="paged KV cache: N keys per page (shorthand for --param page_size=N), or auto to "
         "let the solver choose among the family's page sizes; absent: contiguous K/V",
     )
-    rules.add_argument("--max-smem", metavar="BYTES", help="cap on dynamic shared memory per block")
+    rules.add_argument("--max-smem", metavar="BYTES", help=FieldHelp("options", "max_smem"))
     rules.add_argument(
-        "--min-blocks-per-sm", metavar="N", help="require this many resident blocks per SM"
+        "--min-blocks-per-sm", metavar="N", help=FieldHelp("options", "min_blocks_per_sm")
     )
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON document")
@@ -156,7 +171,7 @@ def add_solve_parser(subparsers: Any) -> None:
         "pip install 'tilesolve[plot]'); with --server the heatmap is computed in-process "
         "from the same request",
     )
-    _add_remote(p)
+    add_remote_arguments(p)
 
 
 class _PhaseAction(argparse.Action):
@@ -175,7 +190,7 @@ class _PhaseAction(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def _phase_violations(args: argparse.Namespace) -> list[Violation]:
+def _phase_violations(args: argparse.Namespace) -> list[ErrorLine]:
     given = sorted(set(getattr(args, "phases_given", None) or []))
     if len(given) <= 1:
         return []
@@ -186,31 +201,31 @@ def _phase_violations(args: argparse.Namespace) -> list[Violation]:
         )
     else:
         why = f"give one of {', '.join(PHASE_CHOICES)}; for forward and backward: --phase both"
-    return [Violation("phase", f"given more than once ({', '.join(given)}): {why}")]
+    return [ErrorLine("phase", f"given more than once ({', '.join(given)}): {why}")]
 
 
 # ---- the command ---------------------------------------------------------------------------
 
 
-def parameter_pins(given: list[str] | None) -> dict[str, int] | list[Violation]:
+def parameter_pins(given: list[str] | None) -> dict[str, int] | list[ErrorLine]:
     """`--param NAME=VALUE ...` as {name: value}, or what is wrong with them. The family
     judges the names and values (the solver lists its parameters and their domains)."""
     pins: dict[str, int] = {}
-    bad: list[Violation] = []
+    bad: list[ErrorLine] = []
     for text in given or []:
         name, sep, value = text.strip().partition("=")
         name, value = name.strip(), value.strip()
         if not sep or not name:
-            bad.append(Violation("param", f"must be NAME=VALUE, e.g. num_stages=2; got {text!r}"))
+            bad.append(ErrorLine("param", f"must be NAME=VALUE, e.g. num_stages=2; got {text!r}"))
             continue
         try:
             number = int(value)
         except ValueError:
-            bad.append(Violation("param", f"{name}: the value must be an integer; got {value!r}"))
+            bad.append(ErrorLine("param", f"{name}: the value must be an integer; got {value!r}"))
             continue
         if pins.get(name, number) != number:
             bad.append(
-                Violation("param", f"{name} is given twice ({pins[name]} and {number}); give one")
+                ErrorLine("param", f"{name} is given twice ({pins[name]} and {number}); give one")
             )
             continue
         pins[name] = number
@@ -219,11 +234,11 @@ def parameter_pins(given: list[str] | None) -> dict[str, int] | list[Violation]:
 
 def split_shorthands(
     args: argparse.Namespace, pins: dict[str, int]
-) -> dict[str, bool] | list[Violation]:
+) -> dict[str, bool] | list[ErrorLine]:
     """`--num-splits N` and `--page-size N` as pins (added to `pins`), `--page-size auto` as
     the choose_page_size option; a shorthand that contradicts a --param is bad input. The
     family judges the values (its domain, its page rule)."""
-    bad: list[Violation] = []
+    bad: list[ErrorLine] = []
     options: dict[str, bool] = {}
     for flag, name in (("--num-splits", "num_splits"), ("--page-size", "page_size")):
         text = getattr(args, name)
@@ -237,11 +252,11 @@ def split_shorthands(
             value = int(text)
         except ValueError:
             also = " or auto" if name == "page_size" else ""
-            bad.append(Violation(name, f"must be an integer{also}; got {text!r} ({flag})"))
+            bad.append(ErrorLine(name, f"must be an integer{also}; got {text!r} ({flag})"))
             continue
         if pins.get(name, value) != value:
             bad.append(
-                Violation(
+                ErrorLine(
                     name,
                     f"{flag} {value} contradicts --param {name}={pins[name]}; give one value",
                 )
@@ -257,22 +272,24 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from tilesolve.solver import AttentionProblem, SolveOptions, solve
 
     remote = remote_settings(args)
-    violations: list[Violation] = []
+    violations: list[ErrorLine] = []
     spec = None
     if remote is None:
         try:
-            spec = _resolve_hardware(args.hardware)
+            spec = catalog_device(args.hardware)
         except CliInputError as exc:
-            violations.extend(exc.violations)
+            violations.extend(exc.lines)
     # --profile (a calibrated device) and --format triton: cmd_solve_measured.py
     spec = apply_profile(args, spec, remote is not None, violations)
     violations.extend(format_violations(args))
     violations.extend(_phase_violations(args))
     both = args.phase == BOTH
-    problem_input = _given(args, _PROBLEM_FIELDS) | {"causal": args.causal}
+    problem_input = given_fields(args, PROBLEM_FIELDS) | {"causal": args.causal}
     if both:
         problem_input.pop("phase")
-    options_input = _given(args, _OPTION_FIELDS) | {"require_divisible": args.require_divisible}
+    options_input = given_fields(args, _OPTION_FIELDS) | {
+        "require_divisible": args.require_divisible
+    }
     pins = parameter_pins(args.param)
     if isinstance(pins, list):
         violations.extend(pins)
@@ -293,27 +310,27 @@ def cmd_solve(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         violations.extend(violations_from_pydantic(exc, SolveOptions))
     pictures = args.plot is not None or args.explain
-    not_local: list[Violation] = []
+    not_local: list[ErrorLine] = []
     if pictures and both:
         violations.append(
-            Violation(
+            ErrorLine(
                 "phase",
                 "--explain and --plot draw one pass; give --phase forward or --phase backward",
             )
         )
     elif pictures:
-        violations.extend(_plot_violations(args.plot))
+        violations.extend(plot_violations(args.plot))
         if remote is not None:  # the heatmap is computed here, from the local catalog
             try:
-                spec = _resolve_hardware(args.hardware)
+                spec = catalog_device(args.hardware)
             except CliInputError as exc:
                 not_local = [
-                    Violation(
+                    ErrorLine(
                         v.field,
                         f"{v.description} (--plot and --explain compute the heatmap "
                         "in-process, from the local catalog)",
                     )
-                    for v in exc.violations
+                    for v in exc.lines
                 ]
     if both:
         return _solve_both(args, remote, spec, violations, problem, options)
@@ -352,7 +369,7 @@ def _draw_pictures(
         if args.json:
             print(text, file=sys.stderr)
         else:
-            _print_lines(["", text])
+            print_lines(["", text])
     if args.plot is not None:
         path = Path(args.plot)
         try:
@@ -360,7 +377,7 @@ def _draw_pictures(
         except OSError as exc:
             reason = exc.strerror or str(exc)
             raise CliInputError(
-                [Violation("plot", f"cannot write {args.plot!r}: {reason}")]
+                [ErrorLine("plot", f"cannot write {args.plot!r}: {reason}")]
             ) from exc
         sys.stdout.flush()
         print(f"plot: heatmap written to {args.plot}", file=sys.stderr)
@@ -369,7 +386,7 @@ def _draw_pictures(
 def _solve_remote(
     args: argparse.Namespace,
     remote: Remote,
-    violations: list[Violation],
+    violations: list[ErrorLine],
     problem: AttentionProblem | None,
     options: SolveOptions | None,
 ) -> int:
@@ -377,7 +394,7 @@ def _solve_remote(
     the family's rules come back as field violations; everything is reported together."""
     time_limit_s = options.time_limit_s if options is not None else 0.0
     with asking(remote, max(DEFAULT_TIMEOUT_S, time_limit_s + 10.0)) as client:
-        spec = _remote_spec(client, args.hardware, violations)
+        spec = remote_spec(client, args.hardware, violations)
         if violations:
             raise CliInputError(violations)
         assert spec is not None and problem is not None and options is not None
@@ -392,11 +409,11 @@ def _print_answer(
     if print_formatted(args, answer):
         pass
     elif args.json:
-        _print_json(answer.model_dump(mode="json") | {"cache_hit": cache_hit})
+        print_json(answer.model_dump(mode="json") | {"cache_hit": cache_hit})
     else:
         from .render import solve_report
 
-        _print_lines(solve_report(answer, spec, cache_hit))
+        print_lines(solve_report(answer, spec, cache_hit))
     return _exit_code(answer)
 
 
@@ -420,7 +437,7 @@ def _solve_both(
     args: argparse.Namespace,
     remote: Remote | None,
     spec: HardwareSpec | None,
-    violations: list[Violation],
+    violations: list[ErrorLine],
     problem: AttentionProblem | None,
     options: SolveOptions | None,
 ) -> int:
@@ -438,7 +455,7 @@ def _solve_both(
         else [problem.model_copy(update={"phase": Phase(phase)}) for phase in TRAINING_PHASES]
     )
     results: list[tuple[SolveAnswer, bool]] = []
-    refused: list[Violation] = []
+    refused: list[ErrorLine] = []
     if remote is None:
         assert spec is not None and options is not None
         for one in problems:
@@ -449,7 +466,7 @@ def _solve_both(
     else:
         time_limit_s = options.time_limit_s if options is not None else 0.0
         with asking(remote, max(DEFAULT_TIMEOUT_S, 2.0 * time_limit_s + 10.0)) as client:
-            spec = _remote_spec(client, args.hardware, violations)
+            spec = remote_spec(client, args.hardware, violations)
             if violations:
                 raise CliInputError(violations)
             assert spec is not None and options is not None
@@ -471,7 +488,7 @@ def _solve_both(
         _time_limit_note(answer)
     (forward, forward_hit), (backward, backward_hit) = results
     if args.json:
-        _print_json(
+        print_json(
             {
                 "phase": BOTH,
                 "forward": forward.model_dump(mode="json") | {"cache_hit": forward_hit},
@@ -481,7 +498,7 @@ def _solve_both(
     else:
         from .render import solve_report
 
-        _print_lines(
+        print_lines(
             [
                 "forward pass",
                 *solve_report(forward, spec, forward_hit),
@@ -493,6 +510,6 @@ def _solve_both(
     return max(_exit_code(forward), _exit_code(backward))
 
 
-def _pass_violation(problem: AttentionProblem, field: str, description: str) -> Violation:
+def _pass_violation(problem: AttentionProblem, field: str, description: str) -> ErrorLine:
     """A pass's refusal, naming the pass."""
-    return Violation(cli_field(field), f"{problem.phase.value} pass: {description}")
+    return ErrorLine(cli_field(field), f"{problem.phase.value} pass: {description}")

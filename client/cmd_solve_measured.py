@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .cli_common import CliInputError, Violation
+from .cli_common import CliInputError, ErrorLine
 
 if TYPE_CHECKING:
     from tilesolve.solver import CudaDevice, HardwareSpec, SolveAnswer
@@ -55,23 +55,23 @@ def load_profile(path: str) -> CudaDevice:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise CliInputError(
-            [Violation("profile", f"cannot read {path!r}: {exc.strerror or exc}")]
+            [ErrorLine("profile", f"cannot read {path!r}: {exc.strerror or exc}")]
         ) from None
     except json.JSONDecodeError as exc:
         raise CliInputError(
-            [Violation("profile", f"{path} is not JSON: line {exc.lineno}: {exc.msg}")]
+            [ErrorLine("profile", f"{path} is not JSON: line {exc.lineno}: {exc.msg}")]
         ) from None
     try:
         return profile_device(parse_profile(data, path), path)
     except InvalidRequestError as exc:
-        raise CliInputError([Violation(v.field, v.description) for v in exc.violations]) from None
+        raise CliInputError([ErrorLine(v.field, v.description) for v in exc.violations]) from None
 
 
 def apply_profile(
     args: argparse.Namespace,
     spec: HardwareSpec | None,
     remote: bool,
-    violations: list[Violation],
+    violations: list[ErrorLine],
 ) -> HardwareSpec | None:
     """`spec`, or the calibrated device of `--profile` when it was fitted on `spec`'s device;
     a profile for another device, or with --server, is a violation."""
@@ -80,7 +80,7 @@ def apply_profile(
         return spec
     if remote:
         violations.append(
-            Violation(
+            ErrorLine(
                 "profile",
                 "a profile is applied in-process; with --server, start the server with "
                 "tilesolve-server --profile FILE",
@@ -90,13 +90,13 @@ def apply_profile(
     try:
         device = load_profile(path)
     except CliInputError as exc:
-        violations.extend(exc.violations)
+        violations.extend(exc.lines)
         return spec
     if spec is None:
         return spec
     if device.name != spec.name:
         violations.append(
-            Violation(
+            ErrorLine(
                 "profile",
                 f"{path} was fitted on {device.name}, not {spec.name} (--hardware): a profile "
                 "applies only to its own device",
@@ -119,23 +119,23 @@ def _names(text: str | None) -> Any:
     return MetaNames(parts[0], parts[1], parts[2], parts[3])
 
 
-def format_violations(args: argparse.Namespace) -> list[Violation]:
+def format_violations(args: argparse.Namespace) -> list[ErrorLine]:
     fmt = getattr(args, "format", None)
     out = []
     if fmt is not None and fmt != "json" and args.json:
-        out.append(Violation("format", f"--json and --format {fmt} ask for two outputs; give one"))
+        out.append(ErrorLine("format", f"--json and --format {fmt} ask for two outputs; give one"))
     if fmt == "json":
         args.json = True
     if fmt == "triton" and args.phase == "both":
-        out.append(Violation("format", "--format triton prints one pass; give one --phase"))
+        out.append(ErrorLine("format", "--format triton prints one pass; give one --phase"))
     if getattr(args, "triton_names", None) is not None:
         if fmt != "triton":
-            out.append(Violation("triton_names", "goes with --format triton"))
+            out.append(ErrorLine("triton_names", "goes with --format triton"))
         try:
             _names(args.triton_names)
         except ValueError:
             out.append(
-                Violation(
+                ErrorLine(
                     "triton_names",
                     "must be two or four Python identifiers separated by commas "
                     f"(BLOCK_M,BLOCK_N[,NUM_WARPS,NUM_STAGES]); got {args.triton_names!r}",
@@ -153,6 +153,6 @@ def print_formatted(args: argparse.Namespace, answer: SolveAnswer) -> bool:
     try:
         text = config_source(answer, _names(args.triton_names))
     except ValueError as exc:
-        raise CliInputError([Violation("format", str(exc))]) from None
+        raise CliInputError([ErrorLine("format", str(exc))]) from None
     sys.stdout.write(text)
     return True

@@ -27,11 +27,11 @@ from .cli_common import (
     EXIT_INFEASIBLE,
     EXIT_OK,
     CliInputError,
-    Violation,
-    _subparser,
+    ErrorLine,
+    add_subcommand,
 )
-from .cli_remote import Remote, _add_remote, asking, cli_field, remote_settings
-from .cmd_portfolio import _percent, add_parallel_arguments, parallel_settings
+from .cli_remote import Remote, add_remote_arguments, asking, cli_field, remote_settings
+from .cmd_portfolio import add_parallel_arguments, parallel_settings, parse_percent
 from .inputs import read_grid
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ SERVER_CHUNK = 200  # problems per SolveBatch call (at most the server's max_bat
 
 def add_table_parser(subparsers: Any) -> None:
     """Register `table` on the CLI's subparsers."""
-    p = _subparser(
+    p = add_subcommand(
         subparsers,
         "table",
         "a dispatch table over a grid of shapes: JSON, a C++17 header or a Python module",
@@ -97,7 +97,7 @@ def add_table_parser(subparsers: Any) -> None:
         "changed (what cmake/TileSolve.cmake depends on)",
     )
     add_parallel_arguments(p)
-    _add_remote(p)
+    add_remote_arguments(p)
 
 
 # ---- settings ------------------------------------------------------------------------------
@@ -119,18 +119,18 @@ def _namespace(text: str | None) -> str:
     name = text or "tilesolve_table"
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*", name):
         raise CliInputError(
-            [Violation("namespace", f"must be a C++ identifier (a::b allowed); got {name!r}")]
+            [ErrorLine("namespace", f"must be a C++ identifier (a::b allowed); got {name!r}")]
         )
     return name
 
 
 def _max_configs(text: str | None) -> int | None:
-    from .cli_common import _bounded_int
+    from .cli_common import bounded_int
 
     if text is None:
         return None
-    found = _bounded_int("max_configs", text, 1, 5000)
-    if isinstance(found, Violation):
+    found = bounded_int("max_configs", text, 1, 5000)
+    if isinstance(found, ErrorLine):
         raise CliInputError([found])
     return found
 
@@ -141,7 +141,7 @@ def _hardware(text: str | None) -> list[str] | None:
     names = [n.strip() for n in text.split(",")]
     if not all(names):
         raise CliInputError(
-            [Violation("hardware", f"must be comma-separated names, none empty; got {text!r}")]
+            [ErrorLine("hardware", f"must be comma-separated names, none empty; got {text!r}")]
         )
     return names
 
@@ -161,9 +161,9 @@ def _local_document(
     from .parallel import evaluator
 
     for name in grid.hardware:  # unknown names: exit 2 before any work
-        from .cli_common import _resolve_hardware
+        from .cli_common import catalog_device
 
-        _resolve_hardware(name)
+        catalog_device(name)
     with evaluator(workers, scheduler) as map_fn:
         if max_configs is None:
             return build_table(grid, map_fn=map_fn)
@@ -254,7 +254,7 @@ def _write_if_changed(path: str, text: str, field: str) -> bool:
         os.replace(tmp, target)
     except OSError as exc:
         raise CliInputError(
-            [Violation(field, f"cannot write {path!r}: {exc.strerror or exc}")]
+            [ErrorLine(field, f"cannot write {path!r}: {exc.strerror or exc}")]
         ) from None
     return True
 
@@ -272,11 +272,11 @@ def cmd_table(args: argparse.Namespace) -> int:
     fmt = _format_for(args)
     namespace = _namespace(args.namespace)
     max_configs = _max_configs(args.max_configs)
-    slowdown = _percent(args.max_slowdown)
-    if isinstance(slowdown, Violation):
+    slowdown = parse_percent(args.max_slowdown)
+    if isinstance(slowdown, ErrorLine):
         raise CliInputError([slowdown])
     if slowdown is not None and max_configs is None:
-        raise CliInputError([Violation("max_slowdown", "needs --max-configs")])
+        raise CliInputError([ErrorLine("max_slowdown", "needs --max-configs")])
     existing = None
     if args.check is not None:
         try:
@@ -284,10 +284,10 @@ def cmd_table(args: argparse.Namespace) -> int:
             metadata = read_metadata(existing)
         except (OSError, UnicodeDecodeError) as exc:
             raise CliInputError(
-                [Violation("check", f"cannot read {args.check!r}: {exc}")]
+                [ErrorLine("check", f"cannot read {args.check!r}: {exc}")]
             ) from None
         except TableFileError as exc:
-            raise CliInputError([Violation("check", f"{args.check}: {exc}")]) from None
+            raise CliInputError([ErrorLine("check", f"{args.check}: {exc}")]) from None
         fmt = metadata["format"]
         namespace = _namespace(metadata.get("namespace"))
         kept = metadata.get("portfolio") or {}
@@ -314,7 +314,7 @@ def cmd_table(args: argparse.Namespace) -> int:
             document = _local_document(grid, max_configs, slowdown, workers, scheduler)
     except InvalidRequestError as exc:
         raise CliInputError(
-            [Violation(f"{args.grid}: {v.field}", v.description) for v in exc.violations]
+            [ErrorLine(f"{args.grid}: {v.field}", v.description) for v in exc.violations]
         ) from None
     text = emit(document, fmt, namespace)
     if existing is not None:

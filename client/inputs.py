@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .cli_common import CliInputError, Violation
+from .cli_common import CliInputError, ErrorLine
 
 if TYPE_CHECKING:
     from tilesolve.solver.portfolio import WeightedProblem
@@ -60,15 +60,15 @@ def _read_text(path: str, field: str) -> str:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise CliInputError(
-            [Violation(field, f"cannot read {path!r}: {exc.strerror or exc}")]
+            [ErrorLine(field, f"cannot read {path!r}: {exc.strerror or exc}")]
         ) from None
     if len(data) > MAX_FILE_BYTES:
-        raise CliInputError([Violation(field, f"{path!r} is over 64 MiB")])
+        raise CliInputError([ErrorLine(field, f"{path!r} is over 64 MiB")])
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise CliInputError([Violation(f"{path}:{line}", "not UTF-8 text")]) from None
+        raise CliInputError([ErrorLine(f"{path}:{line}", "not UTF-8 text")]) from None
 
 
 def _column(name: str) -> str:
@@ -76,7 +76,7 @@ def _column(name: str) -> str:
 
 
 def _problem_row(
-    path: str, line: int, row: dict[str, Any], violations: list[Violation]
+    path: str, line: int, row: dict[str, Any], violations: list[ErrorLine]
 ) -> WeightedProblem | None:
     from pydantic import ValidationError
 
@@ -91,7 +91,7 @@ def _problem_row(
     allowed = ", ".join((*PROBLEM_COLUMNS, *WEIGHT_COLUMNS))
     given_weights = [k for k in row if _column(k) in WEIGHT_COLUMNS]
     if len(given_weights) > 1:
-        violations.append(Violation(f"{where}: weight", "give weight or count, not both"))
+        violations.append(ErrorLine(f"{where}: weight", "give weight or count, not both"))
         bad = True
     for key, value in row.items():
         name = _column(key)
@@ -106,25 +106,25 @@ def _problem_row(
         elif name in WEIGHT_COLUMNS:
             number = _weight(name, value)
             if isinstance(number, str):
-                violations.append(Violation(f"{where}: {name}", f"{number}; got {value!r}"))
+                violations.append(ErrorLine(f"{where}: {name}", f"{number}; got {value!r}"))
                 bad = True
             elif number > MAX_WEIGHT:
                 violations.append(
-                    Violation(f"{where}: {name}", f"must be at most {MAX_WEIGHT:g}; got {value!r}")
+                    ErrorLine(f"{where}: {name}", f"must be at most {MAX_WEIGHT:g}; got {value!r}")
                 )
                 bad = True
             else:
                 weight = number
         else:
             violations.append(
-                Violation(f"{where}: {key}", f"unknown column {key!r}; allowed: {allowed}")
+                ErrorLine(f"{where}: {key}", f"unknown column {key!r}; allowed: {allowed}")
             )
             bad = True
     try:
         problem = AttentionProblem.model_validate(problem_input)
     except ValidationError as exc:
         for v in violations_from_validation(exc, AttentionProblem):
-            violations.append(Violation(f"{where}: {v.field}", v.description))
+            violations.append(ErrorLine(f"{where}: {v.field}", v.description))
         return None
     if bad:
         return None
@@ -151,13 +151,13 @@ def read_shapes(path: str, max_problems: int) -> Shapes:
     field for every bad value)."""
     text = _read_text(path, "shapes")
     rows = _json_rows(path, text) if _looks_json(path, text) else _csv_rows(path, text)
-    violations: list[Violation] = []
+    violations: list[ErrorLine] = []
     problems: list[WeightedProblem] = []
     lines: list[int] = []
     for line, row in rows:
         if len(lines) == max_problems:
             violations.append(
-                Violation(
+                ErrorLine(
                     f"{path}:{line}",
                     f"more than {max_problems} problems (the maximum: --max-problems); "
                     "bucket the shapes or raise the maximum",
@@ -169,7 +169,7 @@ def read_shapes(path: str, max_problems: int) -> Shapes:
         if wp is not None:
             problems.append(wp)
     if not lines and not violations:
-        violations.append(Violation("shapes", f"{path!r} holds no problems"))
+        violations.append(ErrorLine("shapes", f"{path!r} holds no problems"))
     if violations:
         raise CliInputError(violations)
     return Shapes(problems, lines, path)
@@ -197,7 +197,7 @@ def _csv_rows(path: str, text: str) -> list[tuple[int, dict[str, Any]]]:
         if len(values) != len(columns):
             raise CliInputError(
                 [
-                    Violation(
+                    ErrorLine(
                         f"{path}:{n}",
                         f"{len(values)} values for the {len(columns)} columns of line "
                         f"{header_line} ({', '.join(columns)})",
@@ -214,11 +214,11 @@ def _json_rows(path: str, text: str) -> list[tuple[int, dict[str, Any]]]:
     try:
         json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CliInputError([Violation(f"{path}:{exc.lineno}", f"not JSON: {exc.msg}")]) from None
+        raise CliInputError([ErrorLine(f"{path}:{exc.lineno}", f"not JSON: {exc.msg}")]) from None
     i = len(text) - len(text.lstrip())
     if text[i : i + 1] != "[":
         raise CliInputError(
-            [Violation(f"{path}:1", "must be a JSON array of problems ([{...}, ...])")]
+            [ErrorLine(f"{path}:1", "must be a JSON array of problems ([{...}, ...])")]
         )
     i += 1
     out: list[tuple[int, dict[str, Any]]] = []
@@ -229,7 +229,7 @@ def _json_rows(path: str, text: str) -> list[tuple[int, dict[str, Any]]]:
         value, end = decoder.raw_decode(text, i)
         line = text.count("\n", 0, i) + 1
         if not isinstance(value, dict):
-            raise CliInputError([Violation(f"{path}:{line}", "each problem must be an object")])
+            raise CliInputError([ErrorLine(f"{path}:{line}", "each problem must be an object")])
         out.append((line, value))
         i = end + len(text[end:]) - len(text[end:].lstrip())
         if text[i] == ",":
@@ -261,20 +261,20 @@ def read_grid(path: str, hardware: list[str] | None = None) -> Grid:
         except tomllib.TOMLDecodeError as exc:
             line = re.search(r"line (\d+)", str(exc))
             where = f"{path}:{line.group(1)}" if line else path
-            raise CliInputError([Violation(where, f"not TOML: {exc}")]) from None
+            raise CliInputError([ErrorLine(where, f"not TOML: {exc}")]) from None
     elif suffix == ".json":
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise CliInputError(
-                [Violation(f"{path}:{exc.lineno}", f"not JSON: {exc.msg}")]
+                [ErrorLine(f"{path}:{exc.lineno}", f"not JSON: {exc.msg}")]
             ) from None
     else:
         raise CliInputError(
-            [Violation("grid", f"{path!r}: the grid file must end in .toml or .json")]
+            [ErrorLine("grid", f"{path!r}: the grid file must end in .toml or .json")]
         )
     if not isinstance(data, dict):
-        raise CliInputError([Violation(f"{path}:1", "must be a table of keys (hardware, ...)")])
+        raise CliInputError([ErrorLine(f"{path}:1", "must be a table of keys (hardware, ...)")])
     if hardware:
         data = {**data, "hardware": hardware}
     try:
@@ -289,5 +289,5 @@ def read_grid(path: str, hardware: list[str] | None = None) -> Grid:
                 where = "--hardware"
             field = re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", v.field)
             field = "grid" if field in ("", "Grid") else field
-            out.append(Violation(f"{where}: {field}", v.description))
+            out.append(ErrorLine(f"{where}: {field}", v.description))
         raise CliInputError(out) from None

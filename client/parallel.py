@@ -18,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from .cli_common import EXIT_UNAVAILABLE, CliExit, CliInputError, Violation
+from .cli_common import EXIT_UNAVAILABLE, CliExit, CliInputError, ErrorLine
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -112,7 +112,7 @@ def _dask_client(address: str) -> Any:
     except ImportError:
         raise CliInputError(
             [
-                Violation(
+                ErrorLine(
                     "dask_scheduler",
                     "needs Dask's distributed scheduler: pip install 'tilesolve[dask]'",
                 )
@@ -139,7 +139,7 @@ def evaluator(workers: int | None, dask_scheduler: str | None) -> Iterator[MapFn
             if tuple(found) != _versions():
                 raise CliInputError(
                     [
-                        Violation(
+                        ErrorLine(
                             "dask_scheduler",
                             f"the cluster's workers run model {found[0]}, catalog {found[1]}; "
                             f"this tilesolve is model {_versions()[0]}, catalog "

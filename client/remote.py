@@ -18,8 +18,9 @@ call it cut off is retried on another. A list that cannot be used raises `Target
 ValueError) naming the entry.
 
 Answers are the solver's own types (`SolveAnswer`, `HardwareSpec`, `Occupancy`,
-`MemoryEstimate`), decoded and validated by `tilesolve.wire`, so code written against the
-in-process solver works unchanged.
+`MemoryEstimate`), decoded and validated by `tilesolve.wire` (the server encodes with the same
+module), so code written against the in-process solver works unchanged; the catalog listing
+is `wire`'s `HardwareCatalog` of `HardwareSummary`s.
 Failures raise a `TilesolveRpcError` subclass chosen by the gRPC status code, carrying the
 server's field violations (`problem.head_dim`, ...) from the `google.rpc.BadRequest` detail.
 
@@ -52,14 +53,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, cast
 
 import grpc
 import grpc.aio
 from google.protobuf.message import Message
-from google.rpc import error_details_pb2, status_pb2
+from google.rpc import status_pb2
 from grpc_health.v1 import health_pb2_grpc
 from grpc_health.v1.health_pb2 import HealthCheckRequest
 
@@ -72,11 +72,11 @@ from tilesolve.solver import (
     SolveAnswer,
     SolveOptions,
 )
-from tilesolve.solver.occupancy import Limiter, Occupancy
+from tilesolve.solver.occupancy import Occupancy
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
+from tilesolve.wire import HardwareCatalog, HardwareSummary, SolveRequestTuple
 
-from .render import ordered_sources
 from .targets import RESOLVE_MIN_S, Target, TargetError, parse_target
 
 __all__ = [
@@ -96,9 +96,6 @@ __all__ = [
     "client_target",
     "error_from_rpc",
 ]
-
-# (problem, hardware name or inline spec, options or None for the defaults)
-SolveRequestTuple = tuple[AttentionProblem, str | HardwareSpec, SolveOptions | None]
 
 _DETAILS_KEY = "grpc-status-details-bin"
 _MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a server may be told to send more than gRPC's 4 MiB
@@ -191,14 +188,8 @@ def _violations_from_trailers(trailers: Iterable[tuple[str, Any]] | None) -> lis
     """Field violations of the `google.rpc.BadRequest` in a call's rich status, if any."""
     out: list[FieldViolation] = []
     for key, value in trailers or ():
-        if key != _DETAILS_KEY or not isinstance(value, bytes):
-            continue
-        status = status_pb2.Status.FromString(value)
-        for detail in status.details:
-            if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
-                bad = error_details_pb2.BadRequest()
-                detail.Unpack(bad)
-                out.extend(FieldViolation(v.field, v.description) for v in bad.field_violations)
+        if key == _DETAILS_KEY and isinstance(value, bytes):
+            out.extend(wire.violations_from_status(status_pb2.Status.FromString(value)))
     return out
 
 
@@ -216,109 +207,6 @@ def error_from_rpc(exc: grpc.RpcError, target: str = "") -> TilesolveRpcError:
     except Exception:  # a malformed detail must not hide the status itself
         violations = []
     return _make_error(code, str(message), violations, target)
-
-
-# ---- plain results ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class HardwareSummary:
-    """One catalog entry in one line (the `HardwareSummary` message)."""
-
-    name: str
-    display_name: str
-    vendor: str
-    arch: str
-    compute_capability: str | None  # None for non-CUDA devices
-    compute_units: int  # SMs (CUDA) or AI cores (Ascend)
-    default_kernel: str
-    aliases: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class HardwareCatalog:
-    """The server's catalog listing (the `ListHardwareResponse` message)."""
-
-    hardware: tuple[HardwareSummary, ...]
-    catalog_version: str
-    model_version: str
-    max_batch_size: int
-
-
-def _summary_from_proto(message: pb.HardwareSummary) -> HardwareSummary:
-    return HardwareSummary(
-        name=message.name,
-        display_name=message.display_name,
-        vendor=message.vendor,
-        arch=message.arch,
-        compute_capability=message.compute_capability or None,
-        compute_units=message.compute_units,
-        default_kernel=message.default_kernel,
-        aliases=tuple(message.aliases),
-    )
-
-
-def _catalog_from_proto(message: pb.ListHardwareResponse) -> HardwareCatalog:
-    return HardwareCatalog(
-        hardware=tuple(_summary_from_proto(h) for h in message.hardware),
-        catalog_version=message.catalog_version,
-        model_version=message.model_version,
-        max_batch_size=message.max_batch_size,
-    )
-
-
-def _occupancy_from_proto(message: pb.OccupancyResponse) -> Occupancy:
-    return Occupancy(
-        blocks_per_sm=message.blocks_per_sm,
-        limiters=tuple(Limiter(x) for x in message.limiters),
-        limit_warps=message.limit_warps,
-        limit_registers=message.limit_registers,
-        limit_shared_memory=message.limit_shared_memory,
-        limit_blocks=message.limit_blocks,
-        warps_per_block=message.warps_per_block,
-        active_warps_per_sm=message.active_warps_per_sm,
-        max_warps_per_sm=message.max_warps_per_sm,
-        regs_per_block=message.regs_per_block,
-        smem_per_block_bytes=message.smem_per_block_bytes,
-        smem_per_sm_config_bytes=message.smem_per_sm_config_bytes,
-    )
-
-
-def _spec_from_proto(message: pb.HardwareSpec) -> HardwareSpec:
-    """A catalog entry from the wire, validated, its sources in the catalog's field order
-    (protobuf maps carry no order)."""
-    spec = wire.spec_from_proto(message)
-    return spec.model_copy(update={"sources": ordered_sources(spec)})
-
-
-def _hardware_ref(hardware: str | HardwareSpec) -> pb.HardwareRef:
-    if isinstance(hardware, HardwareSpec):
-        return pb.HardwareRef(spec=wire.spec_to_proto(hardware))
-    return pb.HardwareRef(name=hardware)
-
-
-def _occupancy_request(
-    hardware: str | HardwareSpec,
-    threads: int,
-    regs: int,
-    smem_bytes: int,
-    carveout_percent: int | None,
-) -> pb.OccupancyRequest:
-    request = pb.OccupancyRequest(
-        hardware=_hardware_ref(hardware), threads=threads, regs=regs, smem_bytes=smem_bytes
-    )
-    if carveout_percent is not None:
-        request.carveout_percent = carveout_percent
-    return request
-
-
-def _batch_request(requests: Sequence[SolveRequestTuple]) -> pb.SolveBatchRequest:
-    return pb.SolveBatchRequest(
-        requests=[
-            wire.solve_request_to_proto(problem, hardware, options)
-            for problem, hardware, options in requests
-        ]
-    )
 
 
 def _batch_results(
@@ -341,13 +229,12 @@ def _batch_results_with_meta(
             target=target,
         )
     out: list[tuple[SolveAnswer, bool] | TilesolveRpcError] = []
-    for item in response.items:
-        if item.code == 0:
-            out.append(wire.answer_from_proto(item.response))
-            continue
-        code = _CODE_FOR_NUMBER.get(item.code, grpc.StatusCode.UNKNOWN)
-        violations = [FieldViolation(v.field, v.description) for v in item.field_violations]
-        out.append(_make_error(code, item.message or code.name, violations, target))
+    for item in wire.batch_items_from_proto(response):
+        if isinstance(item, wire.FailedItem):
+            code = _CODE_FOR_NUMBER.get(item.code, grpc.StatusCode.UNKNOWN)
+            out.append(_make_error(code, item.message or code.name, item.violations, target))
+        else:
+            out.append(item)
     return out
 
 
@@ -633,23 +520,21 @@ class TileSolveClient(_ClientBase):
         self, requests: Sequence[SolveRequestTuple], *, timeout_s: float | None = None
     ) -> list[SolveAnswer | TilesolveRpcError]:
         """One answer per request, in order; a request that failed is its error, in place."""
-        response = cast(
-            pb.SolveBatchResponse, self._call("SolveBatch", _batch_request(requests), timeout_s)
-        )
+        request = wire.batch_request_to_proto(requests)
+        response = cast(pb.SolveBatchResponse, self._call("SolveBatch", request, timeout_s))
         return _batch_results(response, len(requests), self.target)
 
     def solve_batch_with_meta(
         self, requests: Sequence[SolveRequestTuple], *, timeout_s: float | None = None
     ) -> list[tuple[SolveAnswer, bool] | TilesolveRpcError]:
         """`solve_batch`, each answer with whether the server's cache answered it."""
-        response = cast(
-            pb.SolveBatchResponse, self._call("SolveBatch", _batch_request(requests), timeout_s)
-        )
+        request = wire.batch_request_to_proto(requests)
+        response = cast(pb.SolveBatchResponse, self._call("SolveBatch", request, timeout_s))
         return _batch_results_with_meta(response, len(requests), self.target)
 
     def hardware_catalog(self, *, timeout_s: float | None = None) -> HardwareCatalog:
         response = self._call("ListHardware", pb.ListHardwareRequest(), timeout_s)
-        return _catalog_from_proto(cast(pb.ListHardwareResponse, response))
+        return wire.catalog_from_proto(cast(pb.ListHardwareResponse, response))
 
     def hardware(self, *, timeout_s: float | None = None) -> list[HardwareSummary]:
         """The server's catalog, one summary per device."""
@@ -658,7 +543,7 @@ class TileSolveClient(_ClientBase):
     def hardware_spec(self, name: str, *, timeout_s: float | None = None) -> HardwareSpec:
         """One catalog entry in full (a name or alias, case-insensitive)."""
         response = self._call("GetHardware", pb.GetHardwareRequest(name=name), timeout_s)
-        return _spec_from_proto(cast(pb.GetHardwareResponse, response).hardware)
+        return wire.spec_from_proto(cast(pb.GetHardwareResponse, response).hardware)
 
     def occupancy(
         self,
@@ -671,9 +556,11 @@ class TileSolveClient(_ClientBase):
         timeout_s: float | None = None,
     ) -> Occupancy:
         """NVIDIA's occupancy calculation for one launch, computed by the server."""
-        request = _occupancy_request(hardware, threads, regs, smem_bytes, carveout_percent)
+        request = wire.occupancy_request_to_proto(
+            hardware, threads, regs, smem_bytes, carveout_percent
+        )
         response = self._call("Occupancy", request, timeout_s)
-        return _occupancy_from_proto(cast(pb.OccupancyResponse, response))
+        return wire.occupancy_from_proto(cast(pb.OccupancyResponse, response))
 
     def estimate_memory(
         self,
@@ -779,19 +666,19 @@ class AsyncTileSolveClient(_ClientBase):
     async def solve_batch(
         self, requests: Sequence[SolveRequestTuple], *, timeout_s: float | None = None
     ) -> list[SolveAnswer | TilesolveRpcError]:
-        response = await self._call("SolveBatch", _batch_request(requests), timeout_s)
+        response = await self._call("SolveBatch", wire.batch_request_to_proto(requests), timeout_s)
         return _batch_results(cast(pb.SolveBatchResponse, response), len(requests), self.target)
 
     async def hardware_catalog(self, *, timeout_s: float | None = None) -> HardwareCatalog:
         response = await self._call("ListHardware", pb.ListHardwareRequest(), timeout_s)
-        return _catalog_from_proto(cast(pb.ListHardwareResponse, response))
+        return wire.catalog_from_proto(cast(pb.ListHardwareResponse, response))
 
     async def hardware(self, *, timeout_s: float | None = None) -> list[HardwareSummary]:
         return list((await self.hardware_catalog(timeout_s=timeout_s)).hardware)
 
     async def hardware_spec(self, name: str, *, timeout_s: float | None = None) -> HardwareSpec:
         response = await self._call("GetHardware", pb.GetHardwareRequest(name=name), timeout_s)
-        return _spec_from_proto(cast(pb.GetHardwareResponse, response).hardware)
+        return wire.spec_from_proto(cast(pb.GetHardwareResponse, response).hardware)
 
     async def occupancy(
         self,
@@ -803,9 +690,11 @@ class AsyncTileSolveClient(_ClientBase):
         *,
         timeout_s: float | None = None,
     ) -> Occupancy:
-        request = _occupancy_request(hardware, threads, regs, smem_bytes, carveout_percent)
+        request = wire.occupancy_request_to_proto(
+            hardware, threads, regs, smem_bytes, carveout_percent
+        )
         response = await self._call("Occupancy", request, timeout_s)
-        return _occupancy_from_proto(cast(pb.OccupancyResponse, response))
+        return wire.occupancy_from_proto(cast(pb.OccupancyResponse, response))
 
     async def estimate_memory(
         self,

@@ -3,8 +3,9 @@ checking and reflection (`create_server`), and run it until SIGTERM/SIGINT (`ser
 
 The server is a `grpc.aio` server on an event loop of its own thread; `TileSolveServer` wraps
 it for callers that are not asyncio code (the command line, tests): `start`, `stop(grace)`,
-`drain(delay, grace)`. `create_server` returns it bound and unstarted with the port it bound,
-so tests can run a real server on port 0 in-process.
+`drain(delay, grace)`. `create_server` returns it bound and unstarted, its `port` the one it
+bound, so tests can run a real server on port 0 in-process. Its settings are one
+`ServerConfig` (`config.py`).
 
 The drain (`serve`, on SIGTERM or SIGINT): health turns NOT_SERVING while the server keeps
 answering for `drain_delay_s` seconds (so a load balancer polling health sees it and stops
@@ -19,17 +20,13 @@ import asyncio
 import errno
 import gc
 import logging
-import math
-import os
 import signal
 import socket
 import sys
 import threading
 import time
 from collections.abc import Coroutine
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import grpc
 import grpc.aio
@@ -41,13 +38,13 @@ from tilesolve.solver import load_catalog
 from tilesolve.solver.solve import model_version
 from tilesolve.v1 import tilesolve_pb2 as pb
 
+from .config import ServerConfig, bracketed
 from .profile import load_profile_file
-from .service import RESERVED_ITEM_BYTES, ServiceLimits, TileSolveServicer
+from .service import TileSolveServicer
 from .solving import ProcessSolvers, Solvers, ThreadSolvers
 
 logger = logging.getLogger("tilesolve.server")
 T = TypeVar("T")
-MIB = 1024 * 1024
 KEEPALIVE_S = 60  # the server pings each connection this often ...
 KEEPALIVE_TIMEOUT_S = 20  # ... and drops one whose peer does not answer within this
 
@@ -55,146 +52,7 @@ SERVICE_NAME: str = pb.DESCRIPTOR.services_by_name["TileSolveService"].full_name
 HEALTH_SERVICE_NAME: str = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
 
 
-def cgroup_cpu_limit(root: Path = Path("/sys/fs/cgroup")) -> float | None:
-    """The CPUs this process's cgroup may use per second (a container's CPU limit: cgroup v2
-    `cpu.max`, or v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us`), or None when unlimited or
-    unknown."""
-    try:
-        quota, _, period = (root / "cpu.max").read_text().strip().partition(" ")
-    except OSError:
-        try:
-            quota = (root / "cpu" / "cpu.cfs_quota_us").read_text().strip()
-            period = (root / "cpu" / "cpu.cfs_period_us").read_text().strip()
-        except OSError:
-            return None
-    try:
-        quota_us, period_us = int(quota), int(period or 100_000)
-    except ValueError:  # "max": no limit
-        return None
-    return quota_us / period_us if quota_us > 0 and period_us > 0 else None
-
-
-def available_cpus() -> int:
-    """CPUs this process may run on: its affinity, and no more than its cgroup's CPU limit
-    rounded up (in a container the affinity is every CPU of the node); at least 1."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        cpus = os.cpu_count() or 1
-    limit = cgroup_cpu_limit()
-    if limit is not None:
-        cpus = min(cpus, math.ceil(limit))
-    return max(cpus, 1)
-
-
-@dataclass(frozen=True)
-class ServerConfig:
-    """Everything `tilesolve-server` can be told (the command line maps onto it one to one;
-    only `solve_in` has another default there: `processes`)."""
-
-    host: str = "127.0.0.1"
-    # 0: any free port (the bound one is returned by create_server).
-    port: int = 50051
-    # Solves running at once (cold solves beyond it wait their turn).
-    workers: int = 0  # 0: one per available CPU
-    # Where solves run: "processes" (solver processes: nothing they do slows the server's
-    # own answers) or "threads" of this process (solving with the kernel families registered
-    # in it, as tests that register their own need).
-    solve_in: Literal["processes", "threads"] = "threads"
-    # tilesolve calls in progress at once; beyond it RESOURCE_EXHAUSTED (health and
-    # reflection are not counted).
-    max_concurrent_rpcs: int = 256
-    # Bytes the answer cache may hold (keys, answers and per-entry overhead); 0 disables it.
-    cache_bytes: int = 64 * MIB
-    # The most requests one SolveBatch may carry.
-    max_batch_size: int = 1000
-    # The largest request and response, bytes (gRPC's usual 4 MiB).
-    max_request_bytes: int = 4 * MIB
-    max_response_bytes: int = 4 * MIB
-    # The deadline of a call that sets none, and the most time one SolveBatch may take.
-    default_deadline_s: float = 60.0
-    batch_budget_s: float = 30.0
-    # On SIGTERM/SIGINT: seconds of NOT_SERVING while still answering, then seconds the calls
-    # in progress get to finish.
-    drain_delay_s: float = 5.0
-    grace_s: float = 10.0
-    # Seconds after which the server asks a client to open a new connection (HTTP/2 GOAWAY;
-    # gRPC adds +-10% jitter), so that long-lived clients rebalance onto replicas started
-    # since they connected; 0 = never. Calls in progress on the old connection get
-    # `connection_age_grace_s` more to finish.
-    max_connection_age_s: float = 300.0
-    # PEM server certificate chain and private key: serve TLS instead of plaintext.
-    tls_cert: Path | None = None
-    tls_key: Path | None = None
-    # PEM CA bundle: require client certificates signed by it (mutual TLS).
-    tls_client_ca: Path | None = None
-    # A calibration profile (tilesolve-cli calibrate): its device's answers use the fitted
-    # constants (server/profile.py); other devices are answered as without it.
-    profile: Path | None = None
-    # Share the port with other processes that set it too (SO_REUSEPORT): the workers of
-    # `tilesolve-server --processes N` (server/supervisor.py), whose supervisor has checked
-    # and reserved the address.
-    reuse_port: bool = False
-
-    @property
-    def connection_age_grace_s(self) -> float:
-        """Seconds a call may still run on a connection past its age: the longest a call
-        that sets no deadline may take, or a batch."""
-        return max(self.default_deadline_s, self.batch_budget_s)
-
-    @property
-    def solvers(self) -> int:
-        return self.workers or available_cpus()
-
-    def limits(self) -> ServiceLimits:
-        return ServiceLimits(
-            max_concurrent_rpcs=self.max_concurrent_rpcs,
-            max_batch_size=self.max_batch_size,
-            max_response_bytes=self.max_response_bytes,
-            default_deadline_s=self.default_deadline_s,
-            batch_budget_s=self.batch_budget_s,
-            cache_bytes=self.cache_bytes,
-        )
-
-    def check(self) -> None:
-        """ValueError naming the setting that is out of range."""
-        positive = {
-            "max_concurrent_rpcs": self.max_concurrent_rpcs,
-            "max_batch_size": self.max_batch_size,
-            "max_request_bytes": self.max_request_bytes,
-            "max_response_bytes": self.max_response_bytes,
-            "default_deadline_s": self.default_deadline_s,
-            "batch_budget_s": self.batch_budget_s,
-        }
-        for name, value in positive.items():
-            if not value > 0:
-                raise ValueError(f"{name} must be > 0; got {value}")
-        if self.workers < 0 or self.cache_bytes < 0:
-            raise ValueError("workers and cache_bytes must be >= 0")
-        if self.drain_delay_s < 0 or self.grace_s < 0:
-            raise ValueError("drain_delay_s and grace_s must be >= 0")
-        if not self.max_connection_age_s >= 0:
-            raise ValueError(f"max_connection_age_s must be >= 0; got {self.max_connection_age_s}")
-        if self.solve_in not in ("processes", "threads"):
-            raise ValueError(f"solve_in must be 'processes' or 'threads'; got {self.solve_in!r}")
-        if self.max_batch_size * RESERVED_ITEM_BYTES > self.max_response_bytes:
-            raise ValueError(
-                f"max_response_bytes ({self.max_response_bytes}) must leave "
-                f"{RESERVED_ITEM_BYTES} bytes for each of max_batch_size "
-                f"({self.max_batch_size}) requests"
-            )
-
-    @property
-    def address(self) -> str:
-        return f"{_host(self.host)}:{self.port}"
-
-
-def _host(host: str) -> str:
-    """An IPv6 literal in brackets, as gRPC addresses and URLs write it."""
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
-
-
-def _why_not_bindable(host: str, port: int) -> str | None:
+def why_not_bindable(host: str, port: int) -> str | None:
     """Why no TCP socket can be bound to (host, port), in the operating system's words, or
     None if one can. As for gRPC, the address is usable if any address `host` resolves to is."""
     try:
@@ -262,7 +120,7 @@ class TileSolveServer:
 
     def __init__(self, config: ServerConfig, credentials: grpc.ServerCredentials | None) -> None:
         self.config = config
-        self.port = 0
+        self.port = 0  # the port bound (config.port, or the free one port 0 found)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="tilesolve-server", daemon=True
@@ -311,7 +169,7 @@ class TileSolveServer:
                 *self._connection_age_options(),
             ],
         )
-        self.servicer = TileSolveServicer(self.solvers, config.limits(), self._key_salt)
+        self.servicer = TileSolveServicer(self.solvers, config, self._key_salt)
         self.server.add_generic_rpc_handlers((_service_handler(self.servicer),))
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
@@ -324,10 +182,10 @@ class TileSolveServer:
             else:
                 port = self.server.add_secure_port(config.address, credentials)
         except RuntimeError as exc:
-            why = _why_not_bindable(config.host, config.port) or str(exc)
+            why = why_not_bindable(config.host, config.port) or str(exc)
             raise OSError(f"cannot listen on {config.address}: {why}") from None
         if not port:
-            why = _why_not_bindable(config.host, config.port) or "gRPC could not bind it"
+            why = why_not_bindable(config.host, config.port) or "gRPC could not bind it"
             raise OSError(f"cannot listen on {config.address}: {why}")
         for name in ("", SERVICE_NAME):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -386,9 +244,6 @@ class TileSolveServer:
         ).start()
         return self._stopped
 
-    def wait_for_termination(self, timeout: float | None = None) -> bool:
-        return self._stopped.wait(timeout)
-
     def _end_loop(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
@@ -397,10 +252,10 @@ class TileSolveServer:
         self._stopped.set()
 
 
-def create_server(config: ServerConfig) -> tuple[TileSolveServer, int, TileSolveServer]:
-    """A bound, unstarted server with the tilesolve service, health and reflection, the port
-    it bound, and the server again (it owns the health status: SERVING once the catalog has
-    loaded, NOT_SERVING from the start of a drain)."""
+def create_server(config: ServerConfig) -> TileSolveServer:
+    """A bound, unstarted server with the tilesolve service, health and reflection; the port
+    it bound is its `port` (the one asked for, or a free one for port 0). Its health status
+    is SERVING once the catalog has loaded, NOT_SERVING from the start of a drain."""
     import tilesolve.solver.ip_model  # noqa: F401  (ortools: the first Solve should not pay)
 
     config.check()
@@ -409,11 +264,10 @@ def create_server(config: ServerConfig) -> tuple[TileSolveServer, int, TileSolve
     # Asked first, so a busy port is one clear line (gRPC only says "failed to bind" and logs).
     # (A supervisor's worker binds beside the supervisor's reserving socket: checked there.)
     checked = config.port and not config.reuse_port
-    why = _why_not_bindable(config.host, config.port) if checked else None
+    why = why_not_bindable(config.host, config.port) if checked else None
     if why is not None:
         raise OSError(f"cannot listen on {config.address}: {why}")
-    server = TileSolveServer(config, credentials)
-    return server, server.port, server
+    return TileSolveServer(config, credentials)
 
 
 def serve(config: ServerConfig) -> int:
@@ -427,13 +281,13 @@ def serve(config: ServerConfig) -> int:
     stop_signals = {signal.SIGTERM, signal.SIGINT}
     previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
     try:
-        server, port, _ = create_server(config)
+        server = create_server(config)
         # Everything loaded so far (ortools, the catalog, the stubs) lives as long as the
         # process: out of the collector's sight, a full collection no longer walks it.
         gc.freeze()
         server.start()
         print(
-            f"tilesolve-server listening on {_host(config.host)}:{port}",
+            f"tilesolve-server listening on {bracketed(config.host)}:{server.port}",
             file=sys.stderr,
             flush=True,
         )

@@ -6,8 +6,9 @@ with what cannot change a proven answer taken out: unknown fields (a client's pa
 enters a key or the cache), the time limit, and the spelling of a catalog name (`a100` and
 `A100-SXM4-80GB` are the same device); the model and catalog versions are part of it. Only
 proven answers (optimal or infeasible) are stored: they do not depend on the time limit, so a
-repeat with any limit may be answered from here. A value is the serialized SolveResponse with
-`cache_hit` set and no time limit; the request's own limit is written back on the way out.
+repeat with any limit may be answered from here. A value is the serialized SolveResponse as it
+was first sent, the very bytes; a hit sends it followed by the encoding of `cache_hit` and the
+repeat's own time limit, which a parser merges into it (`wire.cache_hit_response`).
 """
 
 from __future__ import annotations

@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 import grpc
-from google.protobuf import any_pb2
-from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
+from tilesolve import wire
 from tilesolve.solver import AttentionProblem, FieldViolation, SolveOptions
 from tilesolve.solver.errors import (
     DeadlineExceededError,
@@ -115,32 +114,13 @@ def bounded(failure: Failure) -> Failure:
     )
 
 
-def _bad_request(violations: tuple[FieldViolation, ...]) -> any_pb2.Any:
-    detail = any_pb2.Any()
-    detail.Pack(
-        error_details_pb2.BadRequest(
-            field_violations=[
-                error_details_pb2.BadRequest.FieldViolation(
-                    field=v.field, description=v.description
-                )
-                for v in violations
-            ]
-        )
-    )
-    return detail
-
-
 async def abort(context: grpc.aio.ServicerContext, failure: Failure) -> NoReturn:
     """End the call with `failure` (cut to size); field violations travel as a
     google.rpc.BadRequest in the `grpc-status-details-bin` trailer."""
     failure = bounded(failure)
     if failure.violations:
         status = rpc_status.to_status(
-            status_pb2.Status(
-                code=getattr(code_pb2, failure.code.name),
-                message=failure.message,
-                details=[_bad_request(failure.violations)],
-            )
+            wire.status_to_proto(failure.code_number, failure.message, failure.violations)
         )
         await context.abort(status.code, status.details, status.trailing_metadata)
     else:

@@ -18,10 +18,8 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .app import ServerConfig
+from .config import MIB, ServerConfig, available_cpus
 
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 EXIT_CANNOT_LISTEN = 1
@@ -77,7 +75,6 @@ def _pem_file(text: str) -> Path:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .app import MIB, ServerConfig, available_cpus
     from .supervisor import MAX_PROCESSES
 
     d = ServerConfig()
@@ -219,8 +216,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> ServerConfig:
     """The ServerConfig of parsed options; inconsistent options exit 2 via the parser."""
-    from .app import MIB, ServerConfig
-
     if (args.tls_cert is None) != (args.tls_key is None):
         parser.error("--tls-cert and --tls-key go together")
     if args.tls_client_ca is not None and args.tls_cert is None:

@@ -3,10 +3,13 @@
 Every method is a coroutine on the server's event loop and a thin adapter over
 `tilesolve.solver` through the `tilesolve.wire` codec. What runs on the loop is cheap (a cache
 hit, the catalog, the memory and occupancy models: tens to hundreds of microseconds); a cold
-solve is handed to a solver pool (`solving.py`) and awaited, so health checks and cache hits
-never wait behind one.
+solve is decoded and validated here, once, and its typed request handed to a solver pool
+(`solving.py`) and awaited, so health checks and cache hits never wait behind one, and a
+request that is out of range is refused before it queues. The pool encodes the answer once;
+the cache keeps those bytes, and a hit sends them again with `cache_hit` and the request's
+time limit appended (`wire.cache_hit_response`).
 
-The bounds, each with the status and a message naming it:
+The bounds (`ServerConfig`, `config.py`), each with the status and a message naming it:
 
 - calls in progress at once, beyond `max_concurrent_rpcs`: RESOURCE_EXHAUSTED (health checks
   and reflection are not counted);
@@ -32,63 +35,39 @@ import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError, Message
-from pydantic import TypeAdapter, ValidationError
 
 from tilesolve import wire
 from tilesolve.solver import (
     CATALOG_VERSION,
     MODEL_VERSION,
     AttentionProblem,
-    CudaDevice,
     FieldViolation,
     HardwareSpec,
     InvalidRequestError,
-    SolveOptions,
     UnknownHardwareError,
     estimate_memory,
     get_hardware,
     load_catalog,
     occupancy,
 )
+from tilesolve.solver.occupancy import occupancy_device
 from tilesolve.solver.portfolio import solve_portfolio
 from tilesolve.v1 import tilesolve_pb2 as pb
 
 from .cache import LruCache, discard_unknown_fields, request_key
+from .config import RESERVED_ITEM_BYTES, ServerConfig
 from .errors import Failure, RequestFailed, abort, bounded, failure_from
 from .limits import request_violations
 from .solving import Solvers
 
 logger = logging.getLogger("tilesolve.server")
 
-# Occupancy request bounds beyond the device's own limits.
-MAX_ISA_REGS = 255  # registers one thread can address
-MAX_SMEM_BYTES = 1 << 24  # 16 MiB: beyond any shared memory a block can have
 # Time kept back from a SolveBatch's deadline to encode and send what it has.
 BATCH_REPLY_MARGIN_S = 0.2
-# Room kept in a SolveBatch response for each request not answered yet (its item, should it
-# have to say "not solved"): the cut messages below take about 200 bytes.
-RESERVED_ITEM_BYTES = 256
-
-_DEFAULT_TIME_LIMIT_S: float = SolveOptions.model_fields["time_limit_s"].default
-_TIME_LIMIT = TypeAdapter(Annotated[float, SolveOptions.model_fields["time_limit_s"]])
-
-
-@dataclass(frozen=True)
-class ServiceLimits:
-    """The bounds the servicer enforces (ServerConfig carries them from the command line)."""
-
-    max_concurrent_rpcs: int = 256
-    max_batch_size: int = 1000
-    max_response_bytes: int = 4 * 1024 * 1024
-    default_deadline_s: float = 60.0
-    batch_budget_s: float = 30.0
-    cache_bytes: int = 64 * 1024 * 1024
-
 
 _DRAINED = "the drain's grace period ended"  # the message of the drain's cancellations
 
@@ -152,19 +131,6 @@ def rpc(request_type: type[Message]) -> Callable[[Method], Callable[..., Awaitab
     return decorate
 
 
-def _summary(spec: HardwareSpec) -> pb.HardwareSummary:
-    return pb.HardwareSummary(
-        name=spec.name,
-        display_name=spec.display_name,
-        vendor=spec.vendor,
-        arch=spec.arch,
-        compute_capability=spec.sm.compute_capability if isinstance(spec, CudaDevice) else "",
-        compute_units=spec.compute_units,
-        default_kernel=spec.default_kernel,
-        aliases=list(spec.aliases),
-    )
-
-
 def _memory_request_paths(exc: InvalidRequestError) -> InvalidRequestError:
     """The memory model names bare fields: problem fields live under `problem.`, the tile and
     the kernel at the top of an EstimateMemoryRequest (not under `options.` as in Solve)."""
@@ -179,12 +145,6 @@ def _memory_request_paths(exc: InvalidRequestError) -> InvalidRequestError:
     )
 
 
-def _bounded(field: str, value: int, lo: int, hi: int, what: str) -> list[FieldViolation]:
-    if lo <= value <= hi:
-        return []
-    return [FieldViolation(field, f"must be an integer from {lo} to {hi}{what}; got {value}")]
-
-
 def _checked(message: Message) -> None:
     """INVALID_ARGUMENT for a request whose strings, lists or maps are over their sizes."""
     violations = request_violations(message)
@@ -192,76 +152,34 @@ def _checked(message: Message) -> None:
         raise InvalidRequestError(violations)
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _embedded(field_number: int, payload: bytes) -> bytes:
-    """`payload` as a length-delimited field: a SolveResponse inside a SolveBatchItem, an
-    item inside a SolveBatchResponse, without decoding what is already encoded."""
-    return _varint(field_number << 3 | 2) + _varint(len(payload)) + payload
-
-
-_ITEM_RESPONSE = pb.SolveBatchItem.DESCRIPTOR.fields_by_name["response"].number
-_BATCH_ITEMS = pb.SolveBatchResponse.DESCRIPTOR.fields_by_name["items"].number
-
-
 def _failed_item(failure: Failure) -> bytes:
     failure = bounded(failure)
-    return pb.SolveBatchItem(
-        code=failure.code_number,
-        message=failure.message,
-        field_violations=[
-            pb.FieldViolation(field=v.field, description=v.description) for v in failure.violations
-        ],
-    ).SerializeToString()
-
-
-def _with_time_limit(cached: bytes, request: pb.SolveRequest) -> bytes | None:
-    """A cached answer with this request's time limit in its echo, or None if that limit is
-    invalid (the solver's schema then says so, as for any request)."""
-    limit = _DEFAULT_TIME_LIMIT_S
-    if request.options.HasField("time_limit_s"):
-        limit = request.options.time_limit_s
-        try:
-            _TIME_LIMIT.validate_python(limit)
-        except ValidationError:
-            return None
-    response = pb.SolveResponse.FromString(cached)
-    response.options.time_limit_s = limit
-    return response.SerializeToString()
+    return wire.failed_item(
+        wire.FailedItem(failure.code_number, failure.message, failure.violations)
+    )
 
 
 class TileSolveServicer:
     """Answers `tilesolve.v1.TileSolveService`: cheap calls on the loop, solves in `solvers`."""
 
-    def __init__(
-        self, solvers: Solvers, limits: ServiceLimits | None = None, key_salt: bytes = b""
-    ) -> None:
-        self.limits = limits or ServiceLimits()
+    def __init__(self, solvers: Solvers, config: ServerConfig, key_salt: bytes = b"") -> None:
+        self.config = config  # its limits are the servicer's bounds
         self.solvers = solvers
         # A calibration profile's model version: every cache key holds it (cache.request_key).
         self.key_salt = key_salt
         # Serialized, proven SolveResponses by canonical request (see cache.py).
-        self.cache = LruCache(self.limits.cache_bytes)
+        self.cache = LruCache(self.config.cache_bytes)
         self.in_flight = 0
         self._calls: set[asyncio.Task[Any]] = set()
         self._closing = False
         catalog = load_catalog()
-        self._hardware_list = pb.ListHardwareResponse(
-            hardware=[_summary(catalog[name]) for name in sorted(catalog)],
+        listing = wire.HardwareCatalog(
+            hardware=tuple(wire.HardwareSummary.of(catalog[name]) for name in sorted(catalog)),
             catalog_version=CATALOG_VERSION,
             model_version=MODEL_VERSION,
-            max_batch_size=self.limits.max_batch_size,
-        ).SerializeToString()
+            max_batch_size=self.config.max_batch_size,
+        )
+        self._hardware_list = wire.catalog_to_proto(listing).SerializeToString()
 
     # ---- bounds and the drain ------------------------------------------------------------
 
@@ -275,7 +193,7 @@ class TileSolveServicer:
     ) -> tuple[Any, str]:
         if self._closing:
             raise _Aborted(self._shutting_down())
-        cap = self.limits.max_concurrent_rpcs
+        cap = self.config.max_concurrent_rpcs
         if self.in_flight >= cap:
             raise _Aborted(
                 Failure(
@@ -346,11 +264,11 @@ class TileSolveServicer:
         """The call's deadline on time.monotonic(), and whether it is the server's default."""
         remaining = context.time_remaining()
         if remaining is None:
-            return time.monotonic() + self.limits.default_deadline_s, True
+            return time.monotonic() + self.config.default_deadline_s, True
         return time.monotonic() + max(float(remaining), 0.0), False
 
     def _default_deadline_passed(self) -> RequestFailed:
-        seconds = self.limits.default_deadline_s
+        seconds = self.config.default_deadline_s
         return RequestFailed(
             Failure(
                 grpc.StatusCode.DEADLINE_EXCEEDED,
@@ -368,20 +286,21 @@ class TileSolveServicer:
         key = request_key(request, self.key_salt)
         cached = self.cache.get(key)
         if cached is not None:
-            answer = _with_time_limit(cached, request)
-            if answer is not None:
-                return answer, True
-        # Decoded here too (microseconds): a value out of range is refused at once, not after
-        # waiting for a solver behind the cold solves queued before it.
+            # The rest of the request is the entry's (the key); only its time limit is new.
+            limit = wire.time_limit_from_proto(request.options)
+            if limit is not None:
+                return wire.cache_hit_response(cached, limit), True
+        # Decoded once, here (microseconds): a value out of range is refused at once, not
+        # after waiting for a solver behind the cold solves queued before it.
         try:
-            wire.solve_request_from_proto(request)
+            call = wire.solve_request_from_proto(request)
         except Exception as exc:
             raise RequestFailed(failure_from(exc, "Solve")) from None
-        outcome = await self.solvers.run(request.SerializeToString(), deadline)
+        outcome = await self.solvers.run(call, deadline)
         if outcome.failure is not None:
             raise RequestFailed(outcome.failure)
-        if outcome.cached is not None:
-            self.cache.put(key, outcome.cached)
+        if outcome.proven:
+            self.cache.put(key, outcome.response)
         return outcome.response, False
 
     @rpc(pb.SolveRequest)
@@ -396,12 +315,12 @@ class TileSolveServicer:
                 response, hit = await self._solve_one(request, deadline)
         except TimeoutError:
             raise self._default_deadline_passed() from None
-        if len(response) > self.limits.max_response_bytes:
+        if len(response) > self.config.max_response_bytes:
             raise RequestFailed(
                 Failure(
                     grpc.StatusCode.RESOURCE_EXHAUSTED,
                     f"the answer takes {len(response)} bytes, above the server's limit of "
-                    f"{self.limits.max_response_bytes} bytes per response "
+                    f"{self.config.max_response_bytes} bytes per response "
                     "(max_response_bytes); ask for fewer candidates (options.top_k)",
                 )
             )
@@ -412,27 +331,27 @@ class TileSolveServicer:
         self, request: pb.SolveBatchRequest, context: grpc.aio.ServicerContext
     ) -> tuple[bytes, str]:
         count = len(request.requests)
-        limits = self.limits
-        if count > limits.max_batch_size:
+        config = self.config
+        if count > config.max_batch_size:
             raise RequestFailed(
                 Failure(
                     grpc.StatusCode.RESOURCE_EXHAUSTED,
-                    f"at most {limits.max_batch_size} requests per SolveBatch (the server's "
+                    f"at most {config.max_batch_size} requests per SolveBatch (the server's "
                     f"max_batch_size); got {count}",
                 )
             )
         deadline, by_default = self._deadline(context)
-        budget = time.monotonic() + limits.batch_budget_s
+        budget = time.monotonic() + config.batch_budget_s
         end = min(budget, deadline if by_default else deadline - BATCH_REPLY_MARGIN_S)
         out_of_time = Failure(
             grpc.StatusCode.DEADLINE_EXCEEDED,
             f"not solved: the SolveBatch ran out of time (its deadline, or the server's "
-            f"{limits.batch_budget_s:g} s per batch: batch_budget_s); send it again",
+            f"{config.batch_budget_s:g} s per batch: batch_budget_s); send it again",
         )
         out_of_room = Failure(
             grpc.StatusCode.RESOURCE_EXHAUSTED,
             f"not solved: the answers before it fill the response limit of "
-            f"{limits.max_response_bytes} bytes (max_response_bytes); send it in another "
+            f"{config.max_response_bytes} bytes (max_response_bytes); send it in another "
             "SolveBatch",
         )
         parts: list[bytes] = []
@@ -455,12 +374,12 @@ class TileSolveServicer:
                     item = _failed_item(failure_from(exc, "SolveBatch"))
                 else:
                     hits += hit
-                    item = _embedded(_ITEM_RESPONSE, response)
-                framed = len(_embedded(_BATCH_ITEMS, item))
-                if used + framed + left_after * RESERVED_ITEM_BYTES > limits.max_response_bytes:
+                    item = wire.answered_item(response)
+                framed = len(wire.batch_entry(item))
+                if used + framed + left_after * RESERVED_ITEM_BYTES > config.max_response_bytes:
                     cut = out_of_room
                     item = _failed_item(cut)
-            part = _embedded(_BATCH_ITEMS, item)
+            part = wire.batch_entry(item)
             used += len(part)
             parts.append(part)
         return b"".join(parts), f"{hits}/{count}"
@@ -538,51 +457,11 @@ class TileSolveServicer:
     ) -> tuple[pb.OccupancyResponse, str]:
         _checked(request)
         hardware = wire.hardware_from_proto(request.hardware)
-        spec = hardware if isinstance(hardware, HardwareSpec) else get_hardware(hardware)
-        if not isinstance(spec, CudaDevice):
-            cuda = ", ".join(n for n, s in load_catalog().items() if s.arch == "cuda")
-            raise InvalidRequestError(
-                [
-                    FieldViolation(
-                        "hardware",
-                        f"{spec.name} is an {spec.arch} device; occupancy (resident blocks per "
-                        f"SM) is a CUDA notion; allowed: a CUDA device such as {cuda}",
-                    )
-                ]
-            )
-        sm = spec.sm
-        carveout = request.carveout_percent if request.HasField("carveout_percent") else -1
-        violations = [
-            *_bounded(
-                "threads",
-                request.threads,
-                1,
-                sm.max_threads_per_block,
-                f" (the most threads per block on {spec.name})",
-            ),
-            *_bounded(
-                "regs",
-                request.regs,
-                0,
-                min(sm.max_regs_per_thread, MAX_ISA_REGS),
-                " (registers per thread)",
-            ),
-            *_bounded(
-                "smem_bytes",
-                request.smem_bytes,
-                0,
-                MAX_SMEM_BYTES,
-                " (bytes of dynamic shared memory per block)",
-            ),
-            *_bounded(
-                "carveout_percent",
-                carveout,
-                -1,
-                100,
-                " (percent of the SM's shared memory; absent or -1: the largest)",
-            ),
-        ]
-        if violations:
-            raise InvalidRequestError(violations)
-        result = occupancy(sm, request.threads, request.regs, request.smem_bytes, carveout)
+        spec = occupancy_device(
+            hardware if isinstance(hardware, HardwareSpec) else get_hardware(hardware)
+        )
+        query = wire.occupancy_query_from_proto(request, spec)
+        result = occupancy(
+            spec.sm, query.threads, query.regs, query.smem_bytes, query.carveout_percent
+        )
         return wire.occupancy_to_proto(result), "-"

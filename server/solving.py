@@ -1,7 +1,9 @@
 """Where cold solves run, away from the event loop that answers everything else.
 
-`solve_job` turns one serialized SolveRequest into an `Outcome`: the serialized answer (and,
-when it is proven, the form the cache keeps) or a `Failure`. It runs in one of two pools:
+`solve_job` turns one SolveRequest, decoded and validated on the event loop (a
+`wire.SolveCall`: pydantic models, pickled to a solver process as they are), into an
+`Outcome`: the answer, serialized once (and whether it is proven, so that the cache may keep
+those bytes), or a `Failure`. It runs in one of two pools:
 
 - `ProcessSolvers` (`tilesolve-server`'s default): `workers` solver processes forked from a
   multiprocessing forkserver that has imported the solver once, each reniced by
@@ -13,7 +15,8 @@ when it is proven, the form the cache keeps) or a `Failure`. It runs in one of t
   that dies.
 - `ThreadSolvers` (`ServerConfig`'s default, for servers made inside a Python process such as
   the tests): `workers` threads of this process, solving with whatever kernel families the
-  process has registered; cancellation is the same `Cancellation`, there is nothing to kill.
+  process has registered; the request is handed over as it is; cancellation is the same
+  `Cancellation`, there is nothing to kill.
 
 Both take jobs first come, first served: `run` waits for a free solver, so cold solves queue
 behind each other and nothing else does.
@@ -51,7 +54,6 @@ from tilesolve.solver import (
     solve,
 )
 from tilesolve.solver.cancel import Cancellation
-from tilesolve.v1 import tilesolve_pb2 as pb
 
 from .errors import Failure, RequestFailed, failure_from, with_request_paths
 from .profile import with_profile
@@ -72,8 +74,9 @@ class Outcome:
     """What one job produced: a serialized SolveResponse, or a failure."""
 
     response: bytes = b""
-    # The response as the cache keeps it (cache_hit set, no time limit), if it is proven.
-    cached: bytes | None = None
+    # Whether the answer is proven (optimal or infeasible: it does not depend on the time
+    # limit), so that the cache may keep `response` for a repeat of the request.
+    proven: bool = False
     failure: Failure | None = None
 
 
@@ -100,18 +103,17 @@ def time_limit(options: SolveOptions, deadline: float | None) -> float:
 
 
 def solve_job(
-    request: bytes,
+    call: wire.SolveCall,
     deadline: float | None,
     cancel: Cancellation,
     profile: CudaDevice | None = None,
 ) -> Outcome:
-    """Decode, solve and encode one SolveRequest (its unknown fields already dropped). With a
-    calibration profile, a request naming its device is solved on the calibrated device."""
+    """Solve one decoded SolveRequest and encode its answer. With a calibration profile, a
+    request naming its device is solved on the calibrated device."""
     try:
         if cancel.cancelled:
             return CANCELLED
-        message = pb.SolveRequest.FromString(request)
-        problem, hardware, options = wire.solve_request_from_proto(message)
+        problem, hardware, options = call
         hardware = with_profile(hardware, profile)
         limited = options.model_copy(update={"time_limit_s": time_limit(options, deadline)})
         try:
@@ -120,12 +122,8 @@ def solve_job(
             raise with_request_paths(exc) from None
         # The echo is the request as sent (defaults filled in), not the deadline-cut limit.
         response = wire.answer_to_proto(answer.model_copy(update={"options": options}))
-        raw = response.SerializeToString()
-        if answer.status is Status.FEASIBLE:  # unproven: it depends on the time limit
-            return Outcome(raw)
-        response.cache_hit = True
-        response.options.ClearField("time_limit_s")
-        return Outcome(raw, response.SerializeToString())
+        # FEASIBLE is unproven: another time limit might have found a better ranking.
+        return Outcome(response.SerializeToString(), proven=answer.status is not Status.FEASIBLE)
     except Exception as exc:  # every failure becomes a status; none escapes the job
         return Outcome(failure=failure_from(exc, "Solve"))
 
@@ -133,7 +131,7 @@ def solve_job(
 class Solvers(Protocol):
     """A pool that runs `solve_job`s; `run` is cancelled when the call is."""
 
-    async def run(self, request: bytes, deadline: float | None) -> Outcome: ...
+    async def run(self, call: wire.SolveCall, deadline: float | None) -> Outcome: ...
 
     async def close(self) -> None: ...
 
@@ -162,12 +160,12 @@ class ThreadSolvers:
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="tilesolve-solver")
         self._slots = asyncio.Semaphore(workers)
 
-    async def run(self, request: bytes, deadline: float | None) -> Outcome:
+    async def run(self, call: wire.SolveCall, deadline: float | None) -> Outcome:
         await self._slots.acquire()
         cancel = Cancellation()
         try:
             job = asyncio.get_running_loop().run_in_executor(
-                self._pool, solve_job, request, deadline, cancel, self._profile
+                self._pool, solve_job, call, deadline, cancel, self._profile
             )
         except BaseException:
             self._slots.release()
@@ -211,14 +209,14 @@ def _worker_main(
         logger.exception("solver warm-up failed")
     tokens: dict[int, Cancellation] = {}
     lock = threading.Lock()
-    work: queue.SimpleQueue[tuple[int, bytes, float | None]] = queue.SimpleQueue()
+    work: queue.SimpleQueue[tuple[int, wire.SolveCall, float | None]] = queue.SimpleQueue()
 
     def solving() -> None:
         while True:
-            job_id, request, deadline = work.get()
+            job_id, call, deadline = work.get()
             with lock:
                 cancel = tokens[job_id]
-            outcome = solve_job(request, deadline, cancel, profile)
+            outcome = solve_job(call, deadline, cancel, profile)
             try:
                 results.send(("done", job_id, outcome))
             except OSError:
@@ -239,10 +237,10 @@ def _worker_main(
         except (EOFError, OSError):
             os._exit(0)  # the server is gone (killed, or its end closed): stop at once
         if message[0] == "solve":
-            _, job_id, request, deadline = message
+            _, job_id, call, deadline = message
             with lock:
                 tokens[job_id] = Cancellation()
-            work.put((job_id, request, deadline))
+            work.put((job_id, call, deadline))
         elif message[0] == "cancel":
             with lock:
                 cancelled = tokens.get(message[1])
@@ -411,7 +409,7 @@ class ProcessSolvers:
             )
             worker.process.kill()
 
-    async def run(self, request: bytes, deadline: float | None) -> Outcome:
+    async def run(self, call: wire.SolveCall, deadline: float | None) -> Outcome:
         while True:
             worker = await self._idle.get()
             if not worker.dead:
@@ -420,7 +418,7 @@ class ProcessSolvers:
         future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
         worker.job = (job_id, future)
         # If it died between jobs, its reader reports that (failing this job) and replaces it.
-        self._send(worker, ("solve", job_id, request, deadline))
+        self._send(worker, ("solve", job_id, call, deadline))
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:

@@ -44,7 +44,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import IO
 
-from .app import MIB, ServerConfig, _host, _why_not_bindable, available_cpus
+from .app import why_not_bindable
+from .config import MIB, ServerConfig, available_cpus, bracketed
 
 logger = logging.getLogger("tilesolve.server.supervisor")
 
@@ -103,7 +104,7 @@ def worker_arguments(config: ServerConfig, log_level: str) -> list[str]:
 def reserve_address(config: ServerConfig) -> socket.socket:
     """A socket bound to the server's address with SO_REUSEPORT, not listening (so it takes
     no connections): the workers bind beside it. OSError names the address and why."""
-    why = _why_not_bindable(config.host, config.port) if config.port else None
+    why = why_not_bindable(config.host, config.port) if config.port else None
     if why is not None:
         raise OSError(f"cannot listen on {config.address}: {why}")
     try:
@@ -268,7 +269,7 @@ def supervise(config: ServerConfig, processes: int, log_level: str) -> int:
             supervisor.stop_all()
             return 1
         print(
-            f"tilesolve-server listening on {_host(config.host)}:{port} with {processes} "
+            f"tilesolve-server listening on {bracketed(config.host)}:{port} with {processes} "
             f"processes (each solving up to {worker_config.workers} at once)",
             file=sys.stderr,
             flush=True,

@@ -11,19 +11,33 @@ shared memory (`cudaFuncAttributeMaxDynamicSharedMemorySize`) when it needs more
 default 48 KiB, as FlashAttention kernels do.
 
 The core works on numpy arrays (one entry per candidate configuration) so that the whole
-search space is evaluated at once; `occupancy()` is the scalar form used by the CLI.
+search space is evaluated at once; `occupancy()` is the scalar form used by the CLI. What one
+asks for (`OccupancyQuery`: a launch, on a CUDA device: `occupancy_device`) is validated here,
+so the CLI and the Occupancy RPC state no bound of their own.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+)
 
-from .hardware import SmLimits
+from .errors import FieldViolation, InvalidRequestError
+from .hardware import CudaDevice, HardwareSpec, SmLimits, load_catalog
 from .space import ceil_div
+from .violations import violations_from_validation
 
 IntArray = npt.NDArray[np.int64]
 
@@ -225,4 +239,85 @@ def occupancy(
         regs_per_block=int(arrays.regs_per_block[0]),
         smem_per_block_bytes=int(arrays.smem_per_block_bytes[0]),
         smem_per_sm_config_bytes=int(arrays.smem_per_sm_config_bytes[0]),
+    )
+
+
+# ---- the query: one launch on one device, its bounds stated once ----------------------------
+
+MAX_ISA_REGS = 255  # registers one thread can address (the PTX ISA's limit)
+MAX_DYNAMIC_SMEM_BYTES = 1 << 24  # 16 MiB: beyond any shared memory a block can have
+
+
+class OccupancyQuery(BaseModel):
+    """One CUDA launch whose occupancy is asked for (`tilesolve-cli occupancy`, the Occupancy
+    RPC). Validate it with `on(spec, data)`: the device's own limits then bound the threads
+    and registers, and each message names the range on that device."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    threads: int = Field(ge=1, description="threads per block")
+    regs: int = Field(ge=0, le=MAX_ISA_REGS, description="registers per thread")
+    smem_bytes: int = Field(
+        ge=0,
+        le=MAX_DYNAMIC_SMEM_BYTES,
+        description="dynamic shared memory per block, bytes (the reserved part is added)",
+    )
+    carveout_percent: int = Field(
+        -1,
+        ge=-1,
+        le=100,
+        description="preferred shared-memory carveout, percent of the SM's; -1: the largest",
+    )
+
+    @field_validator("threads", "regs", mode="wrap")
+    @classmethod
+    def _within_the_device(
+        cls, value: object, handler: ValidatorFunctionWrapHandler, info: ValidationInfo
+    ) -> int:
+        """With a device in the validation context (`on`), its limit is the upper bound, and
+        a bad value of any kind is told the whole range on that device."""
+        spec = (info.context or {}).get("device")
+        if not isinstance(spec, CudaDevice) or info.field_name is None:
+            number: int = handler(value)
+            return number
+        lowest = next(m.ge for m in cls.model_fields[info.field_name].metadata if hasattr(m, "ge"))
+        if info.field_name == "threads":
+            highest = spec.sm.max_threads_per_block
+            what = f"the most threads per block on {spec.name}"
+        else:
+            highest = min(spec.sm.max_regs_per_thread, MAX_ISA_REGS)
+            what = "registers per thread"
+        try:
+            number = handler(value)
+        except ValidationError:
+            number = highest + 1
+        if not lowest <= number <= highest:
+            raise ValueError(f"must be an integer from {lowest} to {highest} ({what})")
+        return number
+
+    @classmethod
+    def on(cls, spec: CudaDevice, data: Mapping[str, object]) -> OccupancyQuery:
+        """`data` (the fields by name, as numbers or text) as a launch on `spec`; raises
+        InvalidRequestError naming every bad field and what is allowed."""
+        try:
+            return cls.model_validate(dict(data), context={"device": spec})
+        except ValidationError as exc:
+            raise InvalidRequestError(violations_from_validation(exc, cls)) from None
+
+
+def occupancy_device(spec: HardwareSpec, cuda_names: Sequence[str] | None = None) -> CudaDevice:
+    """`spec`, if occupancy applies to it (a CUDA device); otherwise InvalidRequestError on
+    `hardware`, naming the CUDA devices allowed (`cuda_names`: by default the catalog's)."""
+    if isinstance(spec, CudaDevice):
+        return spec
+    if cuda_names is None:
+        cuda_names = [name for name, s in load_catalog().items() if s.arch == "cuda"]
+    raise InvalidRequestError(
+        [
+            FieldViolation(
+                "hardware",
+                f"{spec.name} is an {spec.arch} device; occupancy (resident blocks per SM) is "
+                f"a CUDA notion; allowed: a CUDA device such as {', '.join(sorted(cuda_names))}",
+            )
+        ]
     )

@@ -70,10 +70,10 @@ class AttentionProblem(BaseModel):
     head_dim_v: int | None = Field(
         None, ge=1, le=MAX_HEAD_DIM, description="V/O head dimension; default = head_dim"
     )
-    dtype: DType = DType.FP16
-    causal: bool = False
+    dtype: DType = Field(DType.FP16, description="element type of Q, K and V")
+    causal: bool = Field(False, description="causal mask (bottom-right aligned)")
     dropout: float = Field(0.0, ge=0.0, lt=1.0, description="dropout probability (0 = none)")
-    phase: Phase = Phase.FORWARD
+    phase: Phase = Field(Phase.FORWARD, description="the pass to tile (decode: split-KV)")
 
     @model_validator(mode="after")
     def _kv_heads_divide_heads(self) -> AttentionProblem:
@@ -155,8 +155,10 @@ class SolveOptions(BaseModel):
         pattern=r"^[a-z][a-z0-9_-]{0,31}$",
         description="kernel family (a registered name); default from the hardware",
     )
-    top_k: int = Field(5, ge=1, le=100)
-    engine: Engine = Engine.CPSAT
+    top_k: int = Field(5, ge=1, le=100, description="configurations to rank")
+    engine: Engine = Field(
+        Engine.CPSAT, description="the ranking engine (exhaustive: the oracle, same model)"
+    )
     require_divisible: bool = Field(
         False, description="seq_len and seq_len_kv must be multiples of block_m / block_n"
     )

@@ -1,7 +1,8 @@
-"""Public contracts of DESIGN.md that several test modules check."""
+"""Public contracts that several test modules check."""
 
-# Hardware names DESIGN.md requires the catalog to have.
-DESIGN_HARDWARE_NAMES = (
+# Hardware names the catalog must have (README.md, "hardware list"; the project's design
+# brief requires at least these).
+REQUIRED_HARDWARE_NAMES = (
     "a100-40gb",
     "a100-80gb",
     "h100-sxm",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import grpc
@@ -18,8 +17,6 @@ import numpy as np
 import pytest
 
 from tilesolve import wire
-from tilesolve.client.cli import main
-from tilesolve.server.app import ServerConfig, create_server
 from tilesolve.solver import (
     AttentionProblem,
     Config,
@@ -36,23 +33,11 @@ from tilesolve.solver.validate import check_config
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
+from command_line import run
+
 ASCEND = ("ascend-910b", "ascend-910", "ascend-310p3")
 BUFFERS = ("l1", "l0a", "l0b", "l0c", "ub")
 KIB = 1024
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-@pytest.fixture(scope="module")
-def target() -> Iterator[str]:
-    server, port, _ = create_server(ServerConfig(host="127.0.0.1", port=0))
-    server.start()
-    yield f"127.0.0.1:{port}"
-    server.stop(0)
 
 
 def _family() -> Any:

@@ -18,7 +18,6 @@ import pytest
 
 from tilesolve import wire
 from tilesolve.client.cli import main
-from tilesolve.server.app import ServerConfig, create_server
 from tilesolve.solver import (
     AttentionProblem,
     Config,
@@ -39,6 +38,7 @@ from tilesolve.solver.validate import check_config
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
+from command_line import run as cli
 from toy_family import ToyFamily
 
 DATA = Path(__file__).parent / "data"
@@ -309,12 +309,6 @@ SHAPE = ["--hardware", "h100-sxm", "--head-dim", "128", "--seq-len", "4096", "--
 SHAPE += ["--heads", "16"]
 
 
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 @pytest.mark.parametrize("hardware", HARDWARE)
 @pytest.mark.parametrize("kernel", ["fa2", "triton"])
 def test_backward_json_from_the_cli(
@@ -412,17 +406,9 @@ def test_backward_for_a_family_without_one_names_those_with_one(
 # ---- gRPC ------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    running, port, _ = create_server(ServerConfig(host="127.0.0.1", port=0))
-    running.start()
-    yield f"127.0.0.1:{port}"
-    running.stop(0)
-
-
 @pytest.mark.parametrize("kernel", ["fa2", "triton"])
-def test_backward_over_grpc_matches_in_process(server: str, kernel: str) -> None:
-    with grpc.insecure_channel(server) as channel:
+def test_backward_over_grpc_matches_in_process(target: str, kernel: str) -> None:
+    with grpc.insecure_channel(target) as channel:
         stub = pb_grpc.TileSolveServiceStub(channel)
         shapes = [(d, causal) for d in (32, 64, 128, 256) for causal in (False, True)]
         for hardware in HARDWARE:
@@ -450,10 +436,10 @@ def test_backward_over_grpc_matches_in_process(server: str, kernel: str) -> None
 
 
 def test_phase_both_over_grpc_is_a_batch_of_two(
-    server: str, capsys: pytest.CaptureFixture[str]
+    target: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     local = json.loads(cli(capsys, "solve", *SHAPE, "--phase", "both", "--json")[1])
-    code, out, _ = cli(capsys, "solve", *SHAPE, "--phase", "both", "--json", "--server", server)
+    code, out, _ = cli(capsys, "solve", *SHAPE, "--phase", "both", "--json", "--server", target)
     remote = json.loads(out)
     assert code == 0
     for phase in ("forward", "backward"):
@@ -470,13 +456,13 @@ def test_phase_both_over_grpc_is_a_batch_of_two(
         "triton",
         "--dropout",
         "--server",
-        server,
+        target,
     )
     assert code == 2 and "backward pass" in err and "fa2" in err
     argv = ["solve", "--hardware", "a100", "--head-dim", "256", "--seq-len", "4096"]
-    code, _, _ = cli(capsys, *argv, "--phase", "both", "--max-smem", "70000", "--server", server)
+    code, _, _ = cli(capsys, *argv, "--phase", "both", "--max-smem", "70000", "--server", target)
     assert code == 1
-    with grpc.insecure_channel(server) as channel:
+    with grpc.insecure_channel(target) as channel:
         stub = pb_grpc.TileSolveServiceStub(channel)
         problem = training_shape(64)
         batch = pb.SolveBatchRequest(
@@ -541,13 +527,13 @@ def test_memory_backward_figures_by_hand() -> None:
     assert forward.dq_atomic_bytes is None and forward.saved_lse_bytes == e.saved_lse_bytes
 
 
-def test_memory_backward_cli_and_over_grpc(server: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_memory_backward_cli_and_over_grpc(target: str, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["memory", "--seq-len", "4096", "--tile", "128", "--head-dim", "128", "--causal"]
     code, out, _ = cli(capsys, *argv, "--phase", "backward", "--hardware", "a100")
     assert code == 0 and "dQ atomics" in out and "useful backward work" in out
     local = json.loads(cli(capsys, *argv, "--phase", "backward", "--json")[1])
     assert local["dq_atomic_bytes"] > 0 and local["problem"]["phase"] == "backward"
-    code, out, _ = cli(capsys, *argv, "--phase", "backward", "--json", "--server", server)
+    code, out, _ = cli(capsys, *argv, "--phase", "backward", "--json", "--server", target)
     assert code == 0 and json.loads(out) == local
     code, _, err = cli(
         capsys,

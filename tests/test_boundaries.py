@@ -1,5 +1,5 @@
 """The solver is pure: it imports nothing from the server, the client, the generated gRPC
-code, grpc or protobuf (DESIGN.md, "Dependency direction")."""
+code, grpc or protobuf (docs/architecture.md, the layers and their dependency direction)."""
 
 from __future__ import annotations
 

@@ -9,17 +9,13 @@ would prove nothing). No GPU is needed.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pytest
 
 from tilesolve import wire
-from tilesolve.client.cli import main
 from tilesolve.client.measurements import write_measurements
-from tilesolve.server.app import ServerConfig, create_server
 from tilesolve.server.cache import request_key
 from tilesolve.solver import AttentionProblem, CudaDevice, SolveOptions, cost, get_hardware, solve
 from tilesolve.solver.calibrate import (
@@ -36,6 +32,8 @@ from tilesolve.solver.model_constants import DEFAULT_MODEL_CONSTANTS, ModelConst
 from tilesolve.solver.solve import MODEL_VERSION, model_version
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
+
+from command_line import run
 
 ROOT = Path(__file__).resolve().parents[1]
 SYNTHETIC_CSV = ROOT / "benchmarks/data/synthetic_h200.csv"
@@ -69,12 +67,6 @@ def _tiles(shape: Shape) -> list[Tile]:
 @pytest.fixture(scope="module")
 def synthetic() -> list[Measurement]:
     return synthetic_measurements(SHAPES, _tiles, TRUTH, noise=0.02, seed=3)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 # ---- the record of constants -------------------------------------------------------------
@@ -360,12 +352,9 @@ def profile_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def stub(profile_file: Path) -> Iterator[pb_grpc.TileSolveServiceStub]:
-    server, bound, _ = create_server(ServerConfig(port=0, workers=2, profile=profile_file))
-    server.start()
-    with grpc.insecure_channel(f"127.0.0.1:{bound}") as channel:
-        yield pb_grpc.TileSolveServiceStub(channel)
-    server.stop(0)
+def server_settings(profile_file: Path) -> dict[str, Any]:
+    """The module's server (conftest's `server`, `stub`) answers with the profile."""
+    return {"workers": 2, "profile": profile_file}
 
 
 def test_server_profile_answers_its_device_calibrated(stub: pb_grpc.TileSolveServiceStub) -> None:

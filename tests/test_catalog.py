@@ -25,9 +25,9 @@ from tilesolve.solver.hardware import (
     parse_hardware,
 )
 
-from contracts import DESIGN_HARDWARE_NAMES
+from contracts import REQUIRED_HARDWARE_NAMES
 
-REQUIRED_NAMES = DESIGN_HARDWARE_NAMES
+REQUIRED_NAMES = REQUIRED_HARDWARE_NAMES
 
 CATALOG_NAMES = sorted(load_catalog())
 

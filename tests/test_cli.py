@@ -1,4 +1,4 @@
-"""`tilesolve-cli` against its contract (DESIGN.md, "CLI" and "Exit codes").
+"""`tilesolve-cli` against its contract (README.md, "CLI reference" and "Exit codes").
 
 Most tests call `main([...])` in-process and read stdout/stderr with capsys; a few run the
 installed console script in a subprocess to check what a shell sees (exit status, no traceback,
@@ -9,20 +9,28 @@ table is checked against the JSON, and CP-SAT against the exhaustive oracle.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
 
 from tilesolve.client.cli import main
+from tilesolve.solver import AttentionProblem, DType, Engine, Phase, SolveOptions
+from tilesolve.solver.occupancy import OccupancyQuery
+from tilesolve.solver.violations import allowed_range
 
-from contracts import DESIGN_HARDWARE_NAMES
+from command_line import run
+from contracts import REQUIRED_HARDWARE_NAMES
 
 QUICK_START = ["solve", "--hardware", "a100", "--head-dim", "128", "--seq-len", "4096"]
-DESIGN_HARDWARE = DESIGN_HARDWARE_NAMES
+DESIGN_HARDWARE = REQUIRED_HARDWARE_NAMES
 CANDIDATE_FIELDS = (
     "rank",
     "block_m",
@@ -47,12 +55,6 @@ ANSWER_FIELDS = (
     "model_version",
     "hardware",
 )
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
@@ -693,6 +695,87 @@ def test_commands_that_do_not_solve_leave_ortools_unimported(argv: list[str]) ->
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         f"    rc = cli.main({argv!r})\n"
         "print(rc, 'ortools' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.split() == ["0", "False"], result.stderr
+
+
+def _help_of(capsys: pytest.CaptureFixture[str], *command: str) -> dict[str, str]:
+    """Each option's help text in `command --help`, white space folded."""
+    assert main([*command, "--help"]) == 0
+    out = capsys.readouterr().out
+    found: dict[str, str] = {}
+    for block in re.split(r"\n(?=  -)", out):
+        head, _, rest = block.strip().partition(" ")
+        if head.startswith("--"):
+            found[head] = " ".join(rest.split())
+    return found
+
+
+@pytest.mark.parametrize(
+    ("command", "flag", "model", "field"),
+    [
+        ("solve", "--batch", AttentionProblem, "batch"),
+        ("solve", "--seq-len", AttentionProblem, "seq_len"),
+        ("solve", "--head-dim", AttentionProblem, "head_dim"),
+        ("solve", "--dropout", AttentionProblem, "dropout"),
+        ("solve", "--dtype", AttentionProblem, "dtype"),
+        ("solve", "--phase", AttentionProblem, "phase"),
+        ("solve", "--top-k", SolveOptions, "top_k"),
+        ("solve", "--engine", SolveOptions, "engine"),
+        ("solve", "--time-limit", SolveOptions, "time_limit_s"),
+        ("solve", "--max-smem", SolveOptions, "max_smem"),
+        ("memory", "--heads", AttentionProblem, "heads"),
+        ("simulate", "--head-dim-v", AttentionProblem, "head_dim_v"),
+        ("occupancy", "--regs", OccupancyQuery, "regs"),
+        ("occupancy", "--smem", OccupancyQuery, "smem_bytes"),
+    ],
+)
+def test_help_of_an_option_is_its_schema_fields(
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    flag: str,
+    model: type[BaseModel],
+    field: str,
+) -> None:
+    """The description, the range (as the violation messages state it) or the enum's values,
+    and the default, all read from the field (issue 20: none re-typed in the CLI)."""
+    text = _help_of(capsys, command)[flag]
+    info = model.model_fields[field]
+    assert info.description and info.description[:-1] in text
+    annotation = [a for a in get_args(info.annotation) if a is not type(None)] or [info.annotation]
+    kind = annotation[0]
+    if isinstance(kind, type) and issubclass(kind, Enum):
+        assert f"one of {', '.join(m.value for m in kind)}" in text
+        assert f"default {info.default.value}" in text
+    else:
+        range_text = allowed_range(model, field)
+        assert range_text is not None and range_text in text
+    if info.default not in (None, PydanticUndefined) and not isinstance(info.default, Enum):
+        assert f"default {info.default:g}" in text
+
+
+def test_enum_options_take_their_choices_from_the_schema(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["solve", "--hardware", "a100", "--head-dim", "64", "--seq-len", "128"]
+    for flag, values in (("--dtype", DType), ("--engine", Engine), ("--phase", Phase)):
+        code = main([*argv, flag, "nonsense"])
+        err = capsys.readouterr().err
+        assert code == 2 and f"argument {flag}: invalid choice: 'nonsense'" in err
+        assert all(repr(v.value) in err for v in values)
+
+
+def test_top_level_help_imports_no_solver() -> None:
+    """Help of a command reads the schemas; the parser and `--help` do not import them."""
+    code = (
+        "import sys, contextlib, io\n"
+        "import tilesolve.client.cli as cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    rc = cli.main(['--help'])\n"
+        "print(rc, 'tilesolve.solver' in sys.modules)\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True

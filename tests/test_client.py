@@ -1,7 +1,8 @@
 """The Python client and the remote CLI against a real tilesolve server.
 
-Each server is started in the test process on a free loopback port (`create_server` with port
-0), plaintext, TLS and mutual TLS, with certificates made here. Nothing is mocked: answers are
+Each server is started in the test process on a free loopback port (`loopback.serving`; the
+module's plaintext one is conftest's `server`), plaintext, TLS and mutual TLS, with
+certificates made here. Nothing is mocked: answers are
 compared with the in-process solver and the in-process CLI, which they must equal except for
 `solve_ms` (the server's own time).
 """
@@ -17,7 +18,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
-from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -25,7 +25,7 @@ import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from tilesolve import wire
-from tilesolve.client.cli import Violation, main, server_violations
+from tilesolve.client.cli import ErrorLine, server_violations
 from tilesolve.client.remote import (
     DEFAULT_BACKOFF_S,
     DEFAULT_MAX_BACKOFF_S,
@@ -40,7 +40,7 @@ from tilesolve.client.remote import (
     UnavailableError,
     service_config,
 )
-from tilesolve.server.app import ServerConfig, create_server
+from tilesolve.server.app import TileSolveServer
 from tilesolve.solver import (
     CATALOG_VERSION,
     AttentionProblem,
@@ -52,8 +52,11 @@ from tilesolve.solver import (
 )
 from tilesolve.v1 import tilesolve_pb2 as pb
 
-from contracts import DESIGN_HARDWARE_NAMES
-from harness import ServerProcess
+import loopback
+from command_line import run as cli
+from contracts import REQUIRED_HARDWARE_NAMES
+from harness import ServerProcess, free_port
+from loopback import address_of
 from pki import Pki, make_pki
 
 MAX_BATCH = 8
@@ -61,41 +64,16 @@ QUICK_START = ["solve", "--hardware", "a100", "--head-dim", "128", "--seq-len", 
 OCCUPANCY = ["occupancy", "--hardware", "a100", "--threads", "128", "--regs", "96"]
 
 
-@dataclass(frozen=True)
-class Running:
-    port: int
-    server: Any
-
-    @property
-    def target(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-
-def _start(**config: Any) -> Running:
-    settings = {"host": "127.0.0.1", "port": 0, "max_batch_size": MAX_BATCH} | config
-    server, port, _ = create_server(ServerConfig(**settings))
-    server.start()
-    return Running(port, server)
-
-
 @pytest.fixture(scope="module")
-def plain() -> Iterator[Running]:
-    running = _start()
-    yield running
-    running.server.stop(0)
+def server_settings() -> dict[str, Any]:
+    """The module's server (conftest's `server`, `target`) takes batches of MAX_BATCH."""
+    return {"max_batch_size": MAX_BATCH}
 
 
 @pytest.fixture
-def client(plain: Running) -> Iterator[TileSolveClient]:
-    with TileSolveClient(plain.target, timeout_s=20) as c:
+def client(target: str) -> Iterator[TileSolveClient]:
+    with TileSolveClient(target, timeout_s=20) as c:
         yield c
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _without_solve_ms(answer: SolveAnswer) -> dict[str, Any]:
@@ -178,7 +156,7 @@ def test_batch_over_the_limit_is_resource_exhausted(client: TileSolveClient) -> 
 def test_hardware_catalog(client: TileSolveClient) -> None:
     catalog = client.hardware_catalog()
     names = {h.name for h in catalog.hardware}
-    assert set(DESIGN_HARDWARE_NAMES) <= names
+    assert set(REQUIRED_HARDWARE_NAMES) <= names
     assert catalog.catalog_version == CATALOG_VERSION
     assert catalog.max_batch_size == MAX_BATCH
     assert {h.name for h in client.hardware()} == names
@@ -340,7 +318,7 @@ def test_the_retry_policy_is_a_grpc_service_config() -> None:
 
 
 def test_an_unreachable_server_is_waited_for_then_unavailable() -> None:
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     with TileSolveClient(f"127.0.0.1:{port}", ready_timeout_s=0.5, timeout_s=10) as c:
         started = time.monotonic()
         with pytest.raises(UnavailableError) as caught:
@@ -370,12 +348,12 @@ def test_errors_other_than_unavailable_are_not_retried(client: TileSolveClient) 
 
 
 def test_a_call_waits_for_a_server_that_comes_up_late() -> None:
-    port = _free_port()
-    box: dict[str, Running] = {}
+    port = free_port()
+    box: dict[str, TileSolveServer] = {}
 
     def start_later() -> None:
         time.sleep(1.0)
-        box["server"] = _start(port=port)
+        box["server"] = loopback.start(port=port)
 
     thread = threading.Thread(target=start_later)
     thread.start()
@@ -387,17 +365,17 @@ def test_a_call_waits_for_a_server_that_comes_up_late() -> None:
     finally:
         thread.join()
         if "server" in box:
-            box["server"].server.stop(0)
+            box["server"].stop(0)
 
 
 # ---- the asyncio client -------------------------------------------------------------------
 
 
-def test_async_client(plain: Running) -> None:
+def test_async_client(target: str) -> None:
     problem = AttentionProblem(seq_len=2048, head_dim=128, causal=True)
 
     async def ask() -> tuple[SolveAnswer, list[Any], Any, Any, TilesolveRpcError]:
-        async with AsyncTileSolveClient(plain.target, timeout_s=20) as c:
+        async with AsyncTileSolveClient(target, timeout_s=20) as c:
             answer = await c.solve(problem, "a100")
             batch = await c.solve_batch(
                 [
@@ -412,7 +390,7 @@ def test_async_client(plain: Running) -> None:
             except TilesolveRpcError as exc:
                 error = exc
             names = {h.name for h in await c.hardware()}
-            assert set(DESIGN_HARDWARE_NAMES) <= names
+            assert set(REQUIRED_HARDWARE_NAMES) <= names
             return answer, batch, spec, occ, error
 
     answer, batch, spec, occ, error = asyncio.run(ask())
@@ -425,7 +403,7 @@ def test_async_client(plain: Running) -> None:
 
 def test_async_client_waits_then_unavailable() -> None:
     async def ask() -> UnavailableError:
-        async with AsyncTileSolveClient(f"127.0.0.1:{_free_port()}", ready_timeout_s=0.3) as c:
+        async with AsyncTileSolveClient(f"127.0.0.1:{free_port()}", ready_timeout_s=0.3) as c:
             with pytest.raises(UnavailableError) as caught:
                 await c.hardware()
             return caught.value
@@ -514,14 +492,14 @@ def test_a_list_balances_round_robin_and_skips_a_replica_not_serving() -> None:
             replica.server.stop(0)
 
 
-def test_dns_target_reaches_every_address_of_the_name(plain: Running) -> None:
-    with TileSolveClient(f"dns:///localhost:{plain.port}", timeout_s=20) as c:
+def test_dns_target_reaches_every_address_of_the_name(server: TileSolveServer) -> None:
+    with TileSolveClient(f"dns:///localhost:{server.port}", timeout_s=20) as c:
         assert c.balanced and c.hardware_spec("t4").name == "t4"
         problem = AttentionProblem(seq_len=1024, head_dim=64)
         assert c.solve(problem, "a100").candidates == solve(problem, "a100").candidates
 
     async def ask() -> str:
-        async with AsyncTileSolveClient(f"dns:///localhost:{plain.port}") as c:
+        async with AsyncTileSolveClient(f"dns:///localhost:{server.port}") as c:
             return (await c.hardware_spec("t4")).name
 
     assert asyncio.run(ask()) == "t4"
@@ -537,70 +515,69 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 
 
 @pytest.fixture(scope="module")
-def tls_server(pki: Pki) -> Iterator[Running]:
-    running = _start(tls_cert=pki.server_cert, tls_key=pki.server_key)
-    yield running
-    running.server.stop(0)
+def tls_server(pki: Pki) -> Iterator[str]:
+    """The address of a TLS server."""
+    with loopback.serving(tls_cert=pki.server_cert, tls_key=pki.server_key) as running:
+        yield address_of(running)
 
 
 @pytest.fixture(scope="module")
-def mtls_server(pki: Pki) -> Iterator[Running]:
-    running = _start(tls_cert=pki.server_cert, tls_key=pki.server_key, tls_client_ca=pki.ca_file)
-    yield running
-    running.server.stop(0)
+def mtls_server(pki: Pki) -> Iterator[str]:
+    """The address of a server that requires client certificates (mutual TLS)."""
+    with loopback.serving(
+        tls_cert=pki.server_cert, tls_key=pki.server_key, tls_client_ca=pki.ca_file
+    ) as running:
+        yield address_of(running)
 
 
-def test_tls_with_the_root_ca(pki: Pki, tls_server: Running) -> None:
-    with TileSolveClient(tls_server.target, root_ca=pki.ca) as c:
+def test_tls_with_the_root_ca(pki: Pki, tls_server: str) -> None:
+    with TileSolveClient(tls_server, root_ca=pki.ca) as c:
         assert c.hardware_spec("a100").name == "a100-80gb"
-    localhost = f"localhost:{tls_server.port}"
+    localhost = "localhost:" + tls_server.rpartition(":")[2]
     with TileSolveClient(
         localhost, tls=True, root_ca=pki.ca, server_name_override="localhost"
     ) as c:
         assert c.occupancy("a100", 128, 96, 49152).blocks_per_sm == 3
 
 
-def test_tls_without_the_root_ca_fails(tls_server: Running) -> None:
+def test_tls_without_the_root_ca_fails(tls_server: str) -> None:
     with (
-        TileSolveClient(tls_server.target, tls=True, ready_timeout_s=1) as c,
+        TileSolveClient(tls_server, tls=True, ready_timeout_s=1) as c,
         pytest.raises(UnavailableError),
     ):
         c.hardware()
     with (
-        TileSolveClient(tls_server.target, ready_timeout_s=1) as c,  # plaintext to TLS
+        TileSolveClient(tls_server, ready_timeout_s=1) as c,  # plaintext to TLS
         pytest.raises(UnavailableError),
     ):
         c.hardware()
 
 
-def test_mutual_tls(pki: Pki, mtls_server: Running) -> None:
+def test_mutual_tls(pki: Pki, mtls_server: str) -> None:
     with TileSolveClient(
-        mtls_server.target, root_ca=pki.ca, client_cert=pki.client_cert, client_key=pki.client_key
+        mtls_server, root_ca=pki.ca, client_cert=pki.client_cert, client_key=pki.client_key
     ) as c:
         assert c.solve(AttentionProblem(seq_len=1024, head_dim=64), "a100").candidates
     with (
-        TileSolveClient(mtls_server.target, root_ca=pki.ca, retries=0) as c,  # no client cert
+        TileSolveClient(mtls_server, root_ca=pki.ca, retries=0) as c,  # no client cert
         pytest.raises(UnavailableError),
     ):
         c.hardware()
 
 
 def test_tls_over_a_list_checks_each_replica_against_the_first_entry(
-    pki: Pki, tls_server: Running
+    pki: Pki, tls_server: str
 ) -> None:
     """An ipv4: list has no name of its own: the first entry is the name every replica's
     certificate must hold (here 127.0.0.1, both servers' certificate)."""
-    second = _start(tls_cert=pki.server_cert, tls_key=pki.server_key)
-    try:
-        replicas = [tls_server.target, second.target]
+    with loopback.serving(tls_cert=pki.server_cert, tls_key=pki.server_key) as second:
+        replicas = [tls_server, address_of(second)]
         with TileSolveClient(replicas, root_ca=pki.ca, timeout_s=10) as c:
             assert [c.hardware_spec("a100").name for _ in range(4)] == ["a100-80gb"] * 4
         with TileSolveClient(
             replicas, root_ca=pki.ca, server_name_override="localhost", timeout_s=10
         ) as c:
             assert c.hardware_spec("a100").name == "a100-80gb"
-    finally:
-        second.server.stop(0)
 
 
 def test_client_cert_needs_its_key() -> None:
@@ -611,17 +588,11 @@ def test_client_cert_needs_its_key() -> None:
 # ---- the remote CLI -----------------------------------------------------------------------
 
 
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 def both(
-    capsys: pytest.CaptureFixture[str], server: Running, *argv: str
+    capsys: pytest.CaptureFixture[str], target: str, *argv: str
 ) -> tuple[tuple[int, str, str], tuple[int, str, str]]:
-    """(in-process, remote) results of one command line."""
-    return cli(capsys, *argv), cli(capsys, *argv, "--server", server.target)
+    """(in-process, remote: the server at `target`) results of one command line."""
+    return cli(capsys, *argv), cli(capsys, *argv, "--server", target)
 
 
 _SOLVE_MS = re.compile(r"\| \d+(\.\d+)? ms")
@@ -634,11 +605,9 @@ def _timeless(text: str) -> str:
     return _CACHED.sub("", _SOLVE_MS.sub("", text))
 
 
-def test_cli_solve_json_equals_in_process(
-    capsys: pytest.CaptureFixture[str], plain: Running
-) -> None:
+def test_cli_solve_json_equals_in_process(capsys: pytest.CaptureFixture[str], target: str) -> None:
     argv = [*QUICK_START, "--causal", "--heads", "8", "--top-k", "3", "--json"]
-    (code, out, _), (rcode, rout, rerr) = both(capsys, plain, *argv)
+    (code, out, _), (rcode, rout, rerr) = both(capsys, target, *argv)
     assert code == rcode == 0, rerr
     local, remote = json.loads(out), json.loads(rout)
     assert remote.pop("solve_ms") > 0
@@ -648,18 +617,16 @@ def test_cli_solve_json_equals_in_process(
     assert list(remote) == list(local)  # same document, same key order
 
 
-def test_cli_solve_table_equals_in_process(
-    capsys: pytest.CaptureFixture[str], plain: Running
-) -> None:
-    (code, out, _), (rcode, rout, rerr) = both(capsys, plain, *QUICK_START)
+def test_cli_solve_table_equals_in_process(capsys: pytest.CaptureFixture[str], target: str) -> None:
+    (code, out, _), (rcode, rout, rerr) = both(capsys, target, *QUICK_START)
     assert code == rcode == 0, rerr
     assert _SOLVE_MS.search(rout.splitlines()[0]) or _CACHED.search(rout.splitlines()[0])
     assert _timeless(rout) == _SOLVE_MS.sub("", out)
 
 
-def test_cli_cached_answer_says_so(capsys: pytest.CaptureFixture[str], plain: Running) -> None:
+def test_cli_cached_answer_says_so(capsys: pytest.CaptureFixture[str], target: str) -> None:
     """Solved twice: the second answer comes from the server's cache, and says so."""
-    argv = [*QUICK_START, "--seq-len", "2999", "--heads", "3", "--server", plain.target]
+    argv = [*QUICK_START, "--seq-len", "2999", "--heads", "3", "--server", target]
     code, out, err = cli(capsys, *argv, "--json")
     assert code == 0, err
     first = json.loads(out)
@@ -680,10 +647,8 @@ def test_cli_cached_answer_says_so(capsys: pytest.CaptureFixture[str], plain: Ru
     assert "cached" not in out.splitlines()[0] and _SOLVE_MS.search(out.splitlines()[0])
 
 
-def test_cli_infeasible_exits_1_remotely(
-    capsys: pytest.CaptureFixture[str], plain: Running
-) -> None:
-    (code, out, _), (rcode, rout, _) = both(capsys, plain, *QUICK_START, "--max-smem", "4096")
+def test_cli_infeasible_exits_1_remotely(capsys: pytest.CaptureFixture[str], target: str) -> None:
+    (code, out, _), (rcode, rout, _) = both(capsys, target, *QUICK_START, "--max-smem", "4096")
     assert code == rcode == 1
     assert _timeless(rout) == _SOLVE_MS.sub("", out)
     assert "nearest relaxation" in rout
@@ -701,19 +666,19 @@ def test_cli_infeasible_exits_1_remotely(
     ],
 )
 def test_cli_other_commands_identical_remotely(
-    capsys: pytest.CaptureFixture[str], plain: Running, argv: list[str]
+    capsys: pytest.CaptureFixture[str], target: str, argv: list[str]
 ) -> None:
-    local, remote = both(capsys, plain, *argv)
+    local, remote = both(capsys, target, *argv)
     assert local[0] == 0, local[2]
     assert remote == local
 
 
 def test_cli_occupancy_that_cannot_fit_exits_1_remotely(
-    capsys: pytest.CaptureFixture[str], plain: Running
+    capsys: pytest.CaptureFixture[str], target: str
 ) -> None:
     launch = ["occupancy", "--hardware", "a100", "--threads", "1024", "--regs", "255"]
     for argv in ([*launch, "--smem", "0"], [*launch, "--smem", "0", "--json"]):
-        local, remote = both(capsys, plain, *argv)
+        local, remote = both(capsys, target, *argv)
         assert remote == local
         assert remote[0] == 1 and remote[2] == ""
     assert json.loads(remote[1])["blocks_per_sm"] == 0
@@ -741,9 +706,9 @@ def test_cli_occupancy_that_cannot_fit_exits_1_remotely(
     ],
 )
 def test_cli_invalid_input_identical_remotely(
-    capsys: pytest.CaptureFixture[str], plain: Running, argv: list[str]
+    capsys: pytest.CaptureFixture[str], target: str, argv: list[str]
 ) -> None:
-    local, remote = both(capsys, plain, *argv)
+    local, remote = both(capsys, target, *argv)
     assert local[0] == 2
     assert remote == local
     assert remote[2].startswith("error: ")
@@ -759,9 +724,9 @@ def test_size_cap_from_the_server_is_reported_under_problem(client: TileSolveCli
 
 
 def test_cli_head_dim_0_exits_2_naming_the_field(
-    capsys: pytest.CaptureFixture[str], plain: Running
+    capsys: pytest.CaptureFixture[str], target: str
 ) -> None:
-    code, out, err = cli(capsys, *QUICK_START, "--head-dim", "0", "--server", plain.target)
+    code, out, err = cli(capsys, *QUICK_START, "--head-dim", "0", "--server", target)
     assert code == 2 and out == ""
     assert err.startswith("error: head_dim:")
 
@@ -779,7 +744,7 @@ def test_server_field_paths_become_cli_fields(client: TileSolveClient) -> None:
     assert server_violations(
         InvalidArgumentError(grpc.StatusCode.INVALID_ARGUMENT, "hardware.name: required"),
         "request",
-    ) == [Violation("hardware", "required")]
+    ) == [ErrorLine("hardware", "required")]
 
 
 def test_cli_unreachable_server_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
@@ -801,20 +766,17 @@ def test_cli_server_address_forms_reach_the_server(
                 s.bind(("::1", 0))
         except OSError:
             pytest.skip("no IPv6 loopback here")
-    running = _start(host=host.strip("[]"))
-    try:
+    with loopback.serving(host=host.strip("[]")) as running:
         local = cli(capsys, "hardware", "show", "t4", "--json")
         target = f"{host}:{running.port}"
         assert cli(capsys, "hardware", "show", "t4", "--json", "--server", target) == local
-    finally:
-        running.server.stop(0)
 
 
-def test_cli_deadline_exits_3(capsys: pytest.CaptureFixture[str], plain: Running) -> None:
+def test_cli_deadline_exits_3(capsys: pytest.CaptureFixture[str], target: str) -> None:
     argv = [*QUICK_START, "--seq-len", "6001", "--batch", "5"]  # not cached
-    code, out, err = cli(capsys, *argv, "--server", plain.target, "--timeout", "0.001")
+    code, out, err = cli(capsys, *argv, "--server", target, "--timeout", "0.001")
     assert code == 3 and out == ""
-    assert err.startswith(f"error: server: no answer from {plain.target} within 0.001 s")
+    assert err.startswith(f"error: server: no answer from {target} within 0.001 s")
 
 
 def test_cli_remote_flags_need_a_server(capsys: pytest.CaptureFixture[str]) -> None:
@@ -829,31 +791,28 @@ def test_cli_remote_flags_need_a_server(capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_cli_over_tls_and_mutual_tls(
-    capsys: pytest.CaptureFixture[str], pki: Pki, tls_server: Running, mtls_server: Running
+    capsys: pytest.CaptureFixture[str], pki: Pki, tls_server: str, mtls_server: str
 ) -> None:
     local = cli(capsys, "hardware", "show", "h100", "--json")
-    tls = ["--server", tls_server.target, "--tls-ca", str(pki.ca_file)]
+    tls = ["--server", tls_server, "--tls-ca", str(pki.ca_file)]
     assert cli(capsys, "hardware", "show", "h100", "--json", *tls) == local
     mtls = [
-        *("--server", mtls_server.target, "--tls-ca", str(pki.ca_file)),
+        *("--server", mtls_server, "--tls-ca", str(pki.ca_file)),
         *("--tls-cert", str(pki.client_cert_file), "--tls-key", str(pki.client_key_file)),
     ]
     assert cli(capsys, "hardware", "show", "h100", "--json", *mtls) == local
-    argv = ["hardware", "list", "--server", mtls_server.target, "--tls", "--timeout", "1"]
+    argv = ["hardware", "list", "--server", mtls_server, "--tls", "--timeout", "1"]
     code, _, err = cli(capsys, *argv)
     assert code == 3 and "cannot reach" in err
 
 
-def test_cli_reaches_a_list_of_replicas(capsys: pytest.CaptureFixture[str], plain: Running) -> None:
-    second = _start(host="127.0.0.2")
-    try:
+def test_cli_reaches_a_list_of_replicas(capsys: pytest.CaptureFixture[str], target: str) -> None:
+    with loopback.serving(host="127.0.0.2") as second:
         local = cli(capsys, "hardware", "show", "t4", "--json")
-        replicas = f"{plain.target},{second.target}"
+        replicas = f"{target},{address_of(second)}"
         assert cli(capsys, "hardware", "show", "t4", "--json", "--server", replicas) == local
-        dns = f"dns:///localhost:{plain.port}"
+        dns = f"dns:///localhost:{target.rpartition(':')[2]}"
         assert cli(capsys, "hardware", "show", "t4", "--json", "--server", dns) == local
-    finally:
-        second.server.stop(0)
 
 
 @pytest.mark.parametrize(

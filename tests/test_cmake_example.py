@@ -10,12 +10,10 @@ import shutil
 import subprocess
 import sys
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tilesolve.server.app import ServerConfig, create_server
 from tilesolve.solver import AttentionProblem, SolveOptions, solve
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,14 +32,6 @@ SHAPES = [
     ("h100-sxm", 64, "fp16", 1, 8192),
     ("h100-sxm", 128, "fp16", 0, 12000),
 ]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    srv, port, _ = create_server(ServerConfig(host="127.0.0.1", port=0))
-    srv.start()
-    yield f"127.0.0.1:{port}"
-    srv.stop(0)
 
 
 def _cmake() -> str:
@@ -85,7 +75,7 @@ def _build(build: Path, extra: list[str], source: Path = EXAMPLE) -> None:
 def test_the_example_builds_runs_and_matches_the_solver(
     tmp_path: Path, mode: str, request: pytest.FixtureRequest
 ) -> None:
-    extra = [f"-DTILESOLVE_SERVER={request.getfixturevalue('server')}"] if mode == "server" else []
+    extra = [f"-DTILESOLVE_SERVER={request.getfixturevalue('target')}"] if mode == "server" else []
     source = _copy_example(tmp_path)
     build = tmp_path / "build"
     _build(build, extra, source)

@@ -6,18 +6,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import grpc
 import numpy as np
 import pytest
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
 from tilesolve import wire
-from tilesolve.client.cli import main
-from tilesolve.server.app import ServerConfig, create_server
 from tilesolve.solver import (
     AttentionProblem,
     CudaDevice,
@@ -48,6 +43,9 @@ from tilesolve.solver.space import ConfigArrays
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
+from command_line import run
+from loopback import violations
+
 DECODE = Phase.DECODE
 # The example: Llama-style GQA decode against a 32k cache.
 EXAMPLE = [
@@ -63,12 +61,6 @@ def decode(**fields: Any) -> AttentionProblem:
 
 def kv_bytes(p: AttentionProblem) -> float:
     return float(p.batch * p.kv_heads_eff * p.seq_len_kv_eff * 2 * p.head_dim * p.dtype.bytes)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 # ---- the decode example ----------------------------------------------------------------
@@ -439,28 +431,6 @@ def test_cpsat_equals_exhaustive_on_random_decode_problems(seed: int) -> None:
 # ---- JSON and gRPC --------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def stub() -> Iterator[pb_grpc.TileSolveServiceStub]:
-    server, port, _ = create_server(ServerConfig(host="127.0.0.1", port=0))
-    server.start()
-    try:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            yield pb_grpc.TileSolveServiceStub(channel)
-    finally:
-        server.stop(0)
-
-
-def _violations(error: grpc.RpcError) -> dict[str, str]:
-    status = rpc_status.from_call(error)  # type: ignore[arg-type]
-    assert status is not None
-    found: dict[str, str] = {}
-    for detail in status.details:
-        bad = error_details_pb2.BadRequest()
-        if detail.Unpack(bad):
-            found.update({v.field: v.description for v in bad.field_violations})
-    return found
-
-
 def test_decode_over_grpc_carries_the_split_fields(stub: pb_grpc.TileSolveServiceStub) -> None:
     options = SolveOptions(kernel="fa2", choose_page_size=True)
     request = wire.solve_request_to_proto(decode(), "h100-sxm", options)
@@ -500,5 +470,5 @@ def test_bad_decode_requests_are_invalid_argument(
     with pytest.raises(grpc.RpcError) as caught:
         stub.Solve(request, timeout=60)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    found = _violations(caught.value)
+    found = violations(caught.value)
     assert field in found and words in found[field], found

@@ -7,18 +7,13 @@ page size, its block_size rules, the in-kernel combine; CP-SAT = exhaustive; --j
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import grpc
 import numpy as np
 import pytest
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
 from tilesolve import wire
-from tilesolve.client.cli import main
-from tilesolve.server.app import ServerConfig, create_server
 from tilesolve.solver import (
     AscendDevice,
     AttentionProblem,
@@ -46,6 +41,9 @@ from tilesolve.solver.validate import check_config
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
+from command_line import run
+from loopback import violations
+
 DECODE = Phase.DECODE
 # The example, with FlashAttention-3 (Hopper's default family).
 EXAMPLE = [
@@ -69,12 +67,6 @@ def kv_bytes(p: AttentionProblem) -> float:
 
 def peak_us(p: AttentionProblem, hardware: str) -> float:
     return kv_bytes(p) / (get_hardware(hardware).memory.dram_bandwidth_gb_per_s * 1e9) * 1e6
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 # ---- fa3: the decode example -----------------------------------------------------------
@@ -422,17 +414,6 @@ def test_cpsat_equals_exhaustive_on_random_fa3_and_ascend_decode_problems(seed: 
 # ---- gRPC ---------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def stub() -> Iterator[pb_grpc.TileSolveServiceStub]:
-    server, port, _ = create_server(ServerConfig(host="127.0.0.1", port=0))
-    server.start()
-    try:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            yield pb_grpc.TileSolveServiceStub(channel)
-    finally:
-        server.stop(0)
-
-
 @pytest.mark.parametrize(
     ("hardware", "kernel", "page"),
     [("h100-sxm", None, 256), ("ascend-910b", None, 128), ("ascend-310p3", "ascend", 64)],
@@ -466,11 +447,5 @@ def test_bad_ascend_page_size_over_grpc_is_invalid_argument(
     with pytest.raises(grpc.RpcError) as caught:
         stub.Solve(request, timeout=60)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    status = rpc_status.from_call(caught.value)  # type: ignore[arg-type]
-    assert status is not None
-    found: dict[str, str] = {}
-    for detail in status.details:
-        bad = error_details_pb2.BadRequest()
-        if detail.Unpack(bad):
-            found.update({v.field: v.description for v in bad.field_violations})
+    found = violations(caught.value)
     assert "at most 512" in found.get("options.parameter_pins", ""), found

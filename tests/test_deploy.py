@@ -43,10 +43,12 @@ import pytest
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tilesolve.server.app import SERVICE_NAME, ServerConfig, create_server
+from tilesolve.server.app import SERVICE_NAME
+from tilesolve.server.config import ServerConfig
 from tilesolve.server.main import build_parser, config_from_args
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
+import loopback
 from harness import ServerProcess, cold_request, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -387,10 +389,10 @@ def test_probe_services_are_served_and_flip_in_a_drain() -> None:
     names = {probe["grpc"].get("service", "") for probe in _probes().values()}
     (check,) = _envoy_cluster()["health_checks"]
     names.add(check["grpc_health_check"]["service_name"])
-    server, port, _ = create_server(ServerConfig(host="127.0.0.1", port=0, workers=1))
-    server.start()
-    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-    try:
+    with (
+        loopback.serving(workers=1) as server,
+        grpc.insecure_channel(loopback.address_of(server)) as channel,
+    ):
         health = health_pb2_grpc.HealthStub(channel)
 
         def statuses() -> dict[str, int]:
@@ -406,9 +408,6 @@ def test_probe_services_are_served_and_flip_in_a_drain() -> None:
         assert statuses() == dict.fromkeys(names, NOT_SERVING)
         drain.join(timeout=30)
         assert not drain.is_alive()
-    finally:
-        channel.close()
-        server.stop(0).wait(10)
 
 
 def test_termination_grace_covers_the_drain() -> None:

@@ -7,17 +7,14 @@ hand-worked resources and costs; the published throughput as a check of the pred
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import grpc
 import numpy as np
 import pytest
 
 from tilesolve import wire
 from tilesolve.client.cli import main
-from tilesolve.server.app import ServerConfig, create_server
 from tilesolve.solver import (
     AttentionProblem,
     Config,
@@ -107,17 +104,6 @@ def test_cli_ranks_fa3_tiles_with_their_resources(
     code = main([*argv, "--top-k", "3", "--engine", "exhaustive"])
     out = capsys.readouterr().out
     assert code == 0 and "kernel fa3" in out
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[pb_grpc.TileSolveServiceStub]:
-    server, port, _ = create_server(ServerConfig(host="127.0.0.1", port=0))
-    server.start()
-    try:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            yield pb_grpc.TileSolveServiceStub(channel)
-    finally:
-        server.stop(0)
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp8"])

@@ -14,7 +14,6 @@ import pytest
 
 from tilesolve import wire
 from tilesolve.client.cli import main
-from tilesolve.server.app import ServerConfig, create_server
 from tilesolve.solver import (
     AttentionProblem,
     Config,
@@ -114,30 +113,24 @@ def test_toy_family_validator_and_heatmap(toy: ToyFamily) -> None:
     assert grid.labels[grid.block_m_values.index(128)][2] == "toy_shape"
 
 
-def test_toy_family_over_grpc(toy: ToyFamily) -> None:
-    server, port, _ = create_server(ServerConfig(host="127.0.0.1", port=0))
-    server.start()
-    try:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            stub = pb_grpc.TileSolveServiceStub(channel)
-            request = wire.solve_request_to_proto(PROBLEM, "a100", SolveOptions(kernel="toy"))
-            response = stub.Solve(request, timeout=30)
-            assert response.kernel == "toy" and response.kernel_enum == 0
-            assert response.candidates[0].parameters == {"block_m": 128, "chunks": 1}
-            assert not response.candidates[0].HasField("num_warps")
-            answer, _ = wire.answer_from_proto(response)
-            assert _pairs(answer)[0] == toy_expectations()["winner"]
-            pinned = SolveOptions(kernel="toy", parameter_pins={"block_m": 128, "chunks": 2})
-            response = stub.Solve(wire.solve_request_to_proto(PROBLEM, "a100", pinned), timeout=30)
-            assert response.status == pb.SOLVE_STATUS_INFEASIBLE
-            assert response.infeasibility.relaxation.target_kind == "parameter"
-            bad = SolveOptions(kernel="toy", parameter_pins={"chunks": 3})
-            with pytest.raises(grpc.RpcError) as caught:
-                stub.Solve(wire.solve_request_to_proto(PROBLEM, "a100", bad), timeout=30)
-            assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-            assert "allowed: 1, 2, 4" in (caught.value.details() or "")
-    finally:
-        server.stop(0)
+def test_toy_family_over_grpc(toy: ToyFamily, stub: pb_grpc.TileSolveServiceStub) -> None:
+    """The module's server solves in threads of this process: it sees the registered toy."""
+    request = wire.solve_request_to_proto(PROBLEM, "a100", SolveOptions(kernel="toy"))
+    response = stub.Solve(request, timeout=30)
+    assert response.kernel == "toy" and response.kernel_enum == 0
+    assert response.candidates[0].parameters == {"block_m": 128, "chunks": 1}
+    assert not response.candidates[0].HasField("num_warps")
+    answer, _ = wire.answer_from_proto(response)
+    assert _pairs(answer)[0] == toy_expectations()["winner"]
+    pinned = SolveOptions(kernel="toy", parameter_pins={"block_m": 128, "chunks": 2})
+    response = stub.Solve(wire.solve_request_to_proto(PROBLEM, "a100", pinned), timeout=30)
+    assert response.status == pb.SOLVE_STATUS_INFEASIBLE
+    assert response.infeasibility.relaxation.target_kind == "parameter"
+    bad = SolveOptions(kernel="toy", parameter_pins={"chunks": 3})
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.Solve(wire.solve_request_to_proto(PROBLEM, "a100", bad), timeout=30)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "allowed: 1, 2, 4" in (caught.value.details() or "")
 
 
 # ---- every registered family satisfies the interface ----------------------------------------

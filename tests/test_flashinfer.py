@@ -5,17 +5,14 @@ pinned, agreement with FlashInfer's own choices, the engines' agreement, bad inp
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import grpc
 import numpy as np
 import pytest
 
 from tilesolve import wire
 from tilesolve.client.cli import main
-from tilesolve.server.app import ServerConfig, create_server
 from tilesolve.solver import (
     AttentionProblem,
     CudaDevice,
@@ -332,17 +329,6 @@ def test_every_candidate_passes_the_validator() -> None:
 
 
 # ---- gRPC ---------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[pb_grpc.TileSolveServiceStub]:
-    server, port, _ = create_server(ServerConfig(host="127.0.0.1", port=0))
-    server.start()
-    try:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            yield pb_grpc.TileSolveServiceStub(channel)
-    finally:
-        server.stop(0)
 
 
 def test_flashinfer_over_grpc(stub: pb_grpc.TileSolveServiceStub) -> None:

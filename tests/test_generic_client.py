@@ -11,7 +11,6 @@ import base64
 import json
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,13 +29,9 @@ def _buf() -> str:
 
 
 @pytest.fixture(scope="module")
-def address() -> Iterator[str]:
-    from tilesolve.server.app import ServerConfig, create_server
-
-    server, port, _ = create_server(ServerConfig(host="127.0.0.1", port=0))
-    server.start()
-    yield f"http://127.0.0.1:{port}"
-    server.stop(0)
+def address(target: str) -> str:
+    """The module's server (conftest's `server`) as buf curl's URL."""
+    return f"http://{target}"
 
 
 def curl(address: str, *args: str, data: object | None = None) -> subprocess.CompletedProcess[str]:

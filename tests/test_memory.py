@@ -12,21 +12,18 @@ import asyncio
 import json
 import random
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import grpc
 import pytest
 
 from tilesolve import wire
-from tilesolve.client.cli import main
 from tilesolve.client.remote import (
     AsyncTileSolveClient,
     InvalidArgumentError,
     NotFoundError,
     TileSolveClient,
 )
-from tilesolve.server.app import ServerConfig, create_server
 from tilesolve.solver import (
     AttentionProblem,
     InvalidRequestError,
@@ -39,15 +36,11 @@ from tilesolve.solver.memory import floor_sum, kv_rows_read
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
+from command_line import run
+
 KIB = 1024
 MIB = 1024 * 1024
 SEED_003 = ["memory", "--seq-len", "4096", "--tile", "128", "--head-dim", "128"]
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def seed(seq_len: int = 4096, head_dim: int = 128, **fields: Any) -> AttentionProblem:
@@ -359,14 +352,6 @@ def test_plot_without_the_plot_module_says_how_to_install(
 
 
 # ---- gRPC ----------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def target() -> Iterator[str]:
-    server, port, _ = create_server(ServerConfig(host="127.0.0.1", port=0))
-    server.start()
-    yield f"127.0.0.1:{port}"
-    server.stop(0)
 
 
 CASES: list[tuple[AttentionProblem, int, int, str | None, str]] = [

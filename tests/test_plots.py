@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tilesolve.client.cli import main
 from tilesolve.client.plots import (
     INSTALL_HINT,
     PlotUnavailableError,
@@ -27,6 +26,8 @@ from tilesolve.solver import AttentionProblem, Engine, SolveOptions, get_hardwar
 from tilesolve.solver.candidates import CandidateTable
 from tilesolve.solver.heatmap import HeatmapGrid, grid_from_table, heatmap_grid
 from tilesolve.solver.solve import prepare
+
+from command_line import run
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 README_PROBLEM = AttentionProblem(batch=4, heads=16, seq_len=4096, head_dim=128)
@@ -240,12 +241,6 @@ def test_missing_matplotlib_is_a_plot_unavailable_error(
 # ---- the CLI -------------------------------------------------------------------------------
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 def test_cli_plot_writes_a_png_after_the_answer(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -341,28 +336,18 @@ def test_cli_plot_errors_are_reported_with_the_others(
 
 
 def test_cli_remote_solve_draws_the_heatmap_in_process(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, target: str
 ) -> None:
-    from tilesolve.server.app import ServerConfig, create_server
-
-    server, port, _ = create_server(ServerConfig(host="127.0.0.1", port=0))
-    server.start()
-    try:
-        target = f"127.0.0.1:{port}"
-        path = tmp_path / "remote.png"
-        remote = [*SOLVE, "--server", target, "--explain", "--plot", str(path)]
-        code, out, err = run(capsys, *remote)
-        assert code == 0, err
-        code_local, out_local, _ = run(capsys, *SOLVE, "--explain")
-        assert code_local == 0
-        # the same heatmap as in-process, after the server's answer
-        assert out.partition("\nheatmap: ")[2] == out_local.partition("\nheatmap: ")[2] != ""
-        assert_png(path)
-        # an unknown name is reported once (the server's catalog), not again for the heatmap
-        code, out, err = run(
-            capsys, *SOLVE[:2], "nosuch", *SOLVE[3:], "--server", target, "--explain"
-        )
-        assert (code, out) == (2, "")
-        assert err.count("error: hardware: ") == 1
-    finally:
-        server.stop(0)
+    path = tmp_path / "remote.png"
+    remote = [*SOLVE, "--server", target, "--explain", "--plot", str(path)]
+    code, out, err = run(capsys, *remote)
+    assert code == 0, err
+    code_local, out_local, _ = run(capsys, *SOLVE, "--explain")
+    assert code_local == 0
+    # the same heatmap as in-process, after the server's answer
+    assert out.partition("\nheatmap: ")[2] == out_local.partition("\nheatmap: ")[2] != ""
+    assert_png(path)
+    # an unknown name is reported once (the server's catalog), not again for the heatmap
+    code, out, err = run(capsys, *SOLVE[:2], "nosuch", *SOLVE[3:], "--server", target, "--explain")
+    assert (code, out) == (2, "")
+    assert err.count("error: hardware: ") == 1

@@ -23,7 +23,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tilesolve.client.remote import TileSolveClient
-from tilesolve.server.app import MIB, ServerConfig, available_cpus, cgroup_cpu_limit
+from tilesolve.server.config import MIB, ServerConfig, available_cpus, cgroup_cpu_limit
 from tilesolve.server.main import build_parser, config_from_args, main
 from tilesolve.server.supervisor import MAX_PROCESSES, worker_arguments, workers_per_process
 from tilesolve.solver import AttentionProblem

@@ -14,51 +14,30 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 import grpc
 import pytest
 from google.protobuf import descriptor_pb2
-from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from grpc_status import rpc_status
 
 from tilesolve import wire
-from tilesolve.server.app import ServerConfig, create_server
 from tilesolve.server.cache import ENTRY_OVERHEAD_BYTES, LruCache, request_key
+from tilesolve.server.config import ServerConfig
 from tilesolve.solver import AttentionProblem, get_hardware, solve
 from tilesolve.solver.hardware import AscendCore
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
-from contracts import DESIGN_HARDWARE_NAMES
+from contracts import REQUIRED_HARDWARE_NAMES
 from harness import ServerProcess
+from loopback import address_of, call_error, serving, violations
 from pki import Pki, make_pki
 
 SERVICE = "tilesolve.v1.TileSolveService"
-
-
-# ---- fixtures ----------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def port() -> Iterator[int]:
-    server, bound, _ = create_server(ServerConfig(host="127.0.0.1", port=0))
-    server.start()
-    yield bound
-    server.stop(0)
-
-
-@pytest.fixture(scope="module")
-def channel(port: int) -> Iterator[grpc.Channel]:
-    with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
-        yield ch
-
-
-@pytest.fixture(scope="module")
-def stub(channel: grpc.Channel) -> pb_grpc.TileSolveServiceStub:
-    return pb_grpc.TileSolveServiceStub(channel)
 
 
 def request(
@@ -70,24 +49,6 @@ def request(
         problem=pb.AttentionProblem(**fields),
         options=options,
     )
-
-
-def violations(error: grpc.RpcError) -> dict[str, str]:
-    """The google.rpc.BadRequest field violations of a failed call, field -> description."""
-    status = rpc_status.from_call(error)  # type: ignore[arg-type]
-    assert status is not None, "the error carries no google.rpc.Status"
-    found: dict[str, str] = {}
-    for detail in status.details:
-        bad = error_details_pb2.BadRequest()
-        if detail.Unpack(bad):
-            found.update({v.field: v.description for v in bad.field_violations})
-    return found
-
-
-def call_error(call: object, *args: object, **kwargs: object) -> grpc.RpcError:
-    with pytest.raises(grpc.RpcError) as caught:
-        call(*args, **kwargs)  # type: ignore[operator]
-    return caught.value
 
 
 # ---- Solve -------------------------------------------------------------------------------
@@ -120,6 +81,46 @@ def test_a_repeated_solve_is_a_cache_hit_with_the_same_answer(
     assert list(again.candidates) == list(first.candidates)
     assert again.solve_ms == first.solve_ms
     assert again.options.time_limit_s == 20  # the echo is this request's
+
+
+def test_a_cold_solve_is_decoded_once_and_its_answer_encoded_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The event loop decodes and validates the request, the solver gets it typed, the answer
+    is encoded once; a repeat decodes and encodes no answer: it is the very bytes first sent,
+    with `cache_hit` and its own time limit appended (issue 20)."""
+    calls: Counter[str] = Counter()
+
+    def counting(name: str) -> Callable[..., Any]:
+        real = getattr(wire, name)
+
+        def counted(*args: Any) -> Any:
+            calls[name] += 1
+            return real(*args)
+
+        return counted
+
+    for name in ("solve_request_from_proto", "answer_to_proto"):
+        monkeypatch.setattr(wire, name, counting(name))
+    with serving(workers=1) as server, grpc.insecure_channel(address_of(server)) as channel:
+        solve_bytes = channel.unary_unary(
+            f"/{SERVICE}/Solve",
+            request_serializer=pb.SolveRequest.SerializeToString,
+            response_deserializer=None,  # the response's bytes as sent
+        )
+        cold = solve_bytes(request(seq_len=3001, head_dim=64), timeout=30)
+        assert calls == {"solve_request_from_proto": 1, "answer_to_proto": 1}
+        hit = solve_bytes(
+            request(options=pb.SolveOptions(time_limit_s=20), seq_len=3001, head_dim=64),
+            timeout=30,
+        )
+        assert calls == {"solve_request_from_proto": 1, "answer_to_proto": 1}
+    assert hit.startswith(cold)
+    expected = pb.SolveResponse.FromString(cold)
+    assert not expected.cache_hit and expected.options.time_limit_s == 10
+    expected.cache_hit = True
+    expected.options.time_limit_s = 20
+    assert pb.SolveResponse.FromString(hit) == expected
 
 
 def test_infeasible_is_an_answer_with_its_explanation(stub: pb_grpc.TileSolveServiceStub) -> None:
@@ -288,23 +289,21 @@ def test_batch_answers_in_order_and_one_bad_problem_does_not_fail_it(
 
 
 def test_batch_over_the_limit_is_resource_exhausted_naming_it() -> None:
-    server, bound, _ = create_server(ServerConfig(port=0, max_batch_size=50, workers=2))
-    server.start()
-    try:
-        with grpc.insecure_channel(f"127.0.0.1:{bound}") as ch:
-            small = pb_grpc.TileSolveServiceStub(ch)
-            assert small.ListHardware(pb.ListHardwareRequest()).max_batch_size == 50
-            error = call_error(
-                small.SolveBatch, pb.SolveBatchRequest(requests=[request()] * 51), timeout=30
-            )
-            assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-            assert "50" in error.details() and "51" in error.details()
-            # 50 identical problems are fine (and all but the first come from the cache).
-            full = small.SolveBatch(pb.SolveBatchRequest(requests=[request()] * 50), timeout=60)
-            assert [item.code for item in full.items] == [0] * 50
-            assert sum(item.response.cache_hit for item in full.items) >= 49
-    finally:
-        server.stop(0)
+    with (
+        serving(max_batch_size=50, workers=2) as server,
+        grpc.insecure_channel(address_of(server)) as ch,
+    ):
+        small = pb_grpc.TileSolveServiceStub(ch)
+        assert small.ListHardware(pb.ListHardwareRequest()).max_batch_size == 50
+        error = call_error(
+            small.SolveBatch, pb.SolveBatchRequest(requests=[request()] * 51), timeout=30
+        )
+        assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "50" in error.details() and "51" in error.details()
+        # 50 identical problems are fine (and all but the first come from the cache).
+        full = small.SolveBatch(pb.SolveBatchRequest(requests=[request()] * 50), timeout=60)
+        assert [item.code for item in full.items] == [0] * 50
+        assert sum(item.response.cache_hit for item in full.items) >= 49
 
 
 # ---- hardware, memory, occupancy ---------------------------------------------------------
@@ -327,7 +326,7 @@ def test_sm_names_resolve_only_when_unambiguous(stub: pb_grpc.TileSolveServiceSt
 def test_list_hardware(stub: pb_grpc.TileSolveServiceStub) -> None:
     response = stub.ListHardware(pb.ListHardwareRequest(), timeout=10)
     by_name = {h.name: h for h in response.hardware}
-    assert set(DESIGN_HARDWARE_NAMES) <= set(by_name)
+    assert set(REQUIRED_HARDWARE_NAMES) <= set(by_name)
     assert by_name["a100-80gb"].compute_units == 108
     assert by_name["a100-80gb"].compute_capability == "8.0"
     assert (
@@ -485,46 +484,32 @@ def _list_hardware_over_tls(port: int, credentials: grpc.ChannelCredentials) -> 
 
 
 def test_tls_server_accepts_a_tls_client(pki: Pki) -> None:
-    config = ServerConfig(port=0, workers=2, tls_cert=pki.server_cert, tls_key=pki.server_key)
-    server, bound, _ = create_server(config)
-    server.start()
-    try:
+    with serving(workers=2, tls_cert=pki.server_cert, tls_key=pki.server_key) as server:
         trusting = grpc.ssl_channel_credentials(root_certificates=pki.ca)
-        assert _list_hardware_over_tls(bound, trusting) > 0
-        with grpc.insecure_channel(f"127.0.0.1:{bound}") as plain:
+        assert _list_hardware_over_tls(server.port, trusting) > 0
+        with grpc.insecure_channel(address_of(server)) as plain:
             error = call_error(
                 pb_grpc.TileSolveServiceStub(plain).ListHardware,
                 pb.ListHardwareRequest(),
                 timeout=5,
             )
             assert error.code() == grpc.StatusCode.UNAVAILABLE
-    finally:
-        server.stop(0)
 
 
 def test_mutual_tls_requires_a_client_certificate(pki: Pki) -> None:
-    config = ServerConfig(
-        port=0,
-        workers=2,
-        tls_cert=pki.server_cert,
-        tls_key=pki.server_key,
-        tls_client_ca=pki.ca_file,
-    )
-    server, bound, _ = create_server(config)
-    server.start()
-    try:
+    with serving(
+        workers=2, tls_cert=pki.server_cert, tls_key=pki.server_key, tls_client_ca=pki.ca_file
+    ) as server:
         anonymous = grpc.ssl_channel_credentials(root_certificates=pki.ca)
         with pytest.raises(grpc.RpcError) as caught:
-            _list_hardware_over_tls(bound, anonymous)
+            _list_hardware_over_tls(server.port, anonymous)
         assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
         identified = grpc.ssl_channel_credentials(
             root_certificates=pki.ca,
             private_key=pki.client_key,
             certificate_chain=pki.client_cert,
         )
-        assert _list_hardware_over_tls(bound, identified) > 0
-    finally:
-        server.stop(0)
+        assert _list_hardware_over_tls(server.port, identified) > 0
 
 
 # ---- the process: graceful shutdown and structured logs ----------------------------------

@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tilesolve.client.cli import main
 from tilesolve.solver import AttentionProblem, InvalidRequestError, SimulationResult, simulate
 from tilesolve.solver.cost import causal_iterations
 from tilesolve.solver.problem import DType
@@ -29,6 +28,8 @@ from tilesolve.solver.simulate import (
     round_to_dtype,
     simulate_tiles,
 )
+
+from command_line import run
 
 # The module, not the function `tilesolve.solver.simulate` that shadows it as an attribute.
 simulate_module = importlib.import_module("tilesolve.solver.simulate")
@@ -360,12 +361,6 @@ def test_fp8_rounding_is_nearest_even_on_the_e4m3_grid_and_saturates() -> None:
 # ---- the command line ----------------------------------------------------------------------
 
 SMALL = ["simulate", "--seq-len", "300", "--head-dim", "32", "--block-m", "64", "--block-n", "32"]
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_cli_table_within_tolerance_exits_0(capsys: pytest.CaptureFixture[str]) -> None:

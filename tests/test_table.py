@@ -10,17 +10,16 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tilesolve.client.cli import main
 from tilesolve.client.parallel import ProcessMap
-from tilesolve.server.app import ServerConfig, create_server
 from tilesolve.solver import AttentionProblem, SolveOptions, solve
 from tilesolve.solver.table import Grid, build_table, emit
+
+from command_line import run
 
 GRID_TOML = """\
 # a small grid: one device, two head dims, causal or not, three buckets
@@ -40,25 +39,11 @@ head_dim,seq-len,batch,heads,causal,count
 """
 
 
-@pytest.fixture(scope="module")
-def port() -> Iterator[int]:
-    server, bound, _ = create_server(ServerConfig(host="127.0.0.1", port=0))
-    server.start()
-    yield bound
-    server.stop(0)
-
-
 @pytest.fixture
 def files(tmp_path: Path) -> Path:
     (tmp_path / "grid.toml").write_text(GRID_TOML)
     (tmp_path / "mix.csv").write_text(SHAPES_CSV)
     return tmp_path
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def live(hardware: str, head_dim: int, causal: bool, seq_len: int) -> dict[str, int]:
@@ -247,20 +232,19 @@ def test_infeasible_portfolio_exits_1_with_the_smallest_k(
 
 
 def test_server_answers_equal_in_process_bytes(
-    capsys: pytest.CaptureFixture[str], files: Path, port: int
+    capsys: pytest.CaptureFixture[str], files: Path, target: str
 ) -> None:
-    server = f"127.0.0.1:{port}"
     grid = str(files / "grid.toml")
     for extra in ([], ["--max-configs", "2"]):
         local = run(capsys, "table", "--grid", grid, "--format", "cpp", *extra)
-        remote = run(capsys, "table", "--grid", grid, "--format", "cpp", "--server", server, *extra)
+        remote = run(capsys, "table", "--grid", grid, "--format", "cpp", "--server", target, *extra)
         assert local[0] == remote[0] == 0 and local[1] == remote[1]
     argv = ["portfolio", "--hardware", "a100", "--shapes", str(files / "mix.csv"), "--json"]
     local_doc = json.loads(run(capsys, *argv, "--max-configs", "2")[1])
-    remote_doc = json.loads(run(capsys, *argv, "--max-configs", "2", "--server", server)[1])
+    remote_doc = json.loads(run(capsys, *argv, "--max-configs", "2", "--server", target)[1])
     del local_doc["solve_ms"], remote_doc["solve_ms"]
     assert local_doc == remote_doc
-    code, _, err = run(capsys, *argv[:-1], "--max-configs", "9", "--server", server)
+    code, _, err = run(capsys, *argv[:-1], "--max-configs", "9", "--server", target)
     assert code == 2 and "error: max_configs:" in err
     bad = files / "bad.csv"
     bad.write_text("head_dim,seq_len\n64,128\n600,128\n")
@@ -274,7 +258,7 @@ def test_server_answers_equal_in_process_bytes(
         "--max-configs",
         "1",
         "--server",
-        server,
+        target,
     )
     assert code == 2 and f"error: {bad}:3: head_dim: fa2 supports head_dim" in err
 
@@ -299,7 +283,7 @@ BUF = Path(__file__).resolve().parents[1] / "node_modules" / ".bin" / "buf"
 
 
 @pytest.mark.skipif(not BUF.exists(), reason="buf is not installed (npm ci)")
-def test_buf_curl_answer_becomes_a_header(tmp_path: Path, port: int) -> None:
+def test_buf_curl_answer_becomes_a_header(tmp_path: Path, target: str) -> None:
     """docs/integration.md's generic-client step: buf curl, then examples/buf/solve_to_header.py."""
     requests = {
         "requests": [
@@ -324,7 +308,7 @@ def test_buf_curl_answer_becomes_a_header(tmp_path: Path, port: int) -> None:
             "--protocol",
             "grpc",
             "--http2-prior-knowledge",
-            f"http://127.0.0.1:{port}/tilesolve.v1.TileSolveService/SolveBatch",
+            f"http://{target}/tilesolve.v1.TileSolveService/SolveBatch",
             "-d",
             json.dumps(requests),
         ],

@@ -1,22 +1,31 @@
-"""Conversions between the solver's pydantic types and the `tilesolve.v1` protobuf messages.
+"""Every conversion between the solver's types and the `tilesolve.v1` protobuf messages.
 
-Both the server and the client use this module (they never import each other). Messages go
-through their canonical JSON mapping with proto field names, which are the pydantic field
-names; only enum spellings differ (`DATA_TYPE_FP16` on the wire, `"fp16"` in the solver).
-Decoding never trusts the wire: every value is validated by the solver's schemas, and a
-validation failure becomes field violations whose paths are the request's field paths
-(`problem.head_dim`).
+Both the server and the client use this module for every message they exchange (they never
+import each other), so the two sides cannot disagree about an encoding: requests, answers,
+the hardware catalog and its summaries, occupancy, the memory model, portfolios, batch items
+and the `google.rpc` status details of an error. Messages with a schema go through their
+canonical JSON mapping with proto field names, which are the pydantic field names; only enum
+spellings differ (`DATA_TYPE_FP16` on the wire, `"fp16"` in the solver). Decoding never
+trusts the wire: every value is validated by the solver's schemas, and a validation failure
+becomes field violations whose paths are the request's field paths (`problem.head_dim`).
+
+Two encodings work on bytes already serialized, so that an answer is serialized once: a
+SolveBatchResponse is framed from its items' encodings (`answered_item`, `failed_item`,
+`batch_entry`), and an answer from the server's cache is its first encoding followed by the
+fields that differ (`cache_hit_response`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, NamedTuple
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
-from pydantic import BaseModel, ValidationError
+from google.rpc import error_details_pb2, status_pb2
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from tilesolve.solver import (
     AttentionProblem,
@@ -30,7 +39,7 @@ from tilesolve.solver import (
     parse_hardware,
 )
 from tilesolve.solver.hardware import DEVICE_KINDS
-from tilesolve.solver.occupancy import Occupancy
+from tilesolve.solver.occupancy import Limiter, Occupancy, OccupancyQuery
 from tilesolve.solver.portfolio import PortfolioAnswer, PortfolioRequest
 from tilesolve.solver.violations import violations_from_validation
 from tilesolve.v1 import tilesolve_pb2 as pb
@@ -135,6 +144,22 @@ def options_from_proto(message: pb.SolveOptions, prefix: str = "options") -> Sol
     return _decode(SolveOptions, message, prefix)  # type: ignore[no-any-return]
 
 
+class SolveCall(NamedTuple):
+    """One SolveRequest decoded and validated: what `tilesolve.solver.solve` takes (pydantic
+    models, so it pickles to a solver process as it is)."""
+
+    problem: AttentionProblem
+    hardware: str | HardwareSpec
+    options: SolveOptions
+
+
+def hardware_ref_to_proto(hardware: str | HardwareSpec) -> pb.HardwareRef:
+    """A catalog name or alias, or an inline description."""
+    if isinstance(hardware, HardwareSpec):
+        return pb.HardwareRef(spec=spec_to_proto(hardware))
+    return pb.HardwareRef(name=hardware)
+
+
 def hardware_from_proto(ref: pb.HardwareRef, prefix: str = "hardware") -> str | HardwareSpec:
     """A catalog name, or a validated inline description."""
     which = ref.WhichOneof("hardware")
@@ -147,9 +172,7 @@ def hardware_from_proto(ref: pb.HardwareRef, prefix: str = "hardware") -> str | 
     )
 
 
-def solve_request_from_proto(
-    request: pb.SolveRequest,
-) -> tuple[AttentionProblem, str | HardwareSpec, SolveOptions]:
+def solve_request_from_proto(request: pb.SolveRequest) -> SolveCall:
     """Decode a SolveRequest; every bad field of every part is reported together."""
     violations: list[FieldViolation] = []
 
@@ -168,23 +191,43 @@ def solve_request_from_proto(
     options = part(lambda: options_from_proto(request.options))
     if violations:
         raise InvalidRequestError(violations)
-    return problem, hardware, options
+    return SolveCall(problem, hardware, options)
+
+
+_DEFAULT_TIME_LIMIT_S: float = SolveOptions.model_fields["time_limit_s"].default
+_TIME_LIMIT = TypeAdapter(Annotated[float, SolveOptions.model_fields["time_limit_s"]])
+
+
+def time_limit_from_proto(options: pb.SolveOptions) -> float | None:
+    """The request's CP-SAT time limit (the schema's default when absent), or None when the
+    schema refuses it; decoding only this field of a request."""
+    if not options.HasField("time_limit_s"):
+        return _DEFAULT_TIME_LIMIT_S
+    try:
+        return float(_TIME_LIMIT.validate_python(options.time_limit_s))
+    except ValidationError:
+        return None
 
 
 def solve_request_to_proto(
     problem: AttentionProblem, hardware: str | HardwareSpec, options: SolveOptions | None = None
 ) -> pb.SolveRequest:
-    request = pb.SolveRequest(
+    return pb.SolveRequest(
         problem=problem_to_proto(problem),
+        hardware=hardware_ref_to_proto(hardware),
         options=json_format.ParseDict(
             _enums_to_wire((options or SolveOptions()).model_dump(mode="json")), pb.SolveOptions()
         ),
     )
-    if isinstance(hardware, HardwareSpec):
-        request.hardware.spec.CopyFrom(spec_to_proto(hardware))
-    else:
-        request.hardware.name = hardware
-    return request
+
+
+# (problem, hardware name or inline spec, options or None for the defaults)
+SolveRequestTuple = tuple[AttentionProblem, str | HardwareSpec, SolveOptions | None]
+
+
+def batch_request_to_proto(requests: Sequence[SolveRequestTuple]) -> pb.SolveBatchRequest:
+    """One SolveRequest per (problem, hardware, options or None for the defaults)."""
+    return pb.SolveBatchRequest(requests=[solve_request_to_proto(*request) for request in requests])
 
 
 def problem_to_proto(problem: AttentionProblem) -> pb.AttentionProblem:
@@ -211,7 +254,92 @@ def _spec(message: pb.HardwareSpec, prefix: str) -> HardwareSpec:
 
 
 def spec_from_proto(message: pb.HardwareSpec) -> HardwareSpec:
+    """A full description, validated. Its `sources` come in the order of the protobuf map,
+    which carries none (`client.render.ordered_sources` prints them in field order)."""
     return _spec(message, "hardware")
+
+
+@dataclass(frozen=True)
+class HardwareSummary:
+    """One catalog entry in one line (the `HardwareSummary` message)."""
+
+    name: str
+    display_name: str
+    vendor: str
+    arch: str
+    compute_capability: str | None  # None for non-CUDA devices
+    compute_units: int  # SMs (CUDA) or AI cores (Ascend)
+    default_kernel: str
+    aliases: tuple[str, ...]
+
+    @classmethod
+    def of(cls, spec: HardwareSpec) -> HardwareSummary:
+        return cls(
+            name=spec.name,
+            display_name=spec.display_name,
+            vendor=spec.vendor,
+            arch=spec.arch,
+            compute_capability=(
+                spec.sm.compute_capability if isinstance(spec, CudaDevice) else None
+            ),
+            compute_units=spec.compute_units,
+            default_kernel=spec.default_kernel,
+            aliases=tuple(spec.aliases),
+        )
+
+
+@dataclass(frozen=True)
+class HardwareCatalog:
+    """A server's catalog listing (the `ListHardwareResponse` message)."""
+
+    hardware: tuple[HardwareSummary, ...]
+    catalog_version: str
+    model_version: str
+    max_batch_size: int
+
+
+def summary_to_proto(summary: HardwareSummary) -> pb.HardwareSummary:
+    return pb.HardwareSummary(
+        name=summary.name,
+        display_name=summary.display_name,
+        vendor=summary.vendor,
+        arch=summary.arch,
+        compute_capability=summary.compute_capability or "",
+        compute_units=summary.compute_units,
+        default_kernel=summary.default_kernel,
+        aliases=list(summary.aliases),
+    )
+
+
+def summary_from_proto(message: pb.HardwareSummary) -> HardwareSummary:
+    return HardwareSummary(
+        name=message.name,
+        display_name=message.display_name,
+        vendor=message.vendor,
+        arch=message.arch,
+        compute_capability=message.compute_capability or None,
+        compute_units=message.compute_units,
+        default_kernel=message.default_kernel,
+        aliases=tuple(message.aliases),
+    )
+
+
+def catalog_to_proto(catalog: HardwareCatalog) -> pb.ListHardwareResponse:
+    return pb.ListHardwareResponse(
+        hardware=[summary_to_proto(h) for h in catalog.hardware],
+        catalog_version=catalog.catalog_version,
+        model_version=catalog.model_version,
+        max_batch_size=catalog.max_batch_size,
+    )
+
+
+def catalog_from_proto(message: pb.ListHardwareResponse) -> HardwareCatalog:
+    return HardwareCatalog(
+        hardware=tuple(summary_from_proto(h) for h in message.hardware),
+        catalog_version=message.catalog_version,
+        model_version=message.model_version,
+        max_batch_size=message.max_batch_size,
+    )
 
 
 # ---- answers ------------------------------------------------------------------------------
@@ -237,6 +365,52 @@ def answer_from_proto(response: pb.SolveResponse) -> tuple[SolveAnswer, bool]:
     return SolveAnswer.model_validate(data), cache_hit
 
 
+def cache_hit_response(cached: bytes, time_limit_s: float) -> bytes:
+    """A serialized SolveResponse (`cached`, as first sent) answered again from a cache: its
+    bytes followed by the encoding of `cache_hit` true and this request's
+    `options.time_limit_s`. A parser reads a later value of a field over an earlier one and
+    merges a later embedded message into the earlier (protobuf's encoding guide, "Last One
+    Wins": https://protobuf.dev/programming-guides/encoding/#last-one-wins), so the result
+    decodes to `cached` with those two fields set, and nothing is decoded to make it."""
+    changed = pb.SolveResponse(cache_hit=True, options=pb.SolveOptions(time_limit_s=time_limit_s))
+    return cached + changed.SerializeToString()
+
+
+# ---- occupancy ----------------------------------------------------------------------------
+
+
+def occupancy_request_to_proto(
+    hardware: str | HardwareSpec,
+    threads: int,
+    regs: int,
+    smem_bytes: int,
+    carveout_percent: int | None = None,
+) -> pb.OccupancyRequest:
+    """`carveout_percent` None leaves it absent: the largest carveout."""
+    request = pb.OccupancyRequest(
+        hardware=hardware_ref_to_proto(hardware),
+        threads=threads,
+        regs=regs,
+        smem_bytes=smem_bytes,
+    )
+    if carveout_percent is not None:
+        request.carveout_percent = carveout_percent
+    return request
+
+
+def occupancy_query_from_proto(request: pb.OccupancyRequest, spec: CudaDevice) -> OccupancyQuery:
+    """The launch of an OccupancyRequest, validated on its device (`spec`, resolved from
+    `hardware_from_proto(request.hardware)`: `OccupancyQuery.on` names every bad field)."""
+    launch: dict[str, object] = {
+        "threads": request.threads,
+        "regs": request.regs,
+        "smem_bytes": request.smem_bytes,
+    }
+    if request.HasField("carveout_percent"):
+        launch["carveout_percent"] = request.carveout_percent
+    return OccupancyQuery.on(spec, launch)
+
+
 def occupancy_to_proto(occ: Occupancy) -> pb.OccupancyResponse:
     return pb.OccupancyResponse(
         blocks_per_sm=occ.blocks_per_sm,
@@ -253,6 +427,23 @@ def occupancy_to_proto(occ: Occupancy) -> pb.OccupancyResponse:
         regs_per_block=occ.regs_per_block,
         smem_per_block_bytes=occ.smem_per_block_bytes,
         smem_per_sm_config_bytes=occ.smem_per_sm_config_bytes,
+    )
+
+
+def occupancy_from_proto(message: pb.OccupancyResponse) -> Occupancy:
+    return Occupancy(
+        blocks_per_sm=message.blocks_per_sm,
+        limiters=tuple(Limiter(x) for x in message.limiters),
+        limit_warps=message.limit_warps,
+        limit_registers=message.limit_registers,
+        limit_shared_memory=message.limit_shared_memory,
+        limit_blocks=message.limit_blocks,
+        warps_per_block=message.warps_per_block,
+        active_warps_per_sm=message.active_warps_per_sm,
+        max_warps_per_sm=message.max_warps_per_sm,
+        regs_per_block=message.regs_per_block,
+        smem_per_block_bytes=message.smem_per_block_bytes,
+        smem_per_sm_config_bytes=message.smem_per_sm_config_bytes,
     )
 
 
@@ -274,10 +465,8 @@ def memory_request_to_proto(
         block_n=block_n,
         kernel=kernel or "",
     )
-    if isinstance(hardware, HardwareSpec):
-        request.hardware.spec.CopyFrom(spec_to_proto(hardware))
-    elif hardware is not None:
-        request.hardware.name = hardware
+    if hardware is not None:
+        request.hardware.CopyFrom(hardware_ref_to_proto(hardware))
     return request
 
 
@@ -377,10 +566,7 @@ def portfolio_request_to_proto(
         message.problems.add(problem=problem_to_proto(wp.problem), weight=wp.weight)
     for pin in request.pinned:
         message.pinned.add().parameters.update(pin)
-    if isinstance(hardware, HardwareSpec):
-        message.hardware.spec.CopyFrom(spec_to_proto(hardware))
-    else:
-        message.hardware.name = hardware
+    message.hardware.CopyFrom(hardware_ref_to_proto(hardware))
     return message
 
 
@@ -440,3 +626,111 @@ def portfolio_from_proto(response: pb.PortfolioResponse) -> PortfolioAnswer:
     """The solver's PortfolioAnswer, validated."""
     data = _enums_to_solver(_to_dict(response, with_defaults=True))
     return PortfolioAnswer.model_validate(data)
+
+
+# ---- batches ------------------------------------------------------------------------------
+# A SolveBatchResponse is framed from the encodings of its answers, which are not decoded
+# again: an embedded message is its field's key, its length and its bytes (protobuf's
+# encoding guide, "Length-Delimited Records"), and a repeated field's entries are concatenated.
+
+_ITEM_RESPONSE = pb.SolveBatchItem.DESCRIPTOR.fields_by_name["response"].number
+_BATCH_ITEMS = pb.SolveBatchResponse.DESCRIPTOR.fields_by_name["items"].number
+_LENGTH_DELIMITED = 2  # the wire type of strings, bytes and embedded messages
+
+
+@dataclass(frozen=True)
+class FailedItem:
+    """A batch item that is not an answer: its google.rpc.Code number (3 for
+    INVALID_ARGUMENT, ...), message and field violations."""
+
+    code: int
+    message: str
+    violations: tuple[FieldViolation, ...] = ()
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if not value:
+            out.append(byte)
+            return bytes(out)
+        out.append(byte | 0x80)
+
+
+def _embedded(field_number: int, payload: bytes) -> bytes:
+    return _varint(field_number << 3 | _LENGTH_DELIMITED) + _varint(len(payload)) + payload
+
+
+def answered_item(response: bytes) -> bytes:
+    """The serialized SolveBatchItem of a serialized SolveResponse (code 0, the default, is
+    not written)."""
+    return _embedded(_ITEM_RESPONSE, response)
+
+
+def failed_item(failure: FailedItem) -> bytes:
+    """The serialized SolveBatchItem of a request that was not answered."""
+    return pb.SolveBatchItem(
+        code=failure.code,
+        message=failure.message,
+        field_violations=[
+            pb.FieldViolation(field=v.field, description=v.description) for v in failure.violations
+        ],
+    ).SerializeToString()
+
+
+def batch_entry(item: bytes) -> bytes:
+    """A serialized SolveBatchItem as one entry of `SolveBatchResponse.items`; the response's
+    encoding is its entries, concatenated in request order."""
+    return _embedded(_BATCH_ITEMS, item)
+
+
+def batch_items_from_proto(
+    response: pb.SolveBatchResponse,
+) -> list[tuple[SolveAnswer, bool] | FailedItem]:
+    """Each item's answer and whether the server's cache answered it, or its failure."""
+    out: list[tuple[SolveAnswer, bool] | FailedItem] = []
+    for item in response.items:
+        if item.code == 0:
+            out.append(answer_from_proto(item.response))
+        else:
+            violations = tuple(
+                FieldViolation(v.field, v.description) for v in item.field_violations
+            )
+            out.append(FailedItem(item.code, item.message, violations))
+    return out
+
+
+# ---- errors -------------------------------------------------------------------------------
+
+
+def status_to_proto(
+    code: int, message: str, violations: Sequence[FieldViolation]
+) -> status_pb2.Status:
+    """A call's rich status (`grpc-status-details-bin`): its field violations as one
+    google.rpc.BadRequest detail, none when there are none."""
+    status = status_pb2.Status(code=code, message=message)
+    if violations:
+        status.details.add().Pack(
+            error_details_pb2.BadRequest(
+                field_violations=[
+                    error_details_pb2.BadRequest.FieldViolation(
+                        field=v.field, description=v.description
+                    )
+                    for v in violations
+                ]
+            )
+        )
+    return status
+
+
+def violations_from_status(status: status_pb2.Status) -> list[FieldViolation]:
+    """The field violations of every google.rpc.BadRequest detail of a rich status."""
+    out: list[FieldViolation] = []
+    for detail in status.details:
+        if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+            bad = error_details_pb2.BadRequest()
+            detail.Unpack(bad)
+            out.extend(FieldViolation(v.field, v.description) for v in bad.field_violations)
+    return out
