@@ -9,7 +9,6 @@ No gRPC, no protobuf, no environment, no sockets. The one entry point most calle
 
 from .answer import Candidate, SolveAnswer, Status
 from .errors import FieldViolation, InvalidRequestError, TilesolveError, UnknownHardwareError
-from .families import family_names, register, unregister
 from .hardware import (
     CATALOG_VERSION,
     AscendDevice,
@@ -23,6 +22,7 @@ from .hardware import (
 from .memory import MemoryEstimate, Roofline, estimate_memory, memory_sweep
 from .occupancy import Occupancy, occupancy
 from .problem import AttentionProblem, DType, Engine, Phase, SolveOptions
+from .registry import family_names, register, unregister
 from .simulate import SimulationResult, simulate
 from .solve import MODEL_VERSION, solve
 from .space import Config, Param

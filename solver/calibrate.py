@@ -31,7 +31,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .candidates import Evaluation, evaluation
 from .errors import FieldViolation, InvalidRequestError
-from .families import get_family
 from .hardware import CATALOG_VERSION, CudaDevice, HardwareSpec, get_hardware, parse_hardware
 from .measured import (
     STATUS_OK,
@@ -45,6 +44,7 @@ from .measured import (
 )
 from .model_constants import DEFAULT_MODEL_CONSTANTS, ModelConstants
 from .problem import SolveOptions
+from .registry import get_family
 from .solve import MODEL_VERSION, model_version
 from .space import Config, ConfigArrays
 

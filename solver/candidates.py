@@ -11,11 +11,11 @@ import numpy as np
 
 from .constraints import Constraint, ConstraintKind, Divisibility, Pins
 from .cost import Perf
-from .families.base import BoolArray, KernelFamily, Resources
+from .family import KernelFamily, Resources
 from .hardware import HardwareSpec
 from .pins import resolve_pins
 from .problem import AttentionProblem, SolveOptions
-from .space import ConfigArrays, IntArray, Param
+from .space import BoolArray, ConfigArrays, IntArray, Param
 
 # The objective is the modelled time in whole nanoseconds; equal times are ordered by the
 # fixed tie-break order, which makes `objective` (time_ns * N + tie position) a unique key.

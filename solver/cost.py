@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .families.base import FloatArray
 from .problem import AttentionProblem
-from .space import IntArray, ceil_div
+from .space import FloatArray, IntArray, ceil_div
 
 LSE_BYTES_PER_ROW = 4  # the FP32 log-sum-exp the forward kernel writes per query row
 L2_USABLE_FRACTION = 0.5  # share of L2 that holds K/V of the concurrently running heads

@@ -21,7 +21,7 @@ from .answer import (
 from .candidates import CandidateTable
 from .constraints import ConstraintKind, Relaxation
 from .cost import EQUIVALENT_TIME_FRACTION
-from .families.base import BoolArray
+from .space import BoolArray
 
 # Below this many waves the problem leaves SMs idle whatever the tile; the answer says so.
 SMALL_PROBLEM_WAVES = 1.0

@@ -68,13 +68,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .answer import ResourceUse, canonical_parameters
 from .cost import LSE_BYTES_PER_ROW
 from .errors import FieldViolation, InvalidRequestError
-from .families import PLANNED_FAMILIES, family_names, find_family
 from .hardware import CudaDevice, HardwareSpec, get_hardware
 from .problem import MAX_SEQ_LEN, AttentionProblem, DType, Phase, SolveOptions
+from .registry import PLANNED_FAMILIES, family_names, find_family
 from .space import ConfigArrays, ceil_div
 
 if TYPE_CHECKING:
-    from .families.base import KernelFamily
+    from .family import KernelFamily
 
 MAX_BLOCK = 4096  # the largest tile edge, as SolveOptions bounds the block_m/block_n pins
 MAX_SWEEP_VALUES = 64  # values per axis of a sweep

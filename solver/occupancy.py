@@ -20,12 +20,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
-import numpy.typing as npt
 
 from .hardware import SmLimits
-from .space import ceil_div
-
-IntArray = npt.NDArray[np.int64]
+from .space import IntArray, ceil_div
 
 _UNLIMITED = np.int64(1 << 40)
 # cudaOccRegAllocationMaxPerThread: the header rejects only more than 256 (the ISA limit is 255).

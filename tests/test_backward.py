@@ -32,9 +32,9 @@ from tilesolve.solver import (
     solve,
     unregister,
 )
-from tilesolve.solver.families import find_family
 from tilesolve.solver.families.cuda_backward import BACKWARD_MAX_SPILL_REGS, backward_flops
 from tilesolve.solver.memory import floor_sum, q_rows_read
+from tilesolve.solver.registry import find_family
 from tilesolve.solver.validate import check_config
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc

@@ -29,7 +29,6 @@ from tilesolve.solver import (
 )
 from tilesolve.solver.candidates import build_table
 from tilesolve.solver.cost import KERNEL_LAUNCH_US, L2_USABLE_FRACTION
-from tilesolve.solver.families import get_family
 from tilesolve.solver.families.cuda_split import cuda_rates
 from tilesolve.solver.families.fa2 import FlashAttention2
 from tilesolve.solver.families.split_kv import (
@@ -44,6 +43,7 @@ from tilesolve.solver.families.split_kv import (
     visible_keys,
 )
 from tilesolve.solver.families.triton import TritonFlashAttention
+from tilesolve.solver.registry import get_family
 from tilesolve.solver.space import ConfigArrays
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc

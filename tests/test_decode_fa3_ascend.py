@@ -31,7 +31,6 @@ from tilesolve.solver import (
     solve,
 )
 from tilesolve.solver.candidates import build_table
-from tilesolve.solver.families import get_family
 from tilesolve.solver.families.ascend_cost import ASCEND_LAUNCH_US
 from tilesolve.solver.families.ascend_decode import (
     SYNC_ALL_CYCLES,
@@ -41,6 +40,7 @@ from tilesolve.solver.families.ascend_decode import (
 from tilesolve.solver.families.fa3 import FlashAttention3
 from tilesolve.solver.families.fa3_decode import combine_rows_per_block
 from tilesolve.solver.families.split_kv import PAGE_ADDRESS_CYCLES
+from tilesolve.solver.registry import get_family
 from tilesolve.solver.space import ConfigArrays
 from tilesolve.solver.validate import check_config
 from tilesolve.v1 import tilesolve_pb2 as pb

@@ -30,10 +30,10 @@ from tilesolve.solver import (
     solve,
 )
 from tilesolve.solver.candidates import build_table
-from tilesolve.solver.families import find_family
 from tilesolve.solver.families.fa3 import FlashAttention3
 from tilesolve.solver.families.fa3_cost import ITERATION_FIXED_CYCLES
 from tilesolve.solver.hardware import CudaDevice
+from tilesolve.solver.registry import find_family
 from tilesolve.solver.validate import check_config
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc

@@ -27,8 +27,8 @@ from tilesolve.solver import (
 )
 from tilesolve.solver.candidates import build_table, evaluation, ordered_constraints
 from tilesolve.solver.constraints import ConstraintKind
-from tilesolve.solver.families import family_names, find_family, get_family, registrations
 from tilesolve.solver.heatmap import heatmap_grid
+from tilesolve.solver.registry import family_names, find_family, get_family, registrations
 from tilesolve.solver.space import COMMON_FIELDS
 from tilesolve.solver.validate import check_config
 from tilesolve.v1 import tilesolve_pb2 as pb

@@ -6,8 +6,8 @@ import numpy as np
 
 from tilesolve.solver import AttentionProblem, Phase, SolveOptions, get_hardware
 from tilesolve.solver.candidates import build_table
-from tilesolve.solver.families import get_family
 from tilesolve.solver.ip_model import TileProgram
+from tilesolve.solver.registry import get_family
 
 PROBLEM = AttentionProblem(batch=4, heads=16, seq_len=4096, head_dim=128)
 

@@ -24,7 +24,7 @@ from tilesolve.solver.cost import (
     padding_waste,
     wave_schedule,
 )
-from tilesolve.solver.families import get_family
+from tilesolve.solver.registry import get_family
 
 
 def _ints(*values: int) -> np.ndarray:

@@ -19,7 +19,7 @@ from tilesolve.solver import AttentionProblem, Config, FieldViolation, HardwareS
 from tilesolve.solver.candidates import Evaluation
 from tilesolve.solver.constraints import Constraint, ConstraintKind, Rule
 from tilesolve.solver.cost import Perf
-from tilesolve.solver.families.base import KernelFamily, Resources, ResourceUse
+from tilesolve.solver.family import KernelFamily, Resources, ResourceUse
 from tilesolve.solver.space import ConfigArrays, IntArray, Param
 
 SCRATCH_BYTES_PER_ROW_CHUNK = 128

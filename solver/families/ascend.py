@@ -31,10 +31,10 @@ import numpy as np
 from ..constraints import Constraint, ConstraintKind, Rule
 from ..cost import L2_USABLE_FRACTION, Perf
 from ..errors import FieldViolation
+from ..family import KernelFamily, Resources, ResourceUse
 from ..hardware import AscendCore, AscendDevice, HardwareSpec
 from ..problem import AttentionProblem, DType, SolveOptions
 from ..space import Config, ConfigArrays, IntArray, Param, ceil_div
-from .base import KernelFamily, Resources, ResourceUse
 
 if TYPE_CHECKING:
     from ..candidates import CandidateTable, Evaluation

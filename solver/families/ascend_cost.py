@@ -33,7 +33,7 @@ from ..cost import (
     wave_schedule,
 )
 from ..hardware import AscendDevice
-from ..space import IntArray, ceil_div
+from ..space import FloatArray, IntArray, ceil_div
 from .ascend import (
     CUBE_BASE_COLUMNS,
     FP32_BYTES,
@@ -47,7 +47,6 @@ from .ascend import (
     rate,
     required_rates,
 )
-from .base import FloatArray
 
 if TYPE_CHECKING:
     from ..candidates import CandidateTable, Evaluation

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..constraints import Constraint, ConstraintKind, Relaxation, Rule
+from ..family import KernelFamily, Resources, ResourceUse
 from ..hardware import CudaDevice, HardwareSpec
 from ..occupancy import OccupancyArrays, occupancy, occupancy_arrays
 from ..problem import AttentionProblem, SolveOptions
-from ..space import Config, ConfigArrays, IntArray, ceil_div
-from .base import BoolArray, FloatArray, KernelFamily, Resources, ResourceUse
+from ..space import BoolArray, Config, ConfigArrays, FloatArray, IntArray, ceil_div
 
 if TYPE_CHECKING:
     from ..candidates import CandidateTable, Evaluation

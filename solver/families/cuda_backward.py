@@ -23,8 +23,7 @@ from ..constraints import Constraint, ConstraintKind, Rule
 from ..cost import KERNEL_LAUNCH_US, KvReuse, Perf, kv_reuse
 from ..hardware import CudaDevice, HardwareSpec
 from ..problem import AttentionProblem, Phase, SolveOptions
-from ..space import Config, ConfigArrays, IntArray
-from .base import BoolArray, FloatArray
+from ..space import BoolArray, Config, ConfigArrays, FloatArray, IntArray
 from .cuda import (
     Alignment,
     CudaFamily,

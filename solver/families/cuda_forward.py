@@ -34,11 +34,11 @@ from ..cost import (
     padding_waste,
     wave_schedule,
 )
+from ..family import pow2_range
 from ..hardware import CudaDevice
 from ..model_constants import model_constants
 from ..problem import AttentionProblem
-from ..space import ConfigArrays, IntArray, Param, ceil_div
-from .base import BoolArray, FloatArray, pow2_range
+from ..space import BoolArray, ConfigArrays, FloatArray, IntArray, Param, ceil_div
 from .cuda import CudaFamily, CudaResources, cuda_device
 
 if TYPE_CHECKING:

@@ -15,8 +15,7 @@ import numpy as np
 from ..errors import FieldViolation
 from ..hardware import CudaDevice, HardwareSpec
 from ..problem import AttentionProblem, DType
-from ..space import ConfigArrays, IntArray, Param
-from .base import BoolArray
+from ..space import BoolArray, ConfigArrays, IntArray, Param
 from .cuda import MMA_ROWS, cuda_device
 from .cuda_forward import FlashForwardFamily, tile_params
 

@@ -32,8 +32,7 @@ from ..cost import (
 from ..errors import FieldViolation
 from ..hardware import CudaDevice, HardwareSpec
 from ..problem import AttentionProblem
-from ..space import Config, ConfigArrays, IntArray, Param, ceil_div
-from .base import BoolArray, FloatArray
+from ..space import BoolArray, Config, ConfigArrays, FloatArray, IntArray, Param, ceil_div
 from .cuda import CudaResources
 from .cuda_backward import (
     BWD_ALU_OPS_PER_SCORE,

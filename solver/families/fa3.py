@@ -32,11 +32,11 @@ import numpy as np
 
 from ..constraints import Constraint, ConstraintKind, Relaxation, Rule
 from ..errors import FieldViolation
+from ..family import KernelFamily, ResourceUse
 from ..hardware import CudaDevice, HardwareSpec
 from ..occupancy import occupancy, occupancy_arrays
 from ..problem import AttentionProblem, DType, SolveOptions
-from ..space import Config, ConfigArrays, IntArray, Param, ceil_div
-from .base import BoolArray, FloatArray, KernelFamily, ResourceUse
+from ..space import BoolArray, Config, ConfigArrays, FloatArray, IntArray, Param, ceil_div
 from .cuda import (
     CudaResources,
     MaxSmem,
@@ -521,7 +521,7 @@ class FlashAttention3(KernelFamily):
 def _families_running_on(hardware: HardwareSpec, exclude: str) -> list[str]:
     """The other registered forward families that run on `hardware` (the registry imports
     this module, so it is imported here, when asked)."""
-    from . import families_on
+    from ..registry import families_on
 
     return [name for name in families_on(hardware) if name != exclude]
 

@@ -36,8 +36,7 @@ from ..cost import (
     wave_schedule,
 )
 from ..problem import DType
-from ..space import ceil_div
-from .base import FloatArray
+from ..space import FloatArray, ceil_div
 from .cuda import cuda_device, kib
 
 if TYPE_CHECKING:

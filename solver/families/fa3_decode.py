@@ -40,8 +40,7 @@ from ..cost import Perf
 from ..errors import FieldViolation
 from ..hardware import CudaDevice, HardwareSpec
 from ..problem import AttentionProblem, Phase, SolveOptions
-from ..space import Config, ConfigArrays, IntArray, Param, ceil_div
-from .base import FloatArray
+from ..space import Config, ConfigArrays, FloatArray, IntArray, Param, ceil_div
 from .cuda import cuda_device
 from .cuda_split import cuda_rates, split_reason
 from .fa3 import WGMMA_K_BYTES, FlashAttention3

@@ -37,8 +37,16 @@ from ..cost import Perf
 from ..errors import FieldViolation
 from ..hardware import CudaDevice, HardwareSpec
 from ..problem import AttentionProblem, DType, Phase, SolveOptions
-from ..space import COMMON_FIELDS, Config, ConfigArrays, IntArray, Param, ceil_div
-from .base import BoolArray, FloatArray
+from ..space import (
+    COMMON_FIELDS,
+    BoolArray,
+    Config,
+    ConfigArrays,
+    FloatArray,
+    IntArray,
+    Param,
+    ceil_div,
+)
 from .cuda import (
     A_FRAGMENT_REGS_PER_SLAB,
     FIXED_OVERHEAD_REGS,

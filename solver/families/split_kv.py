@@ -42,9 +42,9 @@ import numpy as np
 from ..constraints import Constraint, ConstraintKind, Rule
 from ..cost import KERNEL_LAUNCH_US, L2_USABLE_FRACTION, LSE_BYTES_PER_ROW, Perf, padding_waste
 from ..errors import FieldViolation, InvalidRequestError
+from ..family import pow2_range
 from ..problem import AttentionProblem, Phase, SolveOptions, _causal_pairs
-from ..space import ConfigArrays, IntArray, Param, ceil_div
-from .base import FloatArray, pow2_range
+from ..space import ConfigArrays, FloatArray, IntArray, Param, ceil_div
 
 if TYPE_CHECKING:
     from ..candidates import Evaluation

@@ -15,8 +15,7 @@ from ..errors import FieldViolation
 from ..hardware import CudaDevice, HardwareSpec
 from ..model_constants import model_constants
 from ..problem import AttentionProblem, DType
-from ..space import ConfigArrays, IntArray, Param
-from .base import BoolArray, FloatArray
+from ..space import BoolArray, ConfigArrays, FloatArray, IntArray, Param
 from .cuda import cuda_device
 from .cuda_forward import FlashForwardFamily, tile_params
 

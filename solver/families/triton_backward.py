@@ -32,10 +32,10 @@ from ..cost import (
     wave_schedule,
 )
 from ..errors import FieldViolation
+from ..family import pow2_range
 from ..hardware import CudaDevice, HardwareSpec
 from ..problem import AttentionProblem, DType
-from ..space import Config, ConfigArrays, IntArray, Param, ceil_div
-from .base import BoolArray, FloatArray, pow2_range
+from ..space import BoolArray, Config, ConfigArrays, FloatArray, IntArray, Param, ceil_div
 from .cuda import FIXED_OVERHEAD_REGS, CudaResources, cuda_device
 from .cuda_backward import (
     BWD_ALU_OPS_PER_SCORE,

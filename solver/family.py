@@ -16,20 +16,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import numpy.typing as npt
 
-from ..errors import FieldViolation
-from ..hardware import HardwareSpec
-from ..problem import AttentionProblem, Phase, SolveOptions
-from ..space import COMMON_FIELDS, Config, ConfigArrays, IntArray, Param
+from .errors import FieldViolation
+from .hardware import HardwareSpec
+from .problem import AttentionProblem, Phase, SolveOptions
+from .space import COMMON_FIELDS, Config, ConfigArrays, IntArray, Param
 
 if TYPE_CHECKING:
-    from ..candidates import CandidateTable, Evaluation
-    from ..constraints import Constraint
-    from ..cost import Perf
-
-BoolArray = npt.NDArray[np.bool_]
-FloatArray = npt.NDArray[np.float64]
+    from .candidates import CandidateTable, Evaluation
+    from .constraints import Constraint
+    from .cost import Perf
 
 
 @dataclass(frozen=True)
