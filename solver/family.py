@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .candidates import CandidateTable, Evaluation
     from .constraints import Constraint
     from .cost import Perf
+    from .split_kv import SplitKv
 
 
 @dataclass(frozen=True)
@@ -59,9 +60,14 @@ class KernelFamily(ABC):
     phase: ClassVar[Phase] = Phase.FORWARD
     device_kind: ClassVar[str]  # the `arch` of the devices it runs on ("cuda", "ascend", ...)
     summary: ClassVar[str]
-    # The page sizes the family's paged-KV path takes, in words (None: it has none, and a
-    # request for a paged cache is invalid input naming the families that have one).
-    paged_kv_rule: ClassVar[str | None] = None
+    # The family's split-KV, GQA-packing and paged-KV path (`split_kv.SplitKv`), if it has one.
+    split_kv: ClassVar[SplitKv | None] = None
+
+    @property
+    def paged_kv_rule(self) -> str | None:
+        """The page sizes the family's paged-KV path takes, in words (None: it has none, and a
+        request for a paged cache is invalid input naming the families that have one)."""
+        return None if self.split_kv is None else self.split_kv.paged_kv_rule
 
     # ---- the problem ---------------------------------------------------------------------
     def problem_violations(
@@ -94,7 +100,7 @@ class KernelFamily(ABC):
         self, problem: AttentionProblem, hardware: HardwareSpec, options: SolveOptions
     ) -> tuple[Param, ...]:
         """The decision variables of one request: `params`, plus any that the request's options
-        add (a paged KV cache's page size, `families/split_kv.py`). The candidate table and
+        add (a paged KV cache's page size, `split_kv.py`). The candidate table and
         the validator read this; a family whose space does not depend on the options keeps
         the default."""
         return self.params(problem, hardware)
@@ -186,3 +192,8 @@ def pow2_range(lo: int, hi: int) -> tuple[int, ...]:
         out.append(value)
         value *= 2
     return tuple(out)
+
+
+def kib(value: float) -> str:
+    """Bytes as people read them in a reason line: '48 KiB'."""
+    return f"{value / 1024:g} KiB"

@@ -70,7 +70,7 @@ from .cost import LSE_BYTES_PER_ROW
 from .errors import FieldViolation, InvalidRequestError
 from .hardware import CudaDevice, HardwareSpec, get_hardware
 from .problem import MAX_SEQ_LEN, AttentionProblem, DType, Phase, SolveOptions
-from .registry import PLANNED_FAMILIES, family_names, find_family
+from .registry import family_names, find_family
 from .space import ConfigArrays, ceil_div
 
 if TYPE_CHECKING:
@@ -249,7 +249,7 @@ def _request_violations(
             violations.append(
                 FieldViolation(field, f"must be an integer from 1 to {MAX_BLOCK}; got {value!r}")
             )
-    known = (*family_names(), *PLANNED_FAMILIES)
+    known = family_names()
     if kernel not in known:
         violations.append(
             FieldViolation(

@@ -1,7 +1,8 @@
 """The family registry: the one list of kernel families, keyed by (name, phase).
 
-A family is registered once, here for the built-in ones, or by `register` (a plug-in, a test's
-toy family). Everything that names kernels (the CLI's `--kernel`, the wire's `kernel` string,
+A family is registered once: the built-in ones here, from each kernel folder's
+`REGISTRATIONS` (`families/<kernel>/__init__.py`), or by `register` (a plug-in, a test's toy
+family). Everything that names kernels (the CLI's `--kernel`, the wire's `kernel` string,
 the memory model, the defaults per device) asks this registry, so a new family needs no edit
 anywhere else. Backward and decode models are registrations under their phase, not branches.
 """
@@ -9,20 +10,12 @@ anywhere else. Backward and decode models are registrations under their phase, n
 from __future__ import annotations
 
 from .errors import FieldViolation, InvalidRequestError
-from .families.ascend import AscendFlashAttention
-from .families.ascend_decode import AscendIncreFlashAttention
-from .families.decode import FlashAttention2Decode, FlashAttention2SplitKv, TritonSplitKv
-from .families.fa2_backward import FlashAttention2Backward
-from .families.fa3_decode import Fa3Decode, Fa3SplitKv
-from .families.flashinfer import FlashInfer, FlashInferDecode
-from .families.triton_backward import TritonFlashAttentionBackward
+from .families import ascend, fa2, fa3, flashinfer, triton
 from .family import KernelFamily
 from .hardware import HardwareSpec
 from .problem import AttentionProblem, Phase
 
 _REGISTRY: dict[tuple[str, Phase], KernelFamily] = {}
-# Named in DESIGN.md's contract but not modelled yet: asking for one says so (none left).
-PLANNED_FAMILIES: tuple[str, ...] = ()
 
 
 def register(family: KernelFamily) -> KernelFamily:
@@ -85,8 +78,8 @@ def find_family(name: str, phase: Phase = Phase.FORWARD) -> KernelFamily | None:
 
 
 def get_family(name: str | None, phase: Phase, hardware: HardwareSpec) -> KernelFamily:
-    """The named family for the phase, or the hardware's default; unknown names, unbuilt
-    families and unmodelled phases are errors naming what is allowed."""
+    """The named family for the phase, or the hardware's default; unknown names and unmodelled
+    phases are errors naming what is allowed."""
     chosen = name or hardware.default_kernel
     family = _REGISTRY.get((chosen, phase))
     if family is not None:
@@ -113,10 +106,7 @@ def get_family(name: str | None, phase: Phase, hardware: HardwareSpec) -> Kernel
                 )
             ]
         )
-    if chosen in PLANNED_FAMILIES:
-        detail = f"kernel family {chosen!r} is not modelled yet"
-    else:
-        detail = f"unknown kernel family {chosen!r}"
+    detail = f"unknown kernel family {chosen!r}"
     if runs_here and phase is Phase.FORWARD:
         allowed = f"families that run on {hardware.name}: {', '.join(runs_here)}"
     elif runs_here:
@@ -126,25 +116,13 @@ def get_family(name: str | None, phase: Phase, hardware: HardwareSpec) -> Kernel
     raise InvalidRequestError([FieldViolation("kernel", f"{detail}; {allowed}")])
 
 
-for _family in (
-    FlashAttention2SplitKv(),
-    TritonSplitKv(),
-    FlashInfer(),
-    Fa3SplitKv(),
-    AscendFlashAttention(),
-    FlashAttention2Backward(),
-    TritonFlashAttentionBackward(),
-    # decode (docs/model.md section 13)
-    FlashAttention2Decode(),
-    FlashInferDecode(),
-    Fa3Decode(),
-    AscendIncreFlashAttention(),
-):
-    register(_family)
+# Folder by folder; a device default without a model of the phase is stood in for by the first
+# family registered for it that runs on the device (`get_family`), so the order matters there.
+for _kernel in (fa2, triton, flashinfer, fa3, ascend):
+    for _family in _kernel.REGISTRATIONS:
+        register(_family)
 
 __all__ = [
-    "PLANNED_FAMILIES",
-    "KernelFamily",
     "families_for",
     "families_on",
     "family_names",

@@ -17,11 +17,11 @@ from .errors import (
 )
 from .exhaustive import solve_exhaustive
 from .explain import binding_constraints, funnel, infeasibility, notes, reasons
-from .families.split_kv import paging_requested, split_fields
 from .hardware import CATALOG_VERSION, CudaDevice, HardwareSpec, get_hardware
 from .model_constants import calibration_digest
 from .problem import AttentionProblem, Engine, SolveOptions
 from .registry import families_for, get_family, paged_kv_families
+from .split_kv import paging_requested, split_fields
 from .validate import check_config, fresh_times_us, same_time
 
 # 0.2.0: family interface; achievable bandwidth, launch, iteration and window-L2 terms.

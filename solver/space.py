@@ -119,6 +119,10 @@ class ConfigArrays:
     def __contains__(self, name: object) -> bool:
         return name in self.columns
 
+    def get(self, name: str) -> IntArray | None:
+        """A parameter's column, or None where the space does not declare it."""
+        return self.columns.get(name)
+
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(self.columns)

@@ -30,7 +30,7 @@ from tilesolve.solver.calibrate import (
     synthetic_measurements,
     with_constants,
 )
-from tilesolve.solver.families import cuda_forward
+from tilesolve.solver.families.cuda import forward as cuda_forward
 from tilesolve.solver.measured import Measurement, Shape, Tile, predict_shape, sample_tiles
 from tilesolve.solver.model_constants import DEFAULT_MODEL_CONSTANTS, ModelConstants
 from tilesolve.solver.solve import MODEL_VERSION, model_version

@@ -30,8 +30,9 @@ from tilesolve.solver import (
     solve,
 )
 from tilesolve.solver.candidates import build_table
-from tilesolve.solver.families.fa3 import FlashAttention3
-from tilesolve.solver.families.fa3_cost import ITERATION_FIXED_CYCLES
+from tilesolve.solver.families.fa3.cost import ITERATION_FIXED_CYCLES
+from tilesolve.solver.families.fa3.forward import FlashAttention3
+from tilesolve.solver.families.fa3.resources import register_split
 from tilesolve.solver.hardware import CudaDevice
 from tilesolve.solver.registry import find_family
 from tilesolve.solver.validate import check_config
@@ -443,11 +444,9 @@ def test_shared_memory_and_registers_by_hand() -> None:
     table = _table(paper_problem(64, "fp8", False), block_m=192, block_n=160)
     assert table.res.smem_o_pad[0] == 192 * 64 * 2 - 2 * 160 * 64 == 4096
     # the setmaxnreg split: (512 - 24) / W rounded down to 8, at most 248
-    family = find_family("fa3")
-    assert isinstance(family, FlashAttention3)
     device = get_hardware("h100-sxm")
     assert isinstance(device, CudaDevice)
-    _, producer, consumer = family.register_split(np.array([1, 2, 3]), device)
+    _, producer, consumer = register_split(np.array([1, 2, 3]), device)
     assert consumer.tolist() == [248, 240, 160] and producer.tolist() == [24, 24, 24]
 
 

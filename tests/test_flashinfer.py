@@ -26,7 +26,8 @@ from tilesolve.solver import (
     solve,
 )
 from tilesolve.solver.candidates import build_table, evaluation
-from tilesolve.solver.families.flashinfer import FlashInfer, decode_layout
+from tilesolve.solver.families.flashinfer.decode_kernel import decode_layout
+from tilesolve.solver.families.flashinfer.forward import FlashInfer
 from tilesolve.solver.registry import get_family
 from tilesolve.solver.space import Config, ConfigArrays
 from tilesolve.solver.validate import check_config

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..cost import (
+from ...cost import (
     LSE_BYTES_PER_ROW,
     Perf,
     causal_iterations,
@@ -32,24 +32,14 @@ from ..cost import (
     padding_waste,
     wave_schedule,
 )
-from ..hardware import AscendDevice
-from ..space import FloatArray, IntArray, ceil_div
-from .ascend import (
-    CUBE_BASE_COLUMNS,
-    FP32_BYTES,
-    MODEL_INPUTS,
-    AscendResources,
-    Geometry,
-    ascend_device,
-    geometry,
-    kernel_name,
-    kib,
-    rate,
-    required_rates,
-)
+from ...family import kib
+from ...hardware import AscendDevice
+from ...space import FloatArray, IntArray, ceil_div
+from .buffers import CUBE_BASE_COLUMNS, FP32_BYTES, AscendResources, Geometry, geometry
+from .device import MODEL_INPUTS, ascend_device, kernel_name, rate, required_rates
 
 if TYPE_CHECKING:
-    from ..candidates import CandidateTable, Evaluation
+    from ...candidates import CandidateTable, Evaluation
 
 # ---- constants (docs/model.md 10.4) ------------------------------------------------------------
 # Vector passes over each fp32 score element in one round: scale, row max, subtract the max,
@@ -73,9 +63,10 @@ HANDOFF_CYCLES_SPLIT = 1000.0
 HANDOFF_CYCLES_COUPLED = 100.0
 HANDOFFS_PER_ROUND = 2.0  # S to the vector, P back to the cube
 # What one kernel call costs beyond its work on an Ascend NPU, in place of the CUDA launch floor
-# (cost.KERNEL_LAUNCH_US, 2.5 us): the torch_npu/CANN launch path of one custom-kernel call on a
-# 910B2 measured 16-18 us from the host over three repeats (LMCache-Ascend PR #280: CANN 8.5.1,
-# torch_npu 2.9.0, "Three repeats measured ... 16-18 us after"). Assumed for 910A and 310P3.
+# (ModelConstants.kernel_launch_us, 2.5 us): the torch_npu/CANN launch path of one
+# custom-kernel call on a 910B2 measured 16-18 us from the host over three repeats
+# (LMCache-Ascend PR #280: CANN 8.5.1, torch_npu 2.9.0, "Three repeats measured ... 16-18 us
+# after"). Assumed for 910A and 310P3.
 ASCEND_LAUNCH_US = 18.0
 # A paged cache (the decode kernel, docs/model.md 13.10): each page of the S2 tile is a copy of
 # its own (IncreFlashAttention's MatMul callback copies K and V GM -> L1 page by page, with the

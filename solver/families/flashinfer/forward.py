@@ -1,4 +1,5 @@
-"""FlashInfer's FA2-style prefill and decode kernels (sm80 and later), as the `flashinfer` family.
+"""FlashInfer's FA2-style prefill and decode kernels (sm80 and later), as the `flashinfer` family
+(registered forward here, decode in `decode.py`).
 
 The prefill kernel template (`include/flashinfer/attention/prefill.cuh`, `KernelTraits`) lays
 out its 4 warps as NUM_WARPS_Q x NUM_WARPS_KV: each warp along Q owns NUM_MMA_Q x 16 query
@@ -33,11 +34,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..cost import Perf
-from ..errors import FieldViolation
-from ..hardware import CudaDevice, HardwareSpec
-from ..problem import AttentionProblem, DType, Phase, SolveOptions
-from ..space import (
+from ...cost import Perf
+from ...errors import FieldViolation
+from ...family import kib
+from ...hardware import CudaDevice, HardwareSpec
+from ...problem import AttentionProblem, DType, Phase, SolveOptions
+from ...space import (
     COMMON_FIELDS,
     BoolArray,
     Config,
@@ -47,41 +49,34 @@ from ..space import (
     Param,
     ceil_div,
 )
-from .cuda import (
+from ...split_kv import NESTED_PAGES, PageRule, SplitKv, always_packs, paged_lookup_cycles
+from ..cuda.constraints import cuda_resources
+from ..cuda.forward import MMA_LATENCY_CYCLES, FlashForwardFamily, KernelExtras, forward_perf
+from ..cuda.resources import (
     A_FRAGMENT_REGS_PER_SLAB,
     FIXED_OVERHEAD_REGS,
     SOFTMAX_REGS_PER_SLAB,
-    STANDARD_WARPS,
     CudaResources,
-    _res,
     cuda_device,
-    kib,
 )
-from .cuda_forward import (
-    MMA_K,
-    MMA_LATENCY_CYCLES,
-    FlashForwardFamily,
-    KernelExtras,
-    _evaluate,
+from ..cuda.timing import MMA_K
+from .decode_kernel import (
+    DECODE_GROUP_SIZES,
+    DECODE_MIN_THREADS,
+    DECODE_STAGES,
+    DECODE_VECTOR_BYTES,
+    decode_layout,
 )
-from .cuda_split import SplitKvMixin
-from .split_kv import PageRule, decode_block_m_cap, decode_violations, paged_lookup_cycles
 
 if TYPE_CHECKING:
-    from ..candidates import CandidateTable, Evaluation
+    from ...candidates import CandidateTable
 
-# Head dims FlashInfer compiles (DISPATCH_HEAD_DIM: 64, 128, 256); others are padded up.
 FLASHINFER_HEAD_DIMS = (64, 128, 256)
 WARPS = 4  # NUM_WARPS_Q x NUM_WARPS_KV in every shipped layout (get_num_warps_q/kv)
 MMA_ROWS = 16  # rows (and keys) of one m16n8k16 tile along Q (along KV: two n8 tiles)
 QK_ACCUM_BYTES = 4  # DTypeQKAccum: fp32 (FP16 QK reduction is compiled out by default)
 # KernelTraits::IsInvalid: NUM_MMA_Q x (8 NUM_MMA_D_VO + 2 sizeof(accum) NUM_MMA_KV) < 256
 REGISTER_BUDGET = 256
-# The decode kernel (decode.cuh), 16-bit KV: 16-byte vectors, 2 shared-memory stages on sm80+
-DECODE_VECTOR_BYTES = 16
-DECODE_MIN_THREADS = 128
-DECODE_STAGES = 2
-DECODE_GROUP_SIZES = (1, 2, 3, 4, 8)  # DISPATCH_GQA_GROUP_SIZE
 POINTER_BYTES = 8
 FMA_LATENCY_CYCLES = 4  # dependent FFMA
 SHUFFLE_LATENCY_CYCLES = 30  # one warp shuffle of the dot-product reduction (as in cuda_forward)
@@ -98,27 +93,16 @@ def _padded(dim: int) -> int:
     return next((h for h in FLASHINFER_HEAD_DIMS if h >= dim), FLASHINFER_HEAD_DIMS[-1])
 
 
-def decode_layout(head_dim: int, group: int, elem: int) -> dict[str, int]:
-    """The CUDA-core decode kernel's layout (BatchDecodeWithPagedKVCacheDispatched)."""
-    vec = max(DECODE_VECTOR_BYTES // elem, head_dim // 32)
-    bdx = head_dim // vec
-    threads = max(DECODE_MIN_THREADS, bdx * group)
-    bdz = threads // (bdx * group)
-    tile = (4 if elem == 2 else 2) if group == 1 else 1
-    return {
-        "vec_size": vec,
-        "bdx": bdx,
-        "bdy": group,
-        "bdz": bdz,
-        "threads": threads,
-        "tile_size_per_bdx": tile,
-        "tokens_per_stage": tile * group * bdz,
-        "stages": DECODE_STAGES,
-    }
+def flashinfer_merge_rows(problem: AttentionProblem, dv: int) -> int:
+    """Query rows one block of FlashInfer's merge kernel (cascade.cuh, MergeStates) merges:
+    bdx = head_dim / vec_size threads per row and 128 / bdx (row, head) pairs per block."""
+    vec = max(DECODE_VECTOR_BYTES // problem.dtype.bytes, dv // 32)
+    return max(1, 128 // (dv // vec))
 
 
-class FlashInferKernel(FlashForwardFamily):
-    """The kernel template's tiles, resources and cost hooks (no split-KV: see FlashInfer)."""
+class FlashInfer(FlashForwardFamily):
+    """flashinfer, forward (prefill; split-KV against a longer cache, paged KV): the kernel
+    template's warp layout, resources and cost hooks, and the CUDA-core decode kernel's."""
 
     name = "flashinfer"
     summary = (
@@ -130,13 +114,15 @@ class FlashInferKernel(FlashForwardFamily):
         "warps_kv with 4 warps; NUM_MMA_Q x (8 NUM_MMA_D_VO + 8 NUM_MMA_KV) < 256; NUM_MMA_KV "
         "even at head_dim 64 (decode kernel: its fixed layout)"
     )
-    pipeline_note = (
-        "single-buffered K and V; the next K loads during P.V, the next V during QK^T "
-        "(decode kernel: 2 stages)"
+    split_kv = SplitKv(
+        combine_rows=flashinfer_merge_rows,
+        pack_gqa=always_packs,
+        pages=FLASHINFER_PAGES,
+        page_fit=NESTED_PAGES,
     )
 
     # ---- the problem --------------------------------------------------------------------
-    def _family_violations(
+    def kernel_violations(
         self, problem: AttentionProblem, hardware: HardwareSpec
     ) -> list[FieldViolation]:
         out = []
@@ -189,7 +175,7 @@ class FlashInferKernel(FlashForwardFamily):
         return decode_layout(d, group, problem.dtype.bytes)
 
     # ---- the space ----------------------------------------------------------------------
-    def params(self, problem: AttentionProblem, hardware: HardwareSpec) -> tuple[Param, ...]:
+    def tile_params(self, problem: AttentionProblem, hardware: HardwareSpec) -> tuple[Param, ...]:
         out = [
             Param(
                 "warps_kv",
@@ -405,34 +391,11 @@ class FlashInferKernel(FlashForwardFamily):
     def forward_perf(
         self, device: CudaDevice, problem: AttentionProblem, cfg: ConfigArrays, res: CudaResources
     ) -> Perf:
-        return _evaluate(self, device, problem, self.kernel_view(cfg), res)
-
-    def combine_rows_per_block(self, problem: AttentionProblem) -> int:
-        """FlashInfer's merge kernel (cascade.cuh, MergeStates): bdx = head_dim / vec_size
-        threads per row and 128 / bdx (row, head) pairs per block."""
-        _, dv = self.kernel_head_dims(problem)
-        vec = max(DECODE_VECTOR_BYTES // problem.dtype.bytes, dv // 32)
-        return max(1, 128 // (dv // vec))
+        return forward_perf(self, device, problem, self.kernel_view(cfg), res)
 
     # ---- ties, reasons, the validator ------------------------------------------------------
-    def tie_keys(self, ev: Evaluation) -> list[IntArray]:
-        """As the CUDA families (fewer tiles per head, standard warps, less shared memory,
-        larger block_m), read from the common fields."""
-        common = ev.common
-        tiles = ceil_div(ev.problem.seq_len, common["block_m"]) * ceil_div(
-            ev.problem.seq_len_kv_eff, common["block_n"]
-        )
-        warp_distance = np.abs(np.log2(common["num_warps"]) - np.log2(STANDARD_WARPS))
-        return [
-            tiles,
-            np.rint(warp_distance).astype(np.int64),
-            _res(ev).smem_bytes,
-            common["num_stages"],
-            -common["block_m"],
-        ]
-
     def reason_lines(self, table: CandidateTable, i: int) -> list[str]:
-        res = _res(table)
+        res = cuda_resources(table)
         sm = cuda_device(table.hardware).sm
         perf = table.perf
         cfg = table.cfg
@@ -456,6 +419,7 @@ class FlashInferKernel(FlashForwardFamily):
             f"{perf.overlap[i]:.0%} of each K/V tile load hidden by compute; "
             f"shared memory {kib(res.smem_bytes[i])} of {kib(sm.smem_per_block_optin_bytes)}; "
             f"about {res.regs_demand[i]} registers per thread",
+            *self.split_kv.reason_lines(table, i),
         ]
 
     def check(
@@ -469,38 +433,3 @@ class FlashInferKernel(FlashForwardFamily):
         values = config.as_dict()
         full = {**values, **self.derived(values)}
         return super().check(hardware, problem, options, Config(tuple(full.items())))
-
-
-class FlashInfer(SplitKvMixin, FlashInferKernel):
-    """flashinfer, forward (prefill; split-KV against a longer cache) and paged KV."""
-
-    page_rule = FLASHINFER_PAGES
-    paged_kv_rule = FLASHINFER_PAGES.rule
-    # the template's hooks, not the mixin's defaults
-    forward_perf = FlashInferKernel.forward_perf
-    kernel_extras = FlashInferKernel.kernel_extras
-    combine_rows_per_block = FlashInferKernel.combine_rows_per_block
-
-    def pack_domain(self, problem: AttentionProblem) -> tuple[int, ...]:
-        """FlashInfer always packs the GQA group into the rows."""
-        return (1,)
-
-
-class FlashInferDecode(FlashInfer):
-    """flashinfer, decode: the tensor-core template or the CUDA-core decode kernel."""
-
-    phase = Phase.DECODE
-
-    def splits_declared(self, problem: AttentionProblem) -> bool:
-        return True
-
-    def decode_rows_cap(self, problem: AttentionProblem) -> int | None:
-        return decode_block_m_cap(problem, self.pack_domain(problem))
-
-    def _family_violations(
-        self, problem: AttentionProblem, hardware: HardwareSpec
-    ) -> list[FieldViolation]:
-        return [*super()._family_violations(problem, hardware), *decode_violations(problem)]
-
-
-__all__ = ["FlashInfer", "FlashInferDecode", "decode_layout"]

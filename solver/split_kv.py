@@ -1,10 +1,15 @@
 """Split-KV, GQA packing and paged KV: what turns a forward cost model into a decode one.
 
-Shared by every family with a split-KV path, whatever its device (CUDA here; the fa3 and
-Ascend families plug in the same way): nothing in this module knows about SMs, warps or cube
-units. A family supplies its forward cost model as a callback over a *transformed problem*
-and this module adds what splitting, packing and paging change. Formulas, units and sources:
-`docs/model.md`, section 13.
+One object, `SplitKv`, states the split-KV path of a family once: its decisions (`num_splits`,
+`pack_gqa`, `page_size`) and their domains, the legality rules on them, the validator's check,
+the tie-break keys, the reason lines and the cost. Every family with a split-KV path holds one
+(fa2, triton and flashinfer through `families/cuda/forward.py`, fa3, ascend's decode) and
+delegates to it; what differs between kernels is data the family gives it (which split counts
+and GQA packing the kernel offers, its page rule, how many rows its combine kernel merges per
+block, its decode row cap). Nothing here knows about SMs, warps or cube units: a family
+supplies its forward cost model as a callback over a *transformed problem* and its device as
+`UnitRates`, and this module adds what splitting, packing and paging change. Formulas, units
+and sources: `docs/model.md`, section 13.
 
 - **Split-KV.** `num_splits = S` cuts each (sequence, head) into S ranges of ``ceil(Sk/S)``
   keys, one thread block (CTA) per range. The main kernel is the forward kernel on a problem
@@ -39,15 +44,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from ..constraints import Constraint, ConstraintKind, Rule
-from ..cost import KERNEL_LAUNCH_US, L2_USABLE_FRACTION, LSE_BYTES_PER_ROW, Perf, padding_waste
-from ..errors import FieldViolation, InvalidRequestError
-from ..family import pow2_range
-from ..problem import AttentionProblem, Phase, SolveOptions, _causal_pairs
-from ..space import ConfigArrays, FloatArray, IntArray, Param, ceil_div
+from .candidates import Evaluation
+from .constraints import Constraint, ConstraintKind, Rule
+from .cost import L2_USABLE_FRACTION, LSE_BYTES_PER_ROW, Perf, padding_waste
+from .errors import FieldViolation, InvalidRequestError
+from .family import pow2_range
+from .hardware import HardwareSpec
+from .problem import AttentionProblem, Phase, SolveOptions, causal_pairs
+from .space import ConfigArrays, FloatArray, IntArray, Param, ceil_div
 
 if TYPE_CHECKING:
-    from ..candidates import Evaluation
+    from .candidates import CandidateTable
+    from .family import KernelFamily
 
 # FlashAttention-2 refuses more than 128 splits (`set_params_splitkv`: TORCH_CHECK(num_splits
 # <= 128)) and instantiates its combine kernel for up to 2^7 splits (`Log_max_splits` 1..7 in
@@ -195,7 +203,7 @@ def visible_keys(problem: AttentionProblem) -> int:
     sq, sk = problem.seq_len, problem.seq_len_kv_eff
     if not problem.causal:
         return sk
-    return max(1, int(np.ceil(_causal_pairs(sq, sk) / sq)))
+    return max(1, int(np.ceil(causal_pairs(sq, sk) / sq)))
 
 
 def split_problem(problem: AttentionProblem, splits: int, pack: bool) -> AttentionProblem:
@@ -232,11 +240,11 @@ def take_rows(record: T, indices: IntArray, n: int) -> T:
     return replace(record, **changes)
 
 
-def sub_evaluation(ev: Evaluation, problem: AttentionProblem, indices: IntArray, n: int) -> Any:
-    """The evaluation of the configurations at `indices` on a transformed problem, for a
-    family whose forward cost model reads an `Evaluation` (fa3, ascend)."""
-    from ..candidates import Evaluation
-
+def sub_evaluation(
+    ev: Evaluation, problem: AttentionProblem, indices: IntArray, n: int
+) -> Evaluation:
+    """The evaluation of the configurations at `indices` on a transformed problem: what a
+    family's forward cost model reads for one (num_splits, pack_gqa) group."""
     values = {f.name: getattr(ev, f.name) for f in fields(Evaluation)}
     values.update(
         problem=problem,
@@ -261,7 +269,7 @@ class UnitRates:
     l2_bytes: int
     l2_round_trip_s: float  # one dependent L2 access
     block_start_s: float  # start-up of one block
-    launch_us: float = KERNEL_LAUNCH_US
+    launch_us: float  # one kernel launch: the main kernel's floor, the combine's start
     # what starting the combine costs: None, a kernel launch (launch_us); a kernel that merges
     # in place after a barrier across its cores (CANN's IncreFlashAttention) gives that here
     combine_start_us: float | None = None
@@ -421,7 +429,7 @@ def _gather(parts: list[tuple[IntArray, Perf]], n: int) -> Perf:
     return Perf(**arrays, bottleneck=bottleneck, figures=figures)
 
 
-# ---- constraints --------------------------------------------------------------------------
+# ---- the legality rules ---------------------------------------------------------------------
 
 
 class SplitTiles(Constraint):
@@ -435,7 +443,7 @@ class SplitTiles(Constraint):
     def rules(self, ev: Evaluation) -> list[Rule]:
         if "num_splits" not in ev.cfg:
             return []
-        return [Rule("excess_splits", _excess_splits(ev), "<=", 0)]
+        return [Rule("excess_splits", excess_splits(ev), "<=", 0)]
 
     def detail(self, ev: Evaluation, i: int) -> str:
         tiles = ceil_div(ev.problem.seq_len_kv_eff, int(ev.common["block_n"][i]))
@@ -443,66 +451,99 @@ class SplitTiles(Constraint):
         return f"{ev.label(i)}: {splits} splits of {tiles} K/V tiles leave a split empty"
 
 
-def _excess_splits(ev: Evaluation) -> IntArray:
+def excess_splits(ev: Evaluation) -> IntArray:
+    """Splits beyond the K/V tiles of each configuration (0 where every split has a tile)."""
     tiles = ceil_div(ev.problem.seq_len_kv_eff, ev.common["block_n"])
     return np.asarray(np.maximum(ev.cfg["num_splits"] - tiles, 0), dtype=np.int64)
 
 
-class PagedTiles(Constraint):
-    """A K/V tile is a whole number of pages, or a page a whole number of tiles."""
+@dataclass(frozen=True)
+class PageFit:
+    """How a K/V tile and a page of the cache must fit, on a family's paged path: block_n a
+    whole number of pages (`whole_pages`), or else one of the two dividing the other."""
 
-    name = "paged_kv"
-    rule = "block_n a multiple of the page size or dividing it"
+    name: str  # the legality constraint's name in the funnel
+    rule: str
+    whole_pages: bool
+    misfit_text: str  # how a configuration breaks it: "{block_n}" and "{page}" filled in
+
+    def misfits_one(self, block_n: int, page: int) -> bool:
+        """Whether one configuration's tile and page do not fit (the validator's statement)."""
+        if self.whole_pages:
+            return block_n % page != 0
+        return block_n % page != 0 and page % block_n != 0
+
+    def misfits(self, block_n: IntArray, page: IntArray) -> IntArray:
+        """1 where the tile and the page do not fit."""
+        fits = block_n % page == 0
+        if not self.whole_pages:
+            fits = fits | (page % block_n == 0)
+        return np.asarray(~fits, dtype=np.int64)
+
+
+# FlashAttention-2 and FlashInfer: tiles and pages nest either way.
+NESTED_PAGES = PageFit(
+    name="paged_kv",
+    rule="block_n a multiple of the page size or dividing it",
+    whole_pages=False,
+    misfit_text="block_n {block_n} and page {page} do not nest",
+)
+
+
+class PagedTiles(Constraint):
+    """A K/V tile and a page fit as the family's paged path requires (`PageFit`)."""
+
     short = "page"
     kind = ConstraintKind.LEGALITY
+
+    def __init__(self, fit: PageFit):
+        self.fit = fit
+        self.name = fit.name
+        self.rule = fit.rule
 
     def rules(self, ev: Evaluation) -> list[Rule]:
         if "page_size" not in ev.cfg:
             return []
-        return [
-            Rule("page_misfit", page_misfit(ev.cfg["page_size"], ev.common["block_n"]), "<=", 0)
-        ]
+        misfit = self.fit.misfits(ev.common["block_n"], ev.cfg["page_size"])
+        return [Rule("page_misfit", misfit, "<=", 0)]
 
     def detail(self, ev: Evaluation, i: int) -> str:
         page = int(ev.cfg["page_size"][i]) if "page_size" in ev.cfg else 0
-        return f"{ev.label(i)}: block_n {int(ev.common['block_n'][i])} and page {page} do not nest"
+        block_n = int(ev.common["block_n"][i])
+        return f"{ev.label(i)}: " + self.fit.misfit_text.format(block_n=block_n, page=page)
+
+
+@dataclass(frozen=True)
+class RowsCap:
+    """The decode phase's cap on a block's query rows: `cap(problem, pack domain)`, and the
+    rule in words for the funnel."""
+
+    rule: str
+    cap: Callable[[AttentionProblem, tuple[int, ...]], int]
+
+
+DECODE_ROWS = RowsCap(
+    rule="block_m at most max(64, the query rows of a sequence's packed group)",
+    cap=decode_block_m_cap,
+)
 
 
 class DecodeRows(Constraint):
-    """A decode block holds at most max(64, the packed rows) query rows."""
+    """A decode block holds at most `cap` query rows (more would hold only padding)."""
 
     name = "decode_rows"
-    rule = "block_m at most max(64, the query rows of a sequence's packed group)"
     short = "rows"
     kind = ConstraintKind.LEGALITY
 
-    def __init__(self, cap: int):
+    def __init__(self, cap: int, rule: str = DECODE_ROWS.rule):
         self.cap = cap
+        self.rule = rule
 
     def rules(self, ev: Evaluation) -> list[Rule]:
         return [Rule("block_m", ev.common["block_m"], "<=", self.cap)]
 
     def detail(self, ev: Evaluation, i: int) -> str:
         return f"{ev.label(i)}: a decode block of more than {self.cap} rows holds only padding"
-
-
-def page_misfit(page: IntArray, block_n: IntArray) -> IntArray:
-    """1 where neither of block_n and the page divides the other."""
-    nested = (block_n % page == 0) | (page % block_n == 0)
-    return np.asarray(~nested, dtype=np.int64)
-
-
-def split_check(problem: AttentionProblem, values: dict[str, int], block_n: int) -> list[str]:
-    """The validator's statement of the split and page rules for one configuration."""
-    out = []
-    splits = values.get("num_splits", 1)
-    tiles = ceil_div(problem.seq_len_kv_eff, block_n)
-    if splits > tiles:
-        out.append(f"split_tiles: {splits} splits > {tiles} K/V tiles")
-    page = values.get("page_size")
-    if page is not None and block_n % page and page % block_n:
-        out.append(f"paged_kv: block_n {block_n} and page {page} do not nest")
-    return out
 
 
 def decode_violations(problem: AttentionProblem) -> list[FieldViolation]:
@@ -535,27 +576,187 @@ def decode_violations(problem: AttentionProblem) -> list[FieldViolation]:
     return out
 
 
-__all__ = [
-    "DECODE_MAX_QUERY_ROWS",
-    "MAX_NUM_SPLITS",
-    "DecodeRows",
-    "PageRule",
-    "PagedTiles",
-    "SplitTiles",
-    "UnitRates",
-    "combine_cost",
-    "decode_block_m_cap",
-    "decode_violations",
-    "num_splits_domain",
-    "page_param",
-    "paged_lookup_cycles",
-    "paging_requested",
-    "split_check",
-    "split_fields",
-    "split_kv_perf",
-    "split_params",
-    "split_problem",
-    "sub_evaluation",
-    "take_rows",
-    "visible_keys",
-]
+# ---- the split-KV path of a family ------------------------------------------------------------
+
+SPLIT_PARAMS = ("num_splits", "pack_gqa")
+# What a family tells its SplitKv (plain functions of the family's module, named for the rule).
+SplitCounts = Callable[[AttentionProblem, HardwareSpec, int], tuple[int, ...]]
+PackDomain = Callable[[AttentionProblem], tuple[int, ...]]
+CombineRows = Callable[[AttentionProblem, int], int]
+ForwardModel = Callable[[Evaluation], Perf]
+
+
+def powers_of_two_splits(
+    problem: AttentionProblem, hardware: HardwareSpec, min_block_n: int
+) -> tuple[int, ...]:
+    """The default split counts: `num_splits_domain` at the family's smallest block_n."""
+    return num_splits_domain(problem, min_block_n)
+
+
+def never_packs(problem: AttentionProblem) -> tuple[int, ...]:
+    """pack_gqa domain of a kernel that keeps one block per query head."""
+    return (0,)
+
+
+def always_packs(problem: AttentionProblem) -> tuple[int, ...]:
+    """pack_gqa domain of a kernel that always packs a KV head's query heads into its rows."""
+    return (1,)
+
+
+def may_pack(problem: AttentionProblem) -> tuple[int, ...]:
+    """pack_gqa domain of a kernel that offers both."""
+    return (0, 1)
+
+
+@dataclass(frozen=True)
+class SplitKv:
+    """A family's split-KV, GQA-packing and paged-KV path, stated once.
+
+    The forward registration declares `num_splits` (and `pack_gqa` for GQA problems) only
+    against a longer K/V (prefill against a cache, `seq_len_kv > seq_len`), so its plain
+    forward space and answers do not change; the decode registration (`for_decode()`)
+    always declares them and caps a block's query rows (`rows`). `page_size` is a decision
+    when the request asks for a paged cache and the family has a paged path (`pages`)."""
+
+    combine_rows: CombineRows  # query rows one block of the family's combine kernel merges
+    split_counts: SplitCounts = powers_of_two_splits
+    pack_gqa: PackDomain = never_packs
+    pages: PageRule | None = None  # None: no paged path (`--page-size` is invalid input)
+    page_fit: PageFit | None = None  # how tiles and pages fit (None: any tile, any page)
+    rows: RowsCap = DECODE_ROWS
+    decode: bool = False
+
+    def for_decode(self) -> SplitKv:
+        """The same path for the decode phase."""
+        return replace(self, decode=True)
+
+    def declared(self, problem: AttentionProblem) -> bool:
+        """Whether num_splits is a decision: in decode, or prefill against a longer K/V."""
+        return self.decode or problem.seq_len_kv_eff > problem.seq_len
+
+    # ---- the decisions ----------------------------------------------------------------------
+    def params(
+        self,
+        problem: AttentionProblem,
+        hardware: HardwareSpec,
+        tile: tuple[Param, ...],
+        family: KernelFamily,
+    ) -> tuple[Param, ...]:
+        """The family's tile parameters and, where declared, num_splits and pack_gqa."""
+        if not self.declared(problem):
+            return tile
+        min_block_n = int(family.common_fields(ConfigArrays.product(tile))["block_n"].min())
+        splits = self.split_counts(problem, hardware, min_block_n)
+        return tile + split_params(problem, splits, self.pack_gqa(problem))
+
+    def page_param(self, family_name: str, options: SolveOptions) -> Param | None:
+        """The request's page_size decision (None: contiguous K/V, or no paged path)."""
+        return None if self.pages is None else page_param(family_name, self.pages, options)
+
+    def request_params(
+        self, family_name: str, params: tuple[Param, ...], options: SolveOptions
+    ) -> tuple[Param, ...]:
+        """The parameters with the request's page_size decision, if it asks for one."""
+        page = self.page_param(family_name, options)
+        return params if page is None else (*params, page)
+
+    def problem_violations(self, problem: AttentionProblem) -> list[FieldViolation]:
+        """The decode phase's rules for the decode registration (none otherwise)."""
+        return decode_violations(problem) if self.decode else []
+
+    # ---- the legality rules, each as 0 or 1 constraint, and in the CUDA families' order ------
+    def split_tiles(self, problem: AttentionProblem) -> list[Constraint]:
+        return [SplitTiles()] if self.declared(problem) else []
+
+    def paged_tiles(self, options: SolveOptions) -> list[Constraint]:
+        if self.page_fit is None or self.pages is None or not paging_requested(options):
+            return []
+        return [PagedTiles(self.page_fit)]
+
+    def decode_rows(self, problem: AttentionProblem) -> list[Constraint]:
+        if not self.decode:
+            return []
+        return [DecodeRows(self.rows.cap(problem, self.pack_gqa(problem)), self.rows.rule)]
+
+    def constraints(self, problem: AttentionProblem, options: SolveOptions) -> list[Constraint]:
+        """split_tiles, the page fit, decode_rows: the funnel order of the families that do
+        not add rules of their own between them (a family that does lists the pieces)."""
+        return [
+            *self.split_tiles(problem),
+            *self.paged_tiles(options),
+            *self.decode_rows(problem),
+        ]
+
+    def check(self, problem: AttentionProblem, fields: dict[str, int]) -> list[str]:
+        """The validator's statement of the split, page and row rules for one configuration
+        (`fields`: its parameters with the common fields filled in)."""
+        out = []
+        block_n = fields["block_n"]
+        splits = fields.get("num_splits", 1)
+        tiles = ceil_div(problem.seq_len_kv_eff, block_n)
+        if splits > tiles:
+            out.append(f"split_tiles: {splits} splits > {tiles} K/V tiles")
+        page = fields.get("page_size")
+        fit = self.page_fit
+        if page is not None and fit is not None and fit.misfits_one(block_n, page):
+            out.append(f"{fit.name}: " + fit.misfit_text.format(block_n=block_n, page=page))
+        if self.decode:
+            cap = self.rows.cap(problem, self.pack_gqa(problem))
+            if fields["block_m"] > cap:
+                out.append(f"decode_rows: block_m {fields['block_m']} > {cap}")
+        return out
+
+    # ---- the cost ------------------------------------------------------------------------------
+    def perf(self, ev: Evaluation, forward: ForwardModel, rates: UnitRates, dv: int) -> Perf:
+        """The family's `forward` model where nothing splits; otherwise `split_kv_perf` over
+        each (num_splits, pack_gqa) group's transformed problem, with the family's combine."""
+        if not any(name in ev.cfg for name in SPLIT_PARAMS):
+            return forward(ev)
+        n = len(ev.cfg)
+
+        def group(problem: AttentionProblem, indices: IntArray) -> Perf:
+            return forward(sub_evaluation(ev, problem, indices, n))
+
+        rows = self.combine_rows(ev.problem, dv)
+        return split_kv_perf(ev.problem, ev.cfg, ev.common, group, rates, dv, rows)
+
+    # ---- ties and reasons ------------------------------------------------------------------
+    def tie_keys(self, ev: Evaluation) -> list[IntArray]:
+        """After a family's own order: fewer splits (less partial traffic), then the smaller
+        page (less of the last page of each sequence left empty)."""
+        return [ev.cfg[name] for name in ("num_splits", "page_size") if name in ev.cfg]
+
+    def reason_lines(self, table: CandidateTable, i: int) -> list[str]:
+        """The split and paging lines of configuration i's reasons."""
+        lines = []
+        if "num_splits" in table.cfg:
+            lines.append(split_reason(table, i))
+        if "page_size" in table.cfg:
+            page = int(table.cfg["page_size"][i])
+            bn = int(table.common["block_n"][i])
+            pages = max(1, ceil_div(bn, page))
+            lines.append(
+                f"paged KV: {page}-key pages, {pages} page-table lookup(s) per {bn}-key tile"
+            )
+        return lines
+
+    @property
+    def paged_kv_rule(self) -> str | None:
+        """The page sizes of the paged path in words (None: no paged path)."""
+        return None if self.pages is None else self.pages.rule
+
+
+def split_reason(table: CandidateTable, i: int) -> str:
+    """One line on the split and packing of configuration i."""
+    splits = int(table.cfg["num_splits"][i])
+    packed = "pack_gqa" in table.cfg and int(table.cfg["pack_gqa"][i]) == 1
+    group = table.problem.heads // table.problem.kv_heads_eff
+    figures = table.perf.figures
+    busy = figures["busy_unit_fraction"][i]
+    pack = f"; the {group} query heads of a KV head share each block" if packed else ""
+    if splits == 1:
+        return f"one split: each block streams all of its K/V ({busy:.0%} of the SMs busy){pack}"
+    return (
+        f"{splits} splits of {int(figures['keys_per_split'][i])} keys ({busy:.0%} of the SMs "
+        f"busy), combine {figures['combine_us'][i]:.1f} us{pack}"
+    )

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..cost import (
+from ...cost import (
     BLOCK_START_CYCLES,
     KERNEL_LAUNCH_US,
     LSE_BYTES_PER_ROW,
@@ -35,18 +35,20 @@ from ..cost import (
     padding_waste,
     wave_schedule,
 )
-from ..problem import DType
-from ..space import FloatArray, ceil_div
-from .cuda import cuda_device, kib
+from ...family import kib
+from ...problem import DType
+from ...space import FloatArray, ceil_div
+from ..cuda.resources import cuda_device
+from ..cuda.timing import ALU_OPS_PER_SCORE, MASK_OPS_PER_SCORE
+from .resources import fa3_resources
+from .shape import kernel_head_dims
+from .split import paged_tile_load_cycles
 
 if TYPE_CHECKING:
-    from ..candidates import CandidateTable, Evaluation
-    from .fa3 import FlashAttention3
+    from ...candidates import CandidateTable, Evaluation
 
 # ---- model constants (docs/model.md 11.4) ---------------------------------------------------
-ALU_OPS_PER_SCORE = 4.0  # scale-and-subtract FFMA, row max, row sum, convert (1/2 each way)
 RESCALE_OPS_PER_OUTPUT = 1.0  # O *= exp(m_old - m_new) every iteration
-MASK_OPS_PER_SCORE = 2.0  # index compare + select on a tile that crosses the causal diagonal
 EPILOGUE_OPS_PER_OUTPUT = 2.0  # O / l and the conversion to 16 bits
 # Softmax hidden under the GEMMs: hidden = 2 phi T X / (T + X). phi is calibrated on the
 # FA3 paper's H100 throughput (d 64, 128, 256 at 16k tokens) and its ablation (d 128, 8k):
@@ -68,16 +70,13 @@ def _figures(names: tuple[str, ...], arrays: tuple[FloatArray, ...]) -> dict[str
     return {n: np.asarray(a, dtype=np.float64) for n, a in zip(names, arrays, strict=True)}
 
 
-def evaluate_fa3(family: FlashAttention3, ev: Evaluation) -> Perf:
+def evaluate(ev: Evaluation) -> Perf:
     """Predicted time and its parts for every fa3 configuration."""
-    from .fa3 import Fa3Resources
-
-    res = ev.res
-    assert isinstance(res, Fa3Resources)
+    res = fa3_resources(ev)
     device = cuda_device(ev.hardware)
     tp = device.throughput
     problem, cfg = ev.problem, ev.cfg
-    d, dv = family.kernel_head_dims(problem)
+    d, dv = kernel_head_dims(problem)
     e = problem.dtype.bytes
     fp8 = problem.dtype is DType.FP8
     n_sm = tp.sm_count
@@ -147,8 +146,8 @@ def evaluate_fa3(family: FlashAttention3, ev: Evaluation) -> Perf:
         + tile_bytes * ((1.0 - miss) / l2_share + miss / dram_share)
     )
     # the page-table lookups of a paged cache (0.0 for a contiguous one: the forward model
-    # is unchanged; fa3_decode.py and docs/model.md 13.9)
-    tile_load = tile_load + family.tile_load_extra_cycles(cfg, device)
+    # is unchanged; split.py and docs/model.md 13.9)
+    tile_load = tile_load + paged_tile_load_cycles(cfg, device)
     # The producer runs num_stages - 1 tiles ahead: a load has that many iterations (plus its
     # own) to arrive. One stage: the next tile waits for the consumers to release the buffer.
     round_cycles = np.maximum.reduce(
@@ -282,10 +281,7 @@ def _bottlenecks(
 
 def reason_lines(table: CandidateTable, i: int) -> list[str]:
     """The fa3 lines of configuration i's reasons."""
-    from .fa3 import Fa3Resources
-
-    res = table.res
-    assert isinstance(res, Fa3Resources)
+    res = fa3_resources(table)
     cfg, perf = table.cfg, table.perf
     sm = cuda_device(table.hardware).sm
     figures = perf.figures
@@ -315,6 +311,3 @@ def reason_lines(table: CandidateTable, i: int) -> list[str]:
         f"{perf.overlap[i]:.0%} of each K/V tile load hidden by the {cfg['num_stages'][i]}-stage "
         f"TMA ring; tensor cores busy {perf.mma_utilization[i]:.0%}",
     ]
-
-
-__all__ = ["evaluate_fa3", "reason_lines"]

@@ -1,5 +1,7 @@
-"""The cost model of FlashAttention-style forward kernels on CUDA (fa2, triton): predicted
-kernel time of every candidate, with its parts.
+"""FlashAttention-style forward kernels on CUDA (fa2, triton, flashinfer): the family that
+states them (`FlashForwardFamily`: its tile, its hooks, and its split-KV path held as a
+`split_kv.SplitKv`), and the cost model: the predicted kernel time of every candidate, with its
+parts.
 
 Units: cycles are SM clock cycles at the boost clock; bytes are bytes; times in the result are
 microseconds. Every formula is written out with its source in `docs/model.md`; the names here
@@ -12,48 +14,62 @@ follow that document. In short, per thread block (CTA) and per K/V tile iteratio
     overlap = 1 - idle / Lt, where idle = W - b*C is the SM time no block can compute
 
 and the kernel time is the wave schedule of the blocks' durations over the SMs. The shared
-parts (causal work, waves, L2 reuse, DRAM traffic, padding) come from `solver/cost.py`.
+parts (causal work, waves, L2 reuse, DRAM traffic, padding) come from `solver/cost.py`, the
+SM's timing from `timing.py`; a split-KV problem runs this model on each (num_splits,
+pack_gqa) group's transformed problem (`split_kv.py`).
 """
 
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from ..cost import (
+from ...constraints import Constraint
+from ...cost import (
     LSE_BYTES_PER_ROW,
     Perf,
-    Waves,
     causal_iterations,
     forward_hbm_bytes,
     kv_reuse,
     padding_waste,
     wave_schedule,
 )
-from ..family import pow2_range
-from ..hardware import CudaDevice
-from ..model_constants import model_constants
-from ..problem import AttentionProblem
-from ..space import BoolArray, ConfigArrays, FloatArray, IntArray, Param, ceil_div
-from .cuda import CudaFamily, CudaResources, cuda_device
+from ...errors import FieldViolation
+from ...family import pow2_range
+from ...hardware import CudaDevice, HardwareSpec
+from ...model_constants import model_constants
+from ...problem import AttentionProblem, SolveOptions
+from ...space import Config, ConfigArrays, FloatArray, IntArray, Param, ceil_div
+from ...split_kv import SplitKv, paged_lookup_cycles
+from .constraints import cuda_resources
+from .family import CudaFamily
+from .resources import CudaResources, cuda_device
+from .timing import (
+    ALU_OPS_PER_SCORE,
+    DROPOUT_OPS_PER_SCORE,
+    MASK_OPS_PER_SCORE,
+    MMA_K,
+    SUBPARTITIONS_PER_SM,
+    bottleneck_words,
+    combine_pipes,
+    cuda_rates,
+    dram_bytes_per_clk,
+    makespan_cycles,
+    round_cycles,
+    tile_load_cycles,
+)
 
 if TYPE_CHECKING:
-    from ..candidates import Evaluation
+    from ...candidates import CandidateTable, Evaluation
 
-# ---- model constants (docs/model.md, "Constants") -------------------------------------------
+# ---- model constants (docs/model.md, "Constants") ------------------------------------------
 # The free ones below (and cost.BLOCK_START_CYCLES, cost.KERNEL_LAUNCH_US) are the defaults of
 # `model_constants.ModelConstants`; the formulas read them through `model_constants(device)`,
 # so that a calibrated device (docs/model.md section 15) can replace them.
-ALU_OPS_PER_SCORE = 4.0  # FP32 ops per score element: scale-and-subtract FFMA, max, sum, convert
-MASK_OPS_PER_SCORE = 2.0  # index compare + select on a tile that crosses the causal diagonal
-DROPOUT_OPS_PER_SCORE = 8.0  # Philox 4x32-10 amortised over 4 outputs, compare and scale
 BARRIERS_PER_ITERATION = 2  # __syncthreads before reusing the K and the V buffer
-MMA_K = 16  # k of one mma.m16n8k16 step
-SUBPARTITIONS_PER_SM = 4  # warp schedulers per SM; each owns 1/4 of the tensor cores
 # Dependent-latency chain of one iteration of one warp (docs/model.md, "Latency chain"):
 # S = QK^T accumulates d/16 chained mma k-steps, the softmax waits on quad shuffles for the
 # row max and sum and on the MUFU for exp, then O += PV accumulates block_n/16 chained k-steps.
@@ -166,66 +182,6 @@ def _iteration_cycles(
     )
 
 
-def combine_pipes(
-    pipes: Sequence[FloatArray],
-    warps: FloatArray,
-    blocks: FloatArray,
-    ilp: FloatArray,
-    chain_cycles: FloatArray | float,
-) -> tuple[FloatArray, FloatArray]:
-    """Cycles of one iteration of one block when `blocks` blocks of `warps` warps share the
-    SM (`C`, docs/model.md 5.1), and the fraction of the warp schedulers that have a warp.
-
-    Warps of one block run in lock-step (barriers every iteration): they reach the tensor
-    cores and the softmax at the same time. Pipes overlap, and dependency latency hides,
-    only across blocks: `streams` is the number of distinct blocks per warp scheduler. The
-    busiest pipe sets the pace; the others' remainder is divided by the streams times the
-    independent instruction streams (`ilp`) one warp interleaves; the dependent-latency
-    `chain_cycles` of one iteration hides behind the other streams.
-    """
-    warps_per_scheduler = blocks * warps / SUBPARTITIONS_PER_SM
-    active_fraction = np.minimum(1.0, warps_per_scheduler)
-    streams = np.maximum(
-        1.0, blocks * np.minimum(warps, SUBPARTITIONS_PER_SM) / SUBPARTITIONS_PER_SM
-    )
-    latency_exposed = 1.0 / streams
-    serial = 1.0 / (streams * ilp)
-    stacked = np.stack(pipes)
-    busiest = stacked.max(axis=0)
-    rest = stacked.sum(axis=0) - busiest
-    chain = chain_cycles * latency_exposed
-    compute = (busiest + rest * serial) / active_fraction + chain
-    return compute, active_fraction
-
-
-def tile_load_cycles(
-    device: CudaDevice, tile_bytes: FloatArray, dram_miss: FloatArray
-) -> FloatArray:
-    """Cycles to bring one streamed tile from L2 (or, for the `dram_miss` share, DRAM) into
-    the SM: the access latency plus the transfer at the SM's share of the bandwidth (`Lt`)."""
-    tp = device.throughput
-    l2_share = _l2_bytes_per_clk_per_sm(device)
-    dram_share = _dram_bytes_per_clk(device) / tp.sm_count
-    transfer = tile_bytes * ((1.0 - dram_miss) / l2_share + dram_miss / dram_share)
-    latency = (1.0 - dram_miss) * tp.l2_hit_latency_cycles + dram_miss * tp.dram_latency_cycles
-    return np.asarray(latency + transfer)
-
-
-def _l2_bytes_per_clk_per_sm(device: CudaDevice) -> float:
-    """Achievable L2 read bandwidth per SM when every SM streams (bytes per cycle)."""
-    memory = device.memory
-    return (
-        memory.l2_achievable_fraction
-        * memory.l2_bandwidth_bytes_per_clk
-        / device.throughput.sm_count
-    )
-
-
-def _dram_bytes_per_clk(device: CudaDevice) -> float:
-    """Achievable DRAM bandwidth of the whole device, bytes per SM clock cycle."""
-    return device.memory.achievable_dram_bytes_per_s / (device.throughput.boost_clock_mhz * 1e6)
-
-
 def _round_cycles(
     it: _Iteration, blocks: FloatArray, prefetch: IntArray, device: CudaDevice
 ) -> tuple[FloatArray, FloatArray]:
@@ -235,26 +191,7 @@ def _round_cycles(
     return round_cycles(it.compute, serial, it.tile_bytes, it.tile_load, blocks, device)
 
 
-def round_cycles(
-    compute: FloatArray,
-    serial: FloatArray,
-    l2_bytes: FloatArray,
-    tile_load: FloatArray,
-    blocks: FloatArray,
-    device: CudaDevice,
-) -> tuple[FloatArray, FloatArray]:
-    """`W`: the SM time for each of `blocks` resident blocks to finish one iteration (their
-    compute, or one block's `serial` time of compute plus the load it cannot hide, or the
-    SM's share of L2 bandwidth for `l2_bytes` per block and iteration), and the share of
-    each tile load (`tile_load` cycles) that compute hides (docs/model.md 5.2)."""
-    l2_share = _l2_bytes_per_clk_per_sm(device)
-    cycles = np.maximum.reduce([blocks * compute, serial, blocks * l2_bytes / l2_share])
-    idle = np.maximum(0.0, cycles - blocks * compute)
-    overlap = np.clip(1.0 - idle / tile_load, 0.0, 1.0)
-    return cycles, overlap
-
-
-def tile_params(num_stages: Param) -> tuple[Param, ...]:
+def standard_tile_params(num_stages: Param) -> tuple[Param, ...]:
     """The decision variables of a FlashAttention forward tile: power-of-two BLOCK_M and
     BLOCK_N from 16 to 256, 1 to 16 warps, and the family's pipeline depths."""
     return (
@@ -265,9 +202,33 @@ def tile_params(num_stages: Param) -> tuple[Param, ...]:
     )
 
 
+def flash_combine_rows(problem: AttentionProblem, dv: int) -> int:
+    """Query rows one combine block merges: FlashAttention-2's combine kernel takes 4 rows per
+    128 threads when the (kernel's) head dim is a multiple of 128, 8 for 64, else 16
+    (`run_flash_splitkv_fwd`, flash_fwd_launch_template.h); the triton family's split grid is
+    modelled with the same combine."""
+    return 4 if dv % 128 == 0 else 8 if dv % 64 == 0 else 16
+
+
 class FlashForwardFamily(CudaFamily):
     """A FlashAttention-style forward kernel on CUDA: Q tile resident, K/V tiles streamed
-    through shared memory, online softmax. fa2 and triton differ in the hooks below."""
+    through shared memory, online softmax. fa2, triton and flashinfer differ in the hooks
+    below and in the split-KV path they hold (`split_kv`): its decisions are added to the
+    tile's only against a longer K/V or in the decode registration, so the plain forward
+    space and answers are the tile's alone."""
+
+    split_kv: ClassVar[SplitKv]
+
+    # ---- what a family states ------------------------------------------------------------
+    @abstractmethod
+    def kernel_violations(
+        self, problem: AttentionProblem, hardware: HardwareSpec
+    ) -> list[FieldViolation]:
+        """The kernel's own rules (compute capability, dtypes, head dims)."""
+
+    @abstractmethod
+    def tile_params(self, problem: AttentionProblem, hardware: HardwareSpec) -> tuple[Param, ...]:
+        """The tile's decision variables (the split-KV ones are added by `split_kv`)."""
 
     @abstractmethod
     def prefetch_iterations(self, cfg: ConfigArrays) -> IntArray:
@@ -298,22 +259,84 @@ class FlashForwardFamily(CudaFamily):
     def kernel_extras(
         self, cfg: ConfigArrays, problem: AttentionProblem, device: CudaDevice
     ) -> KernelExtras:
-        """What the family adds to the forward loop's costs (none by default)."""
-        return NO_EXTRAS
+        """What the family adds to the forward loop's costs: by default the page-table lookups
+        of a paged cache on each tile load (none for a contiguous one)."""
+        lookups = paged_lookup_cycles(
+            cfg, cfg.block_n, float(device.throughput.l2_hit_latency_cycles)
+        )
+        return KernelExtras(tile_load_cycles=lookups)
+
+    def forward_perf(
+        self, device: CudaDevice, problem: AttentionProblem, cfg: ConfigArrays, res: CudaResources
+    ) -> Perf:
+        """The forward model of `cfg` on `problem` (a transformed one on the split path)."""
+        return forward_perf(self, device, problem, cfg, res)
+
+    # ---- the family interface, the split-KV path delegated to `split_kv` --------------------
+    def _family_violations(
+        self, problem: AttentionProblem, hardware: HardwareSpec
+    ) -> list[FieldViolation]:
+        return [
+            *self.kernel_violations(problem, hardware),
+            *self.split_kv.problem_violations(problem),
+        ]
+
+    def params(self, problem: AttentionProblem, hardware: HardwareSpec) -> tuple[Param, ...]:
+        """The tile parameters and, where declared, num_splits and pack_gqa."""
+        return self.split_kv.params(problem, hardware, self.tile_params(problem, hardware), self)
+
+    def request_params(
+        self, problem: AttentionProblem, hardware: HardwareSpec, options: SolveOptions
+    ) -> tuple[Param, ...]:
+        return self.split_kv.request_params(self.name, self.params(problem, hardware), options)
+
+    def constraints(
+        self, hardware: HardwareSpec, problem: AttentionProblem, options: SolveOptions
+    ) -> tuple[Constraint, ...]:
+        return (
+            *super().constraints(hardware, problem, options),
+            *self.split_kv.constraints(problem, options),
+        )
 
     def evaluate(self, ev: Evaluation) -> Perf:
         """Predicted time and its components for every configuration."""
-        assert isinstance(ev.res, CudaResources)
-        return _evaluate(self, cuda_device(ev.hardware), ev.problem, ev.cfg, ev.res)
+        device = cuda_device(ev.hardware)
+
+        def forward(sub: Evaluation) -> Perf:
+            return self.forward_perf(device, sub.problem, sub.cfg, cuda_resources(sub))
+
+        _, dv = self.kernel_head_dims(ev.problem)
+        return self.split_kv.perf(ev, forward, cuda_rates(device), dv)
+
+    def tie_keys(self, ev: Evaluation) -> list[IntArray]:
+        return [*super().tie_keys(ev), *self.split_kv.tie_keys(ev)]
+
+    def reason_lines(self, table: CandidateTable, i: int) -> list[str]:
+        return [*super().reason_lines(table, i), *self.split_kv.reason_lines(table, i)]
+
+    def check(
+        self,
+        hardware: HardwareSpec,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        config: Config,
+    ) -> list[str]:
+        values = config.as_dict()
+        fields = {**values, **self.derived(values)}
+        return [
+            *super().check(hardware, problem, options, config),
+            *self.split_kv.check(problem, fields),
+        ]
 
 
-def _evaluate(
+def forward_perf(
     family: FlashForwardFamily,
     device: CudaDevice,
     problem: AttentionProblem,
     cfg: ConfigArrays,
     res: CudaResources,
 ) -> Perf:
+    """Predicted time and its components for every configuration of `family` (model.md 5)."""
     tp = device.throughput
     k = model_constants(device)
     d, dv = family.kernel_head_dims(problem)
@@ -356,7 +379,7 @@ def _evaluate(
     prefetch = family.prefetch_iterations(cfg)
     round_full, overlap = _round_cycles(it, blocks.astype(np.float64), prefetch, device)
 
-    dram_share = _dram_bytes_per_clk(device) / n_sm
+    dram_share = dram_bytes_per_clk(device) / n_sm
     prologue = (
         k.block_start_cycles + tp.dram_latency_cycles + bm * d * elem / dram_share + it.tile_load
     )
@@ -381,7 +404,7 @@ def _evaluate(
         last = duration(mean_iters, diag_mean, round_last)
         cycles = makespan_cycles(False, ctas, slots, waves, full * ctas, last, full, last)
 
-    dram_bound_cycles = hbm_bytes / _dram_bytes_per_clk(device)
+    dram_bound_cycles = hbm_bytes / dram_bytes_per_clk(device)
     cycles = np.maximum(cycles, dram_bound_cycles)
     time_us = cycles / clock_hz * 1e6 + k.kernel_launch_us
 
@@ -453,49 +476,3 @@ def _bottlenecks(
         dram_bound,
         waves,
     )
-
-
-def makespan_cycles(
-    causal: bool,
-    ctas: IntArray,
-    slots: IntArray,
-    waves: Waves,
-    work: FloatArray,
-    longest: FloatArray,
-    full: FloatArray,
-    last: FloatArray,
-) -> FloatArray:
-    """Cycles until the last of `ctas` blocks ends on `slots` places (docs/model.md 5.3).
-
-    Causal (blocks of unequal length, scheduled dynamically): the longest block, or the total
-    `work` spread over the slots plus half a mean block (Graham's list-scheduling bound with
-    the expected ragged end), whichever is longer. Otherwise (equal blocks): full waves of
-    blocks lasting `full` and a last wave of blocks lasting `last` (fewer blocks share the SM
-    there)."""
-    if causal:
-        spread = work / slots + 0.5 * (work / ctas)
-        return np.asarray(np.where(ctas > slots, np.maximum(spread, longest), longest))
-    return np.asarray((waves.count - 1) * full + last)
-
-
-def bottleneck_words(
-    pipes: Sequence[FloatArray],
-    names: Sequence[str],
-    load_words: str,
-    load_bound: BoolArray,
-    cycles: FloatArray,
-    dram_bound: FloatArray,
-    waves: FloatArray,
-) -> list[str]:
-    """The dominant cost of each candidate in words: HBM bandwidth when the DRAM floor sets
-    the time, too few blocks under half a wave, `load_words` where a round has idle time
-    (`load_bound`), otherwise the name of the busiest pipe."""
-    busiest = np.stack(pipes).argmax(axis=0)
-    k = len(names)
-    words = np.array([*names, "HBM bandwidth", "too few blocks to fill the SMs", load_words])
-    code = np.where(
-        dram_bound >= cycles * 0.999,
-        k,
-        np.where(waves < 0.5, k + 1, np.where(load_bound, k + 2, busiest)),
-    )
-    return [str(word) for word in words[code]]

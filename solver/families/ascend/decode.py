@@ -16,8 +16,8 @@ parts, weighted by their log-sum-exps, in the same kernel. With a paged cache (`
 Decisions (docs/model.md 13.10): the S2 tile (`block_n`), the core split (`num_splits`: S2
 parts per (batch, KV head)), the page size (`page_size` = IFA's `block_size`, with
 `--page-size`), and the forward family's pipeline depth, vector slice and head-dim split;
-`block_m` covers the packed rows. The cost is the forward cost model (`ascend_cost.py`) on each
-core split's transformed problem, through `split_kv.split_kv_perf` (FP32 partials, busy
+`block_m` covers the packed rows. The cost is the forward cost model (`cost.py`) on each
+core split's transformed problem, through the family's `split_kv.SplitKv` (FP32 partials, busy
 cores, the combine). CANN's own choices (`SplitBNS`: kvSplitPart = vector cores / (B x N2),
 reduced until each part has 512 keys; `CalcInnerSize`: S2 = 8192 / 4096 / 2048 by group
 size) are compared with the model's in the docs; they are not rules here.
@@ -30,37 +30,29 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..constraints import Constraint, ConstraintKind, Rule
-from ..cost import Perf
-from ..errors import FieldViolation
-from ..hardware import AscendDevice, HardwareSpec
-from ..problem import AttentionProblem, Phase, SolveOptions
-from ..space import Config, IntArray, Param, ceil_div
-from .ascend import (
-    BLOCK_M_DOMAIN,
-    TILE_MULTIPLE,
-    AscendFlashAttention,
-    ascend_device,
-    kernel_name,
-)
-from .ascend_cost import ASCEND_LAUNCH_US, DecodeWork, evaluate, rates
-from .split_kv import (
+from ...constraints import Constraint
+from ...cost import Perf
+from ...errors import FieldViolation
+from ...hardware import AscendDevice, HardwareSpec
+from ...problem import AttentionProblem, Phase, SolveOptions
+from ...space import Config, IntArray, Param, ceil_div
+from ...split_kv import (
     MAX_NUM_SPLITS,
-    DecodeRows,
+    PageFit,
     PageRule,
-    SplitTiles,
+    RowsCap,
+    SplitKv,
     UnitRates,
-    decode_violations,
+    always_packs,
     gqa_group,
-    page_param,
-    paging_requested,
-    split_kv_perf,
-    split_params,
-    sub_evaluation,
 )
+from .buffers import TILE_MULTIPLE
+from .cost import ASCEND_LAUNCH_US, DecodeWork, evaluate, rates
+from .device import ascend_device, kernel_name
+from .forward import BLOCK_M_DOMAIN, AscendFlashAttention
 
 if TYPE_CHECKING:
-    from ..candidates import CandidateTable, Evaluation
+    from ...candidates import CandidateTable, Evaluation
 
 # IncreFlashAttention takes 1 to 16 query rows per sequence ("S of Query ... should be in range
 # [1, 16]", `GetRopeAndGqaFlag`: 2..16 is the speculative-decoding path).
@@ -141,6 +133,45 @@ def s2_domain(page: int | None) -> tuple[int, ...]:
     return tuple(sorted({t // page * page for t in S2_TILES if t >= page}))
 
 
+def ifa_split_counts(
+    problem: AttentionProblem, hardware: HardwareSpec, min_block_n: int
+) -> tuple[int, ...]:
+    """IFA's core splits on the device's cube cores (`core_split_domain`)."""
+    return core_split_domain(problem, ascend_device(hardware).ascend.aic_count)
+
+
+def ifa_rows_cap(problem: AttentionProblem, pack: tuple[int, ...]) -> int:
+    """A block's rows: its packed query rows, 32-aligned (IFA always packs)."""
+    return block_m_cap(problem)
+
+
+def ifa_combine_rows(problem: AttentionProblem, dv: int) -> int:
+    """IFA's in-kernel merge: one core merges the parts of one (batch, KV head), all its
+    packed rows."""
+    return packed_rows(problem)
+
+
+# IFA floors sInnerSize to a multiple of block_size: the S2 tile is a whole number of pages.
+IFA_WHOLE_PAGES = PageFit(
+    name="ifa_paged",
+    rule="S2 tile (block_n) a whole number of pages (IFA floors it to a multiple of block_size)",
+    whole_pages=True,
+    misfit_text="S2 tile {block_n} is not a whole number of {page}-key pages",
+)
+IFA_SPLIT_KV = SplitKv(
+    combine_rows=ifa_combine_rows,
+    split_counts=ifa_split_counts,
+    pack_gqa=always_packs,
+    pages=IFA_PAGES,
+    page_fit=IFA_WHOLE_PAGES,
+    rows=RowsCap(
+        rule="block_m at most the packed query rows of one (batch, KV head), padded to 32",
+        cap=ifa_rows_cap,
+    ),
+    decode=True,
+)
+
+
 class AscendIncreFlashAttention(AscendFlashAttention):
     """ascend decode: CANN's IncreFlashAttention on the DaVinci AI core."""
 
@@ -153,7 +184,7 @@ class AscendIncreFlashAttention(AscendFlashAttention):
         "the S2 tile, num_splits the core split (S2 parts per batch x KV head) and page_size "
         "the block_size"
     )
-    paged_kv_rule = IFA_PAGES.rule
+    split_kv = IFA_SPLIT_KV
 
     def kernel_summary(self, hardware: HardwareSpec) -> str:
         if isinstance(hardware, AscendDevice):
@@ -181,7 +212,7 @@ class AscendIncreFlashAttention(AscendFlashAttention):
                     "for ascend-910b and ascend-310p3",
                 )
             )
-        out.extend(decode_violations(problem))
+        out.extend(self.split_kv.problem_violations(problem))
         if problem.seq_len > IFA_MAX_QUERY_ROWS and problem.seq_len <= problem.seq_len_kv_eff:
             out.append(
                 FieldViolation(
@@ -200,7 +231,7 @@ class AscendIncreFlashAttention(AscendFlashAttention):
     def request_params(
         self, problem: AttentionProblem, hardware: HardwareSpec, options: SolveOptions
     ) -> tuple[Param, ...]:
-        page = page_param(self.name, IFA_PAGES, options)
+        page = self.split_kv.page_param(self.name, options)
         pinned = page.domain[0] if page is not None and len(page.domain) == 1 else None
         params = self._params(problem, hardware, pinned)
         return params if page is None else (*params, page)
@@ -228,8 +259,7 @@ class AscendIncreFlashAttention(AscendFlashAttention):
             base["d_split"],
             base["vec_rows"],
         )
-        units = ascend_device(hardware).ascend.aic_count
-        return own + split_params(problem, core_split_domain(problem, units), (1,))
+        return self.split_kv.params(problem, hardware, own, self)
 
     def kernel_modelled(self) -> str | None:
         return "CANN IncreFlashAttention (torch_npu.npu_incre_flash_attention)"
@@ -241,42 +271,28 @@ class AscendIncreFlashAttention(AscendFlashAttention):
     def constraints(
         self, hardware: HardwareSpec, problem: AttentionProblem, options: SolveOptions
     ) -> Sequence[Constraint]:
-        own: list[Constraint] = [SplitTiles(), IfaRows(block_m_cap(problem))]
-        if paging_requested(options):
-            own.append(IfaPages())
-        return (*super().constraints(hardware, problem, options), *own)
+        split = self.split_kv
+        return (
+            *super().constraints(hardware, problem, options),
+            *split.split_tiles(problem),
+            *split.decode_rows(problem),
+            *split.paged_tiles(options),
+        )
 
     # ---- the cost ----------------------------------------------------------------------------
     def evaluate(self, ev: Evaluation) -> Perf:
-        device = ascend_device(ev.hardware)
-        n = len(ev.cfg)
-        columns = np.asarray(self.vector_columns(ev.cfg["block_n"]), dtype=np.int64)
-        pages: IntArray | None = None
-        if "page_size" in ev.cfg:
-            pages = ev.cfg["page_size"]
+        def forward(sub: Evaluation) -> Perf:
+            page = sub.cfg.get("page_size")
+            columns = np.asarray(self.vector_columns(sub.cfg["block_n"]), dtype=np.int64)
+            work = DecodeWork(rows=sub.problem.seq_len, vec_cols=columns, page=page)
+            return evaluate(sub, work)
 
-        def forward(problem: AttentionProblem, indices: IntArray) -> Perf:
-            work = DecodeWork(
-                rows=problem.seq_len,
-                vec_cols=columns[indices],
-                page=None if pages is None else pages[indices],
-            )
-            return evaluate(sub_evaluation(ev, problem, indices, n), work)
-
-        return split_kv_perf(
-            ev.problem,
-            ev.cfg,
-            ev.common,
-            forward,
-            ascend_unit_rates(device),
-            ev.problem.head_dim_v_eff,
-            packed_rows(ev.problem),
-        )
+        rates = ascend_unit_rates(ascend_device(ev.hardware))
+        return self.split_kv.perf(ev, forward, rates, ev.problem.head_dim_v_eff)
 
     def tie_keys(self, ev: Evaluation) -> list[IntArray]:
         """After the forward family's order: fewer core-split parts, then the smaller page."""
-        own = [ev.cfg[name] for name in ("num_splits", "page_size") if name in ev.cfg]
-        return [*super().tie_keys(ev), *own]
+        return [*super().tie_keys(ev), *self.split_kv.tie_keys(ev)]
 
     def reason_lines(self, table: CandidateTable, i: int) -> list[str]:
         cfg, problem = table.cfg, table.problem
@@ -315,57 +331,8 @@ class AscendIncreFlashAttention(AscendFlashAttention):
         options: SolveOptions,
         config: Config,
     ) -> list[str]:
-        out = super().check(hardware, problem, options, config)
         values = config.as_dict()
-        bm, bn = values["block_m"], values["block_n"]
-        splits = values.get("num_splits", 1)
-        tiles = -(-problem.seq_len_kv_eff // bn)
-        if splits > tiles:
-            out.append(f"split_tiles: {splits} splits > {tiles} S2 tiles")
-        cap = block_m_cap(problem)
-        if bm > cap:
-            out.append(f"decode_rows: block_m {bm} > {cap}")
-        page = values.get("page_size")
-        if page is not None and bn % page:
-            out.append(f"ifa_paged: S2 tile {bn} is not a whole number of {page}-key pages")
-        return out
-
-
-class IfaRows(DecodeRows):
-    """A decode block holds at most the packed rows of one (batch, KV head), 32-aligned."""
-
-    rule = "block_m at most the packed query rows of one (batch, KV head), padded to 32"
-
-
-class IfaPages(Constraint):
-    """The S2 tile is a whole number of pages (IFA floors sInnerSize to a multiple of
-    block_size)."""
-
-    name = "ifa_paged"
-    rule = "S2 tile (block_n) a whole number of pages (IFA floors it to a multiple of block_size)"
-    short = "page"
-    kind = ConstraintKind.LEGALITY
-
-    def rules(self, ev: Evaluation) -> list[Rule]:
-        if "page_size" not in ev.cfg:
-            return []
-        misfit = np.asarray(ev.cfg["block_n"] % ev.cfg["page_size"] != 0, dtype=np.int64)
-        return [Rule("page_misfit", misfit, "<=", 0)]
-
-    def detail(self, ev: Evaluation, i: int) -> str:
-        return (
-            f"{ev.label(i)}: S2 tile {int(ev.cfg['block_n'][i])} is not a whole number of "
-            f"{int(ev.cfg['page_size'][i])}-key pages"
-        )
-
-
-__all__ = [
-    "IFA_PAGES",
-    "AscendIncreFlashAttention",
-    "IfaPages",
-    "IfaRows",
-    "ascend_unit_rates",
-    "block_m_cap",
-    "core_split_domain",
-    "s2_domain",
-]
+        return [
+            *super().check(hardware, problem, options, config),
+            *self.split_kv.check(problem, {**values, **self.derived(values)}),
+        ]

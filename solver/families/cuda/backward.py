@@ -5,7 +5,7 @@ helper kernels, the register tolerance and the reasons.
 A backward kernel keeps one block of rows resident (FlashAttention-2: a K/V block of block_n
 keys) and streams tiles of the other operand past it (Q, dO, LSE and D = rowsum(dO o O) in
 tiles of block_m queries), recomputing P from the saved log-sum-exp. The hardware terms are the
-forward model's (`cuda_forward`: pipes, latency hiding, tile loads, rounds of resident blocks,
+forward model's (`timing.py`: pipes, latency hiding, tile loads, rounds of resident blocks,
 waves, the launch floor); what differs is the work of an iteration (five GEMMs instead of two),
 the operand that streams, and the kernels around the main one. Formulas, units and sources:
 docs/model.md section 12.
@@ -19,44 +19,36 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from ..constraints import Constraint, ConstraintKind, Rule
-from ..cost import KERNEL_LAUNCH_US, KvReuse, Perf, kv_reuse
-from ..hardware import CudaDevice, HardwareSpec
-from ..problem import AttentionProblem, Phase, SolveOptions
-from ..space import BoolArray, Config, ConfigArrays, FloatArray, IntArray
-from .cuda import (
-    Alignment,
-    CudaFamily,
-    CudaResources,
-    MaxSmem,
-    Occupancy,
-    Registers,
-    SharedMemory,
-    Threads,
-    cuda_device,
-    kib,
-    register_cap,
-)
-from .cuda_forward import (
+from ...candidates import evaluation
+from ...constraints import Constraint, ConstraintKind, Rule
+from ...cost import KERNEL_LAUNCH_US, KvReuse, Perf, kv_reuse
+from ...family import kib
+from ...hardware import CudaDevice, HardwareSpec
+from ...problem import AttentionProblem, Phase, SolveOptions
+from ...space import BoolArray, Config, ConfigArrays, FloatArray, IntArray
+from .constraints import Alignment, MaxSmem, Occupancy, Registers, SharedMemory, Threads
+from .family import CudaFamily
+from .forward import MMA_LATENCY_CYCLES
+from .resources import CudaResources, cuda_device, register_cap
+from .timing import (
     DROPOUT_OPS_PER_SCORE,
     MASK_OPS_PER_SCORE,
     MMA_K,
-    MMA_LATENCY_CYCLES,
     SUBPARTITIONS_PER_SM,
     combine_pipes,
     tile_load_cycles,
 )
 
 if TYPE_CHECKING:
-    from ..candidates import CandidateTable, Evaluation
+    from ...candidates import CandidateTable, Evaluation
 
 # ---- constants (docs/model.md 12.6) ----------------------------------------------------------
 # Spilled registers per thread tolerated before a configuration is rejected. The backward
 # kernel's dK and dV accumulators stay live across the whole loop, and FlashAttention-2 ships
 # tiles whose live state alone is near the 255-register limit (d = 192 on sm86 with V in
 # registers: dK and dV 96, V 96, the dQ accumulator 48); the compiler spills for them. The
-# forward families tolerate 16 (cuda.MAX_SPILL_REGS); spills cost shared-memory (L1) traffic in
-# the cost either way.
+# forward families tolerate 16 (resources.MAX_SPILL_REGS); spills cost shared-memory (L1)
+# traffic in the cost either way.
 BACKWARD_MAX_SPILL_REGS = 32
 # FP32 ops per score element: P = exp2(S*scale - LSE) (one FFMA), dP - D (FADD), P*(dP - D)
 # (FMUL), and P and dS converted to fp16 (two F2F, half an op each on paired converts).
@@ -73,7 +65,7 @@ BWD_ELEMENTWISE_CHAIN_CYCLES = 200
 # bytes of L2 bandwidth (estimate).
 ATOMIC_L2_BYTES_PER_BYTE = 2.0
 # Independent instruction streams one warp interleaves across pipes in a backward iteration:
-# half the forward's 8 (cuda_forward.INSTRUCTION_LEVEL_PARALLELISM), because the elementwise
+# half the forward's 8 (ModelConstants.instruction_level_parallelism), because the elementwise
 # work sits between dependent GEMMs (exp needs S, dS needs dP, and P and dS pass through shared
 # memory behind a barrier before dV, dK and dQ). Calibrated on FlashAttention-2's published
 # backward throughput (docs/model.md 12.8; values 2, 4 and 8 tried).
@@ -236,10 +228,12 @@ class BackwardRegisters(Registers):
     rule = f"estimated registers spill at most {BACKWARD_MAX_SPILL_REGS} per thread"
 
     def rules(self, ev: Evaluation) -> list[Rule]:
-        return [Rule("spill_regs", _res(ev).spill_regs, "<=", BACKWARD_MAX_SPILL_REGS)]
+        return [
+            Rule("spill_regs", backward_resources(ev).spill_regs, "<=", BACKWARD_MAX_SPILL_REGS)
+        ]
 
     def detail(self, ev: Evaluation, i: int) -> str:
-        res = _res(ev)
+        res = backward_resources(ev)
         return (
             f"{ev.label(i)} wants about {res.regs_demand[i]} registers per thread; with a limit "
             f"of {res.regs_cap[i]} it would spill {res.spill_regs[i]} "
@@ -255,7 +249,7 @@ class BackwardResources(CudaResources):
     perf: Perf
 
 
-def _res(ev: Evaluation) -> BackwardResources:
+def backward_resources(ev: Evaluation) -> BackwardResources:
     assert isinstance(ev.res, BackwardResources)
     return ev.res
 
@@ -277,7 +271,7 @@ class InnerChoice(Constraint):
         )
 
     def rules(self, ev: Evaluation) -> list[Rule]:
-        return [Rule(f"{self.name}_rank", _res(ev).inner_rank, "<=", 0)]
+        return [Rule(f"{self.name}_rank", backward_resources(ev).inner_rank, "<=", 0)]
 
     def detail(self, ev: Evaluation, i: int) -> str:
         inner = ", ".join(self.family.inner_params)
@@ -343,7 +337,7 @@ class CudaBackwardFamily(CudaFamily):
         return BackwardResources(**values, inner_rank=rank, perf=perf)
 
     def evaluate(self, ev: Evaluation) -> Perf:
-        return _res(ev).perf
+        return backward_resources(ev).perf
 
     def check(
         self,
@@ -379,8 +373,6 @@ class CudaBackwardFamily(CudaFamily):
         its outer parameters afresh (not from the table) and confirm, row by row, that the
         configuration is the first aligned one by (breaks a limit, modelled time in whole ns,
         enumeration order)."""
-        from ..candidates import evaluation
-
         device = cuda_device(hardware)
         pins = options.parameter_pins
         variants: list[dict[str, int]] = [{}]
@@ -398,7 +390,7 @@ class CudaBackwardFamily(CudaFamily):
         if not variants:
             return []
         cfg = ConfigArrays.from_configs(names, [Config.of(**v) for v in variants])
-        res = _res(evaluation(self, hardware, problem, options, cfg))
+        res = backward_resources(evaluation(self, hardware, problem, options, cfg))
         need = max(1, options.min_blocks_per_sm or 1)
         best: tuple[int, int, int] | None = None
         chosen: dict[str, int] | None = None
