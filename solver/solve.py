@@ -85,14 +85,15 @@ def _no_paged_path(
 def _with_alternatives(
     violations: list[FieldViolation], problem: AttentionProblem, spec: HardwareSpec
 ) -> list[FieldViolation]:
-    """A refusal of the problem by the family says which families would run it here."""
+    """A refusal of the problem by the family (its kernel, dtype, head dims or dropout) says
+    which families would run it here: the one place this hint is added."""
     others = families_for(problem, spec)
     if not others:
         return violations
     hint = f" (families that run this problem on {spec.name}: {', '.join(others)})"
     return [
         FieldViolation(v.field, v.description + hint)
-        if v.field in ("kernel", "dtype", "head_dim", "head_dim_v")
+        if v.field in ("kernel", "dtype", "head_dim", "head_dim_v", "dropout")
         else v
         for v in violations
     ]

@@ -63,7 +63,6 @@ from .shape import (
     WARPGROUP_ROWS,
     WARPGROUP_THREADS,
     Fa3Shape,
-    _families_running_on,
     common_fields,
     fa3_violations,
     kernel_head_dims,
@@ -88,23 +87,6 @@ class FlashAttention3(KernelFamily):
     split_kv = FA3_SPLIT_KV
 
     # ---- the problem -------------------------------------------------------------------------
-    def problem_violations(
-        self, problem: AttentionProblem, hardware: HardwareSpec
-    ) -> list[FieldViolation]:
-        violations = super().problem_violations(problem, hardware)
-        if any(v.field == "kernel" for v in violations):
-            where = _families_running_on(hardware, self.name)
-            tail = (
-                f"; families that run on {hardware.name}: {', '.join(where)}"
-                if where
-                else f"; no other family runs on {hardware.name}"
-            )
-            violations = [
-                FieldViolation(v.field, v.description + tail) if v.field == "kernel" else v
-                for v in violations
-            ]
-        return violations
-
     def _family_violations(
         self, problem: AttentionProblem, hardware: HardwareSpec
     ) -> list[FieldViolation]:

@@ -116,16 +116,9 @@ def fa3_violations(problem: AttentionProblem, hardware: HardwareSpec) -> list[Fi
             )
         )
     if problem.dropout > 0:
-        where = _families_running_on(hardware, "fa3")
         violations.append(
             FieldViolation(
-                "dropout",
-                "FlashAttention-3's forward kernel has no dropout (allowed: 0); "
-                + (
-                    f"other families that run on {hardware.name}: {', '.join(where)}"
-                    if where
-                    else f"no other family runs on {hardware.name}"
-                ),
+                "dropout", "FlashAttention-3's forward kernel has no dropout (allowed: 0)"
             )
         )
     return violations
@@ -213,11 +206,3 @@ class Fa3Shape(Constraint):
 
     def detail(self, ev: Evaluation, i: int) -> str:
         return f"{ev.label(i)} breaks fa3's rules: {SHAPE_RULE}"
-
-
-def _families_running_on(hardware: HardwareSpec, exclude: str) -> list[str]:
-    """The other registered forward families that run on `hardware` (the registry imports
-    this module, so it is imported here, when asked)."""
-    from ...registry import families_on
-
-    return [name for name in families_on(hardware) if name != exclude]
