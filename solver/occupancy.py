@@ -208,7 +208,7 @@ def occupancy(
         carveout_percent,
     )
     blocks = int(arrays.blocks_per_sm[0])
-    warps_per_block = -(-threads_per_block // sm.warp_size_threads)
+    warps_per_block = ceil_div(threads_per_block, sm.warp_size_threads)
     return Occupancy(
         blocks_per_sm=blocks,
         limiters=tuple(arrays.limiters(0)),

@@ -313,7 +313,7 @@ def modelled_kv_tiles(problem: AttentionProblem, block_m: int, block_n: int) -> 
     if not problem.causal:
         return np.full(n_m, n_kv, dtype=np.int64)
     reach = (np.arange(n_m, dtype=np.int64) + 1) * block_m + (sk - sq)
-    return np.clip(-(-reach // block_n), 0, n_kv)
+    return np.clip(ceil_div(reach, block_n), 0, n_kv)
 
 
 def _matmul(a: F32, b: F32) -> F32:

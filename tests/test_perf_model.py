@@ -16,7 +16,6 @@ from tilesolve.solver import (
 )
 from tilesolve.solver.candidates import build_table
 from tilesolve.solver.cost import (
-    KERNEL_LAUNCH_US,
     KV_WINDOW_TILES,
     LSE_BYTES_PER_ROW,
     forward_hbm_bytes,
@@ -24,6 +23,7 @@ from tilesolve.solver.cost import (
     padding_waste,
     wave_schedule,
 )
+from tilesolve.solver.model_constants import DEFAULT_MODEL_CONSTANTS
 from tilesolve.solver.registry import get_family
 
 
@@ -141,7 +141,8 @@ def test_no_kernel_is_faster_than_a_launch(hardware: str, kernel: str) -> None:
     p = AttentionProblem(seq_len=1, head_dim=64)
     spec = get_hardware(hardware)
     table = build_table(get_family(kernel, Phase.FORWARD, spec), spec, p, SolveOptions())
-    assert float(table.perf.time_us.min()) >= KERNEL_LAUNCH_US >= 2.0
+    launch_us = DEFAULT_MODEL_CONSTANTS.kernel_launch_us
+    assert float(table.perf.time_us.min()) >= launch_us >= 2.0
 
 
 @pytest.mark.parametrize("hardware", ["a100-80gb", "rtx-4090"])

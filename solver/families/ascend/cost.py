@@ -29,7 +29,7 @@ from ...cost import (
     causal_iterations,
     forward_hbm_bytes,
     kv_reuse,
-    padding_waste,
+    perf,
     wave_schedule,
 )
 from ...family import kib
@@ -348,18 +348,17 @@ def evaluate(ev: Evaluation, decode: DecodeWork | None = None) -> Perf:
         "l2_bytes_per_round": np.asarray(full.l2_bytes),
         "cube_sustained_fraction": np.full(n, r.cube_efficiency),
     }
-    return Perf(
+    return perf(
+        problem,
+        flops=problem.flops,
         time_us=np.asarray(time_us),
-        tflops=problem.flops / (time_us * 1e-6) / 1e12,
+        hbm_bytes=hbm_bytes,
+        waves=waves,
+        computed_pairs=np.asarray(computed, dtype=np.float64),
         compute_us=total_us(np.maximum(full.cube, full.vec)),
         load_us=total_us(full.mte2),
         overlap=np.asarray(overlap),
-        arithmetic_intensity=problem.flops / hbm_bytes,
-        hbm_bytes=hbm_bytes,
-        waves=waves.exact,
-        tail_efficiency=waves.tail_efficiency,
-        padding_waste=padding_waste(problem, np.asarray(computed, dtype=np.float64)),
-        mma_utilization=np.clip(total_us(full.cube) * 1e3 / busy_ns, 0.0, 1.0),
+        matrix_busy=total_us(full.cube) * 1e3 / busy_ns,
         bottleneck=bottleneck,
         figures=figures,
     )
@@ -425,7 +424,7 @@ def reason_lines(table: CandidateTable, i: int) -> list[str]:
     )
     per_vector = "each vector core takes" if g.split else "the vector unit takes"
     return [
-        f"S2 tile {bn} = {-(-bn // base)} cube base block(s) of {bm}x{base}; {per_vector} "
+        f"S2 tile {bn} = {ceil_div(bn, base)} cube base block(s) of {bm}x{base}; {per_vector} "
         f"{rows_v} rows in passes of {int(cfg['vec_rows'][i])}",
         f"one round {f['round_us'][i]:.2f} us; cube busy {table.perf.mma_utilization[i]:.0%} "
         f"of the kernel; {f['rounds_per_block'][i]:.1f} rounds per block",

@@ -251,8 +251,8 @@ class AscendFlashAttention(KernelFamily):
         bm, bn = config["block_m"], config["block_n"]
         stages, r, ds = config["num_stages"], config["vec_rows"], config["d_split"]
         frac = core.cube_fractal_elements
-        d = -(-problem.head_dim // frac) * frac
-        dv = -(-problem.head_dim_v_eff // frac) * frac
+        d = ceil_div(problem.head_dim, frac) * frac
+        dv = ceil_div(problem.head_dim_v_eff, frac) * frac
         e = problem.dtype.bytes
         split = core.core_layout == "split"
         per_cube = core.aiv_count // core.aic_count if split else 1

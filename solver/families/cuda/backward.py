@@ -21,15 +21,15 @@ import numpy as np
 
 from ...candidates import evaluation
 from ...constraints import Constraint, ConstraintKind, Rule
-from ...cost import KERNEL_LAUNCH_US, KvReuse, Perf, kv_reuse
+from ...cost import KvReuse, Perf, kv_reuse
 from ...family import kib
 from ...hardware import CudaDevice, HardwareSpec
+from ...model_constants import model_constants
 from ...problem import AttentionProblem, Phase, SolveOptions
 from ...space import BoolArray, Config, ConfigArrays, FloatArray, IntArray
 from .constraints import Alignment, MaxSmem, Occupancy, Registers, SharedMemory, Threads
 from .family import CudaFamily
-from .forward import MMA_LATENCY_CYCLES
-from .resources import CudaResources, cuda_device, register_cap
+from .resources import WARP_LANES, CudaResources, cuda_device, register_cap
 from .timing import (
     DROPOUT_OPS_PER_SCORE,
     MASK_OPS_PER_SCORE,
@@ -70,7 +70,6 @@ ATOMIC_L2_BYTES_PER_BYTE = 2.0
 # memory behind a barrier before dV, dK and dQ). Calibrated on FlashAttention-2's published
 # backward throughput (docs/model.md 12.8; values 2, 4 and 8 tried).
 BWD_INSTRUCTION_LEVEL_PARALLELISM = 4.0
-WARP_THREADS = 32
 A_FRAGMENT_REGS_PER_16_ROWS = 4  # one m16k16 fp16 A fragment: 8 halves per thread
 B_FRAGMENT_REGS_PER_8_COLUMNS = 2  # one n8k16 fp16 B fragment: 4 halves per thread
 BWD_FIXED_OVERHEAD_REGS = 16  # pointers, indices, loop state, predicates
@@ -99,7 +98,7 @@ def per_thread(
     elements: FloatArray, warps: FloatArray, bytes_per_element: float = 4.0
 ) -> FloatArray:
     """32-bit registers per thread for `elements` spread over the block's threads."""
-    return np.asarray(np.ceil(elements * bytes_per_element / 4.0 / (warps * WARP_THREADS)))
+    return np.asarray(np.ceil(elements * bytes_per_element / 4.0 / (warps * WARP_LANES)))
 
 
 @dataclass(frozen=True)
@@ -141,7 +140,7 @@ def loop_iteration(
     the SM's shared-memory bandwidth; SFU = one exp2 per score; ALU = FP32 ops; issue = the
     per-iteration fixed instructions (+ `extra_issue` warp instructions, e.g. atomics)."""
     tp = device.throughput
-    spill = spill_regs * 4.0 * 2.0 * warps * WARP_THREADS
+    spill = spill_regs * 4.0 * 2.0 * warps * device.sm.warp_size_threads
     tensor = matrix_flops / matrix_rate
     smem = (smem_bytes + spill) / tp.smem_bandwidth_bytes_per_clk_per_sm
     sfu = scores / tp.sfu_ops_per_clk_per_sm
@@ -171,7 +170,9 @@ def chain(
     """Dependent latency of one iteration: chained mma k-steps, the elementwise part and the
     barriers (divided by the resident streams in `combine_pipes`)."""
     return np.asarray(
-        MMA_LATENCY_CYCLES * k_steps + elementwise + barriers * device.throughput.barrier_cycles
+        model_constants(device).mma_latency_cycles * k_steps
+        + elementwise
+        + barriers * device.throughput.barrier_cycles
     )
 
 
@@ -200,7 +201,8 @@ def bandwidth_kernel_us(device: CudaDevice, hbm_bytes: float) -> float:
     its DRAM time at the achievable bandwidth plus the launch floor, microseconds."""
     if hbm_bytes <= 0:
         return 0.0
-    return hbm_bytes / device.memory.achievable_dram_bytes_per_s * 1e6 + KERNEL_LAUNCH_US
+    launch_us = model_constants(device).kernel_launch_us
+    return hbm_bytes / device.memory.achievable_dram_bytes_per_s * 1e6 + launch_us
 
 
 def gqa_reduce_bytes(problem: AttentionProblem, d: int, dv: int) -> float:
@@ -417,7 +419,7 @@ class CudaBackwardFamily(CudaFamily):
         sm = cuda_device(table.hardware).sm
         perf = table.perf
         limiters = "/".join(x.value for x in res.occupancy.limiters(i))
-        warps = int(res.occupancy.blocks_per_sm[i] * res.threads[i] // WARP_THREADS)
+        warps = int(res.occupancy.blocks_per_sm[i] * res.threads[i] // sm.warp_size_threads)
         spill = f", {res.spill_regs[i]} spilled" if res.spill_regs[i] else ""
         figures = perf.figures
         lines = [

@@ -38,6 +38,7 @@ from .resources import (
     MMA_ROWS,
     SOFTMAX_REGS_PER_SLAB,
     STANDARD_WARPS,
+    WARP_LANES,
     CudaResources,
     cuda_device,
     register_cap,
@@ -78,7 +79,7 @@ class CudaFamily(KernelFamily):
     def regs_demand(self, cfg: ConfigArrays, problem: AttentionProblem) -> IntArray:
         """Estimated 32-bit registers per thread the kernel wants before any spilling.
 
-        Accumulators are FP32 and spread over the 32 lanes of the warp that owns the rows:
+        Accumulators are FP32 and spread over the WARP_LANES lanes of the warp that owns the rows:
         O holds rows_per_warp x dv, S holds rows_per_warp x block_n. Softmax keeps a max and a
         sum per owned row; one A fragment (Q, or P) is staged per 16-row slab; Q stays in
         registers for families that keep it there (fp16 packed two per register).
@@ -87,11 +88,11 @@ class CudaFamily(KernelFamily):
         elem = problem.dtype.bytes
         rows_per_warp = cfg.block_m // cfg.num_warps
         slabs = np.maximum(rows_per_warp // MMA_ROWS, 1)
-        o_acc = -(-rows_per_warp * dv // 32)
-        s_acc = -(-rows_per_warp * cfg.block_n // 32)
+        o_acc = ceil_div(rows_per_warp * dv, WARP_LANES)
+        s_acc = ceil_div(rows_per_warp * cfg.block_n, WARP_LANES)
         softmax = SOFTMAX_REGS_PER_SLAB * slabs
         a_frag = A_FRAGMENT_REGS_PER_SLAB * slabs
-        q_regs = -(-rows_per_warp * d * elem // (32 * 4)) if self.q_in_registers() else 0
+        q_regs = ceil_div(rows_per_warp * d * elem, WARP_LANES * 4) if self.q_in_registers() else 0
         dropout = DROPOUT_EXTRA_REGS if problem.dropout > 0 else 0
         total = o_acc + s_acc + softmax + a_frag + q_regs + FIXED_OVERHEAD_REGS + dropout
         return np.asarray(total, dtype=np.int64)
@@ -124,6 +125,7 @@ class CudaFamily(KernelFamily):
             spill_regs=spill,
             occupancy=occ,
             max_warps_per_sm=sm.max_warps_per_sm,
+            warp_size_threads=sm.warp_size_threads,
         )
 
     def constraints(

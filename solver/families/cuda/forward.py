@@ -34,7 +34,7 @@ from ...cost import (
     causal_iterations,
     forward_hbm_bytes,
     kv_reuse,
-    padding_waste,
+    perf,
     wave_schedule,
 )
 from ...errors import FieldViolation
@@ -66,23 +66,11 @@ if TYPE_CHECKING:
     from ...candidates import CandidateTable, Evaluation
 
 # ---- model constants (docs/model.md, "Constants") ------------------------------------------
-# The free ones below (and cost.BLOCK_START_CYCLES, cost.KERNEL_LAUNCH_US) are the defaults of
-# `model_constants.ModelConstants`; the formulas read them through `model_constants(device)`,
-# so that a calibrated device (docs/model.md section 15) can replace them.
+# The free ones (instruction-level parallelism, per-iteration instructions, the latency chain's
+# parts, block start, launch) are `ModelConstants` fields only: the formulas read them through
+# `model_constants(device)`, so that a calibrated device (docs/model.md section 15) replaces
+# every use.
 BARRIERS_PER_ITERATION = 2  # __syncthreads before reusing the K and the V buffer
-# Dependent-latency chain of one iteration of one warp (docs/model.md, "Latency chain"):
-# S = QK^T accumulates d/16 chained mma k-steps, the softmax waits on quad shuffles for the
-# row max and sum and on the MUFU for exp, then O += PV accumulates block_n/16 chained k-steps.
-MMA_LATENCY_CYCLES = 33  # dependent HMMA.16816.F32 issue-to-result
-SOFTMAX_CHAIN_CYCLES = (
-    400  # row max + row sum (dependent FP32 ops, 2 quad shuffles each), exp, cp.async wait
-)
-INSTRUCTION_LEVEL_PARALLELISM = 8.0  # independent mma tiles and rows one warp interleaves
-# Instructions every warp issues per K/V iteration whatever the tile: loop counter and branch,
-# K/V pointer and predicate updates, the cp.async commit/wait pair, two barriers, the row max
-# and row sum butterflies' bookkeeping and the O rescale's setup (estimate; docs/model.md,
-# "Per-iteration fixed cost"). They occupy the warp schedulers' issue slots.
-ITERATION_FIXED_INSTRUCTIONS = 40
 
 
 @dataclass(frozen=True)
@@ -127,8 +115,7 @@ def _iteration_cycles(
     extras: KernelExtras = NO_EXTRAS,
 ) -> _Iteration:
     sm, tp = device.sm, device.throughput
-    # The free constants (defaults: the module constants above; a calibration's fitted ones).
-    k = model_constants(device)
+    k = model_constants(device)  # the free constants: the defaults, or a calibration's
     d, dv = family.kernel_head_dims(problem)
     elem = problem.dtype.bytes
     bm = cfg.block_m.astype(np.float64)
@@ -155,6 +142,10 @@ def _iteration_cycles(
     alu = alu_ops / tp.fp32_ops_per_clk_per_sm
 
     issue = warps * k.iteration_fixed_instructions / SUBPARTITIONS_PER_SM
+    # The dependent-latency chain of one iteration of one warp (docs/model.md, "Latency
+    # chain"): S = QK^T accumulates d/16 chained mma k-steps, the softmax waits on quad
+    # shuffles for the row max and sum and on the MUFU for exp, then O += PV accumulates
+    # block_n/16 chained k-steps.
     chain_cycles = (
         k.mma_latency_cycles * (d + bn) / MMA_K
         + k.softmax_chain_cycles
@@ -425,18 +416,17 @@ def forward_perf(
         waves.exact,
         family.matrix_unit(device),
     )
-    return Perf(
+    return perf(
+        problem,
+        flops=problem.flops,
         time_us=time_us,
-        tflops=problem.flops / (time_us * 1e-6) / 1e12,
+        hbm_bytes=hbm_bytes,
+        waves=waves,
+        computed_pairs=computed_pairs,
         compute_us=compute_total / clock_hz * 1e6,
         load_us=load_total / clock_hz * 1e6,
         overlap=overlap,
-        arithmetic_intensity=problem.flops / hbm_bytes,
-        hbm_bytes=hbm_bytes,
-        waves=waves.exact,
-        tail_efficiency=waves.tail_efficiency,
-        padding_waste=padding_waste(problem, computed_pairs),
-        mma_utilization=np.clip(tensor_total / busy_cycles, 0.0, 1.0),
+        matrix_busy=tensor_total / busy_cycles,
         bottleneck=bottleneck,
         figures={
             "iteration_compute_cycles": it.compute,

@@ -26,6 +26,10 @@ DROPOUT_EXTRA_REGS = 12  # Philox 4x32 counter + key and one batch of 4 random w
 SOFTMAX_REGS_PER_SLAB = 4  # running max and sum for the 2 rows a thread owns per slab
 A_FRAGMENT_REGS_PER_SLAB = 4  # one m16k16 fp16 A fragment (8 halves)
 STANDARD_WARPS = 4  # the warp count FlashAttention kernels ship most (128 threads)
+# The 32 lanes of a warp, as the kernels' layouts are written (mma.sync fragments, the FlashInfer
+# decode kernel's threads): formulas that know no device use it; where a device is at hand,
+# its `sm.warp_size_threads` (32 on every catalog part) is read instead.
+WARP_LANES = 32
 
 
 def cuda_device(hardware: HardwareSpec) -> CudaDevice:
@@ -49,6 +53,7 @@ class CudaResources(Resources):
     spill_regs: IntArray
     occupancy: OccupancyArrays
     max_warps_per_sm: int
+    warp_size_threads: int
 
     def uses(self, i: int) -> list[ResourceUse]:
         return [
@@ -61,7 +66,7 @@ class CudaResources(Resources):
 
     def candidate_fields(self, i: int) -> dict[str, Any]:
         blocks = int(self.occupancy.blocks_per_sm[i])
-        warps = int(self.threads[i]) // 32
+        warps = int(self.threads[i]) // self.warp_size_threads
         return {
             "threads_per_block": int(self.threads[i]),
             "smem_bytes": int(self.smem_bytes[i]),

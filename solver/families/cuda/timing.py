@@ -12,14 +12,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...cost import BLOCK_START_CYCLES, KERNEL_LAUNCH_US, Waves
+from ...cost import Waves
 from ...hardware import CudaDevice
+from ...model_constants import model_constants
 from ...space import BoolArray, FloatArray, IntArray
 from ...split_kv import UnitRates
 
-# The free ones below (and cost.BLOCK_START_CYCLES, cost.KERNEL_LAUNCH_US) are the defaults of
-# `model_constants.ModelConstants`; the formulas read them through `model_constants(device)`,
-# so that a calibrated device (docs/model.md section 15) can replace them.
+# The online softmax's instruction counts per score element (docs/model.md, "Constants"): the
+# same for every CUDA cost model (FlashAttention forward, backward, fa3).
 ALU_OPS_PER_SCORE = 4.0  # FP32 ops per score element: scale-and-subtract FFMA, max, sum, convert
 MASK_OPS_PER_SCORE = 2.0  # index compare + select on a tile that crosses the causal diagonal
 DROPOUT_OPS_PER_SCORE = 8.0  # Philox 4x32-10 amortised over 4 outputs, compare and scale
@@ -155,6 +155,7 @@ def bottleneck_words(
 def cuda_rates(device: CudaDevice) -> UnitRates:
     """A CUDA device as the split-KV model sees it: SMs, achievable DRAM and L2 rates."""
     tp, memory = device.throughput, device.memory
+    k = model_constants(device)
     clock_hz = tp.boost_clock_mhz * 1e6
     return UnitRates(
         units=tp.sm_count,
@@ -162,6 +163,6 @@ def cuda_rates(device: CudaDevice) -> UnitRates:
         l2_bytes_per_s=memory.l2_achievable_fraction * memory.l2_bandwidth_bytes_per_clk * clock_hz,
         l2_bytes=memory.l2_bytes,
         l2_round_trip_s=tp.l2_hit_latency_cycles / clock_hz,
-        block_start_s=BLOCK_START_CYCLES / clock_hz,
-        launch_us=KERNEL_LAUNCH_US,
+        block_start_s=k.block_start_cycles / clock_hz,
+        launch_us=k.kernel_launch_us,
     )

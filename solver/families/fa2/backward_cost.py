@@ -12,15 +12,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...cost import (
-    BLOCK_START_CYCLES,
-    KERNEL_LAUNCH_US,
     L2_USABLE_FRACTION,
     Perf,
     causal_iterations,
-    padding_waste,
+    perf,
     wave_schedule,
 )
 from ...hardware import CudaDevice
+from ...model_constants import model_constants
 from ...problem import AttentionProblem
 from ...space import ConfigArrays, FloatArray, ceil_div
 from ..cuda.backward import (
@@ -61,6 +60,7 @@ def backward_perf(
 ) -> Perf:
     """Predicted time and its parts of every configuration (docs/model.md 12.3-12.4)."""
     tp = device.throughput
+    k = model_constants(device)
     d, dv = family.kernel_head_dims(problem)
     elem = problem.dtype.bytes
     n_sm = tp.sm_count
@@ -160,7 +160,7 @@ def backward_perf(
     round_full, overlap = rounds(blocks_f)
     dram_share = dram_bytes_per_clk(device) / n_sm
     kv_block_bytes = bn * (d + dv) * elem
-    prologue = BLOCK_START_CYCLES + tp.dram_latency_cycles + kv_block_bytes / dram_share
+    prologue = k.block_start_cycles + tp.dram_latency_cycles + kv_block_bytes / dram_share
     prologue = prologue + it.tile_load
     epilogue = kv_block_bytes / dram_share  # dK and dV written once
 
@@ -203,7 +203,7 @@ def backward_perf(
     main_bytes = kv_bytes + q_bytes + dkdv_bytes + dq_bytes
     dram_bound = main_bytes / dram_bytes_per_clk(device)
     cycles = np.maximum(cycles, dram_bound)
-    main_us = cycles / clock_hz * 1e6 + KERNEL_LAUNCH_US
+    main_us = cycles / clock_hz * 1e6 + k.kernel_launch_us
 
     # ---- the helper kernels -----------------------------------------------------------------
     pre_bytes = preprocess_bytes(problem, d, dv, clear_dq_accum=True)
@@ -236,18 +236,17 @@ def backward_perf(
         dram_bound,
         waves.exact,
     )
-    return Perf(
+    return perf(
+        problem,
+        flops=flops,
         time_us=time_us,
-        tflops=flops / (time_us * 1e-6) / 1e12,
+        hbm_bytes=hbm_bytes,
+        waves=waves,
+        computed_pairs=computed_pairs,
         compute_us=compute_total / clock_hz * 1e6,
         load_us=load_total / clock_hz * 1e6,
         overlap=overlap,
-        arithmetic_intensity=flops / hbm_bytes,
-        hbm_bytes=hbm_bytes,
-        waves=waves.exact,
-        tail_efficiency=waves.tail_efficiency,
-        padding_waste=padding_waste(problem, computed_pairs),
-        mma_utilization=np.clip(tensor_total / busy_cycles, 0.0, 1.0),
+        matrix_busy=tensor_total / busy_cycles,
         bottleneck=bottleneck,
         figures={
             "iteration_compute_cycles": it.compute,

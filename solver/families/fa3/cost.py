@@ -25,17 +25,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...cost import (
-    BLOCK_START_CYCLES,
-    KERNEL_LAUNCH_US,
     LSE_BYTES_PER_ROW,
     Perf,
     causal_iterations,
     forward_hbm_bytes,
     kv_reuse,
-    padding_waste,
+    perf,
     wave_schedule,
 )
 from ...family import kib
+from ...model_constants import model_constants
 from ...problem import DType
 from ...space import FloatArray, ceil_div
 from ..cuda.resources import cuda_device
@@ -75,6 +74,7 @@ def evaluate(ev: Evaluation) -> Perf:
     res = fa3_resources(ev)
     device = cuda_device(ev.hardware)
     tp = device.throughput
+    k = model_constants(device)
     problem, cfg = ev.problem, ev.cfg
     d, dv = kernel_head_dims(problem)
     e = problem.dtype.bytes
@@ -167,7 +167,7 @@ def evaluate(ev: Evaluation) -> Perf:
     q_o_bytes = bm * (d * e + dv * OUTPUT_BYTES_PER_ELEMENT + LSE_BYTES_PER_ROW)
     switch = tp.dram_latency_cycles + q_o_bytes / dram_share
     per_tile = fill + epilogue + switch
-    prologue = BLOCK_START_CYCLES + tile_load
+    prologue = k.block_start_cycles + tile_load
 
     waves = wave_schedule(tiles, slots)
     if problem.causal:
@@ -186,7 +186,7 @@ def evaluate(ev: Evaluation) -> Perf:
 
     dram_bound = hbm_bytes / dram_per_clk
     cycles = np.maximum(cycles, dram_bound)
-    time_us = cycles / clock_hz * 1e6 + KERNEL_LAUNCH_US
+    time_us = cycles / clock_hz * 1e6 + k.kernel_launch_us
 
     computed_pairs = (n_m * cfg["block_m"]).astype(np.float64) * (n_kv * cfg["block_n"])
     if problem.causal:
@@ -205,18 +205,17 @@ def evaluate(ev: Evaluation) -> Perf:
         dram_bound,
         waves.exact,
     )
-    return Perf(
+    return perf(
+        problem,
+        flops=problem.flops,
         time_us=time_us,
-        tflops=problem.flops / (time_us * 1e-6) / 1e12,
+        hbm_bytes=hbm_bytes,
+        waves=waves,
+        computed_pairs=computed_pairs,
         compute_us=heads_total * total_iters * compute / n_sm / clock_hz * 1e6,
         load_us=heads_total * total_iters * tile_load / n_sm / clock_hz * 1e6,
         overlap=load_overlap,
-        arithmetic_intensity=problem.flops / hbm_bytes,
-        hbm_bytes=hbm_bytes,
-        waves=waves.exact,
-        tail_efficiency=waves.tail_efficiency,
-        padding_waste=padding_waste(problem, computed_pairs),
-        mma_utilization=np.clip(tensor_total / busy, 0.0, 1.0),
+        matrix_busy=tensor_total / busy,
         bottleneck=bottleneck,
         figures=_figures(
             (

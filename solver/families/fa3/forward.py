@@ -194,22 +194,22 @@ class FlashAttention3(KernelFamily):
             out.append(f"threads: {threads} > {sm.max_threads_per_block}")
 
         def aligned(x: int) -> int:
-            return -(-x // SMEM_ALIGN_BYTES) * SMEM_ALIGN_BYTES
+            return ceil_div(x, SMEM_ALIGN_BYTES) * SMEM_ALIGN_BYTES
 
         v_bytes = aligned(stages * bn * dv * e)
         smem = aligned(bm * d * e) + aligned(stages * bn * d * e) + v_bytes * (2 if fp8 else 1)
         smem += aligned(bm * bn * e) if p_smem else 0
         smem += max(aligned(bm * dv * OUTPUT_BYTES) - v_bytes, 0)
-        per_ring = -(-2 * stages * BARRIER_BYTES // BARRIER_SLOT_BYTES)
+        per_ring = ceil_div(2 * stages * BARRIER_BYTES, BARRIER_SLOT_BYTES)
         smem += (FIXED_BARRIER_SLOTS + RING_PIPELINES * per_ring) * BARRIER_SLOT_BYTES
         if smem > sm.smem_per_block_optin_bytes:
             out.append(f"shared_memory: {smem} > {sm.smem_per_block_optin_bytes}")
         if options.max_smem is not None and smem > options.max_smem:
             out.append(f"max_smem: {smem} > {options.max_smem}")
         demand = (
-            -(-WARPGROUP_ROWS * dv // WARPGROUP_THREADS)
-            + -(-WARPGROUP_ROWS * bn // WARPGROUP_THREADS)
-            + (-(-WARPGROUP_ROWS * bn * e // 512) if overlap and not p_smem else 0)
+            ceil_div(WARPGROUP_ROWS * dv, WARPGROUP_THREADS)
+            + ceil_div(WARPGROUP_ROWS * bn, WARPGROUP_THREADS)
+            + (ceil_div(WARPGROUP_ROWS * bn * e, 512) if overlap and not p_smem else 0)
             + CONSUMER_FIXED_REGS
         )
         budget = (sm.regs_per_sm // WARPGROUP_THREADS - SETMAXNREG_MIN) // w // 8 * 8

@@ -181,6 +181,7 @@ def build_resources(
         spill_regs=np.asarray(demand - allocated, dtype=np.int64),
         occupancy=occ,
         max_warps_per_sm=sm.max_warps_per_sm,
+        warp_size_threads=sm.warp_size_threads,
         warpgroups=warpgroups,
         producer_regs=producer,
         regs_per_sm=sm.regs_per_sm,

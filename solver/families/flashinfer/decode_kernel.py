@@ -9,6 +9,8 @@ NUM_STAGES_SMEM = 2 stages on sm80+: a stage holds tile_size_per_bdx x bdy x bdz
 
 from __future__ import annotations
 
+from ..cuda.resources import WARP_LANES
+
 # The decode kernel (decode.cuh), 16-bit KV: 16-byte vectors, 2 shared-memory stages on sm80+
 DECODE_VECTOR_BYTES = 16
 DECODE_MIN_THREADS = 128
@@ -18,7 +20,7 @@ DECODE_GROUP_SIZES = (1, 2, 3, 4, 8)  # DISPATCH_GQA_GROUP_SIZE
 
 def decode_layout(head_dim: int, group: int, elem: int) -> dict[str, int]:
     """The CUDA-core decode kernel's layout (BatchDecodeWithPagedKVCacheDispatched)."""
-    vec = max(DECODE_VECTOR_BYTES // elem, head_dim // 32)
+    vec = max(DECODE_VECTOR_BYTES // elem, head_dim // WARP_LANES)
     bdx = head_dim // vec
     threads = max(DECODE_MIN_THREADS, bdx * group)
     bdz = threads // (bdx * group)

@@ -38,6 +38,7 @@ from ...cost import Perf
 from ...errors import FieldViolation
 from ...family import kib
 from ...hardware import CudaDevice, HardwareSpec
+from ...model_constants import model_constants
 from ...problem import AttentionProblem, DType, Phase, SolveOptions
 from ...space import (
     COMMON_FIELDS,
@@ -51,11 +52,12 @@ from ...space import (
 )
 from ...split_kv import NESTED_PAGES, PageRule, SplitKv, always_packs, paged_lookup_cycles
 from ..cuda.constraints import cuda_resources
-from ..cuda.forward import MMA_LATENCY_CYCLES, FlashForwardFamily, KernelExtras, forward_perf
+from ..cuda.forward import FlashForwardFamily, KernelExtras, forward_perf
 from ..cuda.resources import (
     A_FRAGMENT_REGS_PER_SLAB,
     FIXED_OVERHEAD_REGS,
     SOFTMAX_REGS_PER_SLAB,
+    WARP_LANES,
     CudaResources,
     cuda_device,
 )
@@ -96,7 +98,7 @@ def _padded(dim: int) -> int:
 def flashinfer_merge_rows(problem: AttentionProblem, dv: int) -> int:
     """Query rows one block of FlashInfer's merge kernel (cascade.cuh, MergeStates) merges:
     bdx = head_dim / vec_size threads per row and 128 / bdx (row, head) pairs per block."""
-    vec = max(DECODE_VECTOR_BYTES // problem.dtype.bytes, dv // 32)
+    vec = max(DECODE_VECTOR_BYTES // problem.dtype.bytes, dv // WARP_LANES)
     return max(1, 128 // (dv // vec))
 
 
@@ -225,7 +227,7 @@ class FlashInfer(FlashForwardFamily):
             tile = np.where(bdy == 1, 4, 1)
             block_m = np.where(dk, bdy, block_m)
             block_n = np.where(dk, tile * bdy * bdz, block_n)
-            warps = np.where(dk, threads // 32, warps)
+            warps = np.where(dk, threads // WARP_LANES, warps)
             stages = np.where(dk, DECODE_STAGES, stages)
         return {
             "block_m": np.asarray(block_m, dtype=np.int64),
@@ -283,7 +285,7 @@ class FlashInfer(FlashForwardFamily):
         sync = np.where(wkv > 1, wkv * bm * dv * 4 + wkv * bm * 8, 0)
         smem = np.maximum(np.maximum(tiles, sync), bm * dv * e)
         if "decode_kernel" in view:
-            threads = view.num_warps * 32
+            threads = view.num_warps * WARP_LANES
             staged = 2 * DECODE_STAGES * bn * d * e  # K and V of every stage
             tile = np.where(view["bdy"] == 1, 4, 1)
             extra = np.maximum(
@@ -361,9 +363,10 @@ class FlashInfer(FlashForwardFamily):
         dk = self._decode_rows(cfg)
         q_extra = np.where(dk, -bm * d * e, (wkv - 1.0) * bm * d * e)
         parts = wkv
-        chain = -MMA_LATENCY_CYCLES * (bn - bn / wkv) / MMA_K
+        mma_latency = model_constants(device).mma_latency_cycles
+        chain = -mma_latency * (bn - bn / wkv) / MMA_K
         if "decode_kernel" in cfg:
-            threads = cfg.num_warps.astype(np.float64) * 32.0
+            threads = cfg.num_warps.astype(np.float64) * float(device.sm.warp_size_threads)
             bdx = cfg["bdx"].astype(np.float64)
             bdz = threads / (bdx * bm)
             parts = np.where(dk, bdz, parts)
@@ -371,7 +374,7 @@ class FlashInfer(FlashForwardFamily):
             tokens = bn / bdz  # one thread group's tokens per stage
             fma_chain = FMA_LATENCY_CYCLES * vec * (1.0 + tokens)
             shuffles = SHUFFLE_LATENCY_CYCLES * np.log2(np.maximum(bdx, 1.0))
-            mma_chain = MMA_LATENCY_CYCLES * (d + bn) / MMA_K
+            mma_chain = mma_latency * (d + bn) / MMA_K
             chain = np.where(dk, fma_chain + shuffles - mma_chain, chain)
         merge_bytes = 2.0 * parts * bm * dv * 4.0
         merge = np.where(
@@ -400,7 +403,7 @@ class FlashInfer(FlashForwardFamily):
         perf = table.perf
         cfg = table.cfg
         limiters = "/".join(x.value for x in res.occupancy.limiters(i))
-        resident = int(res.occupancy.blocks_per_sm[i]) * int(res.threads[i]) // 32
+        resident = int(res.occupancy.blocks_per_sm[i]) * int(res.threads[i]) // sm.warp_size_threads
         if self._decode_rows(cfg)[i]:
             layout = (
                 f"CUDA-core decode kernel: {int(cfg['bdy'][i])} head(s) x {int(cfg['bdx'][i])} "

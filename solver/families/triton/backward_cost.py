@@ -11,14 +11,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...cost import (
-    BLOCK_START_CYCLES,
-    KERNEL_LAUNCH_US,
     Perf,
     causal_iterations,
-    padding_waste,
+    perf,
     wave_schedule,
 )
 from ...hardware import CudaDevice
+from ...model_constants import model_constants
 from ...problem import AttentionProblem
 from ...space import ConfigArrays, FloatArray, IntArray, ceil_div
 from ..cuda.backward import (
@@ -94,6 +93,7 @@ def backward_perf(
 ) -> Perf:
     """Predicted time and its parts of every configuration (docs/model.md 12.3-12.4)."""
     tp = device.throughput
+    k = model_constants(device)
     d, dv = family.kernel_head_dims(problem)
     elem = problem.dtype.bytes
     n_sm = tp.sm_count
@@ -190,7 +190,7 @@ def backward_perf(
     pro2 = latency + m2 * row_q / dram_share + it2.tile_load  # Q, dO, M, D, the first K^T/V^T
     epi2 = m2 * d * elem / dram_share  # dQ written
     work = heads_total * (
-        programs * BLOCK_START_CYCLES
+        programs * k.block_start_cycles
         + n_kv1 * (pro1 + epi1)
         + total1 * round1
         + diag1 * it1.mask_extra
@@ -211,7 +211,7 @@ def backward_perf(
             steps1, steps2 = n_m1.astype(np.float64), n_kv2.astype(np.float64)
         loop1 = np.where(has1, pro1 + epi1 + steps1 * r1, 0.0)
         loop2 = np.where(has2, pro2 + epi2 + steps2 * r2, 0.0)
-        return np.asarray(BLOCK_START_CYCLES + loop1 + loop2)
+        return np.asarray(k.block_start_cycles + loop1 + loop2)
 
     # The program's length is piecewise linear in p: its maximum is at an end or a breakpoint.
     last_p = (programs - 1).astype(np.float64)
@@ -246,7 +246,7 @@ def backward_perf(
     )
     dram_bound = main_bytes / dram_bytes_per_clk(device)
     cycles = np.maximum(cycles, dram_bound)
-    main_us = cycles / clock_hz * 1e6 + KERNEL_LAUNCH_US
+    main_us = cycles / clock_hz * 1e6 + k.kernel_launch_us
 
     pre_bytes = preprocess_bytes(problem, d, dv, clear_dq_accum=False)
     scale_bytes = 2.0 * problem.batch * problem.kv_heads_eff * float(sk) * d * elem
@@ -291,18 +291,17 @@ def backward_perf(
         waves.exact,
     )
     computed_pairs = total2 * m2 * n2  # the dQ loop covers each kept pair once, as the dK/dV
-    return Perf(
+    return perf(
+        problem,
+        flops=flops,
         time_us=time_us,
-        tflops=flops / (time_us * 1e-6) / 1e12,
+        hbm_bytes=hbm_bytes,
+        waves=waves,
+        computed_pairs=computed_pairs,
         compute_us=compute_total / clock_hz * 1e6,
         load_us=load_total / clock_hz * 1e6,
         overlap=overlap,
-        arithmetic_intensity=flops / hbm_bytes,
-        hbm_bytes=hbm_bytes,
-        waves=waves.exact,
-        tail_efficiency=waves.tail_efficiency,
-        padding_waste=padding_waste(problem, computed_pairs),
-        mma_utilization=np.clip(tensor_total / busy_cycles, 0.0, 1.0),
+        matrix_busy=tensor_total / busy_cycles,
         bottleneck=bottleneck,
         figures={
             "dkdv_iteration_compute_cycles": it1.compute,
