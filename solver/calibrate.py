@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .candidates import Evaluation, evaluation
 from .errors import FieldViolation, InvalidRequestError
-from .hardware import CATALOG_VERSION, CudaDevice, HardwareSpec, get_hardware, parse_hardware
+from .hardware import CATALOG_VERSION, CudaDevice, get_hardware, parse_hardware
 from .measured import (
     STATUS_OK,
     Measurement,
@@ -48,7 +48,6 @@ from .registry import get_family
 from .solve import MODEL_VERSION, model_version
 from .space import Config, ConfigArrays
 
-PROFILE_FORMAT = "tilesolve-profile/1"
 # Timed rows of model-feasible tiles needed in the training shapes per fitted constant.
 MIN_ROWS_PER_CONSTANT = 3
 # Weight of the pull towards today's value, per constant, in units of squared log-residuals.
@@ -488,20 +487,6 @@ def profile_device(profile: Profile, origin: str = "profile") -> CudaDevice:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise refuse(f"{where}: {first['msg']}") from None
-
-
-def check_profile_device(device: CudaDevice, hardware: HardwareSpec, origin: str) -> None:
-    """A profile applies only to the device it was fitted on: refuse it for another."""
-    if hardware.name != device.name:
-        raise InvalidRequestError(
-            [
-                FieldViolation(
-                    "profile",
-                    f"{origin} was fitted on {device.name}, not {hardware.name}: a profile "
-                    "applies only to its own device",
-                )
-            ]
-        )
 
 
 # ---- synthetic measurements ---------------------------------------------------------------

@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class ResourceUse:
-    """One resource of one configuration: how much it uses of what the hardware grants."""
+class CapacityUse:
+    """One resource of one configuration: how much it uses of what the hardware grants (the
+    answer reports it as an `answer.ResourceUse`)."""
 
     name: str
     used: int
@@ -43,7 +44,7 @@ class Resources(ABC):
     """What every candidate needs of the hardware (arrays over the candidates)."""
 
     @abstractmethod
-    def uses(self, i: int) -> list[ResourceUse]:
+    def uses(self, i: int) -> list[CapacityUse]:
         """Configuration i's use of each resource, for the answer."""
 
     def candidate_fields(self, i: int) -> dict[str, Any]:

@@ -62,10 +62,6 @@ class OccupancyArrays:
         ]
         return [name for name, limit in pairs if limit == blocks]
 
-    def primary_limiter(self) -> list[str]:
-        """Each candidate's first limiter as a string (order: warps, registers, smem, blocks)."""
-        return [self.limiters(i)[0].value for i in range(len(self.blocks_per_sm))]
-
 
 def _round_up(x: IntArray, y: IntArray | int) -> IntArray:
     return ceil_div(x, y) * y

@@ -6,7 +6,7 @@ import time
 
 from .answer import Candidate, ResourceUse, SolveAnswer, Status
 from .cancel import Cancellation
-from .candidates import CandidateTable, build_table
+from .candidates import CandidateTable, build_candidate_table
 from .constraints import ConstraintKind
 from .errors import (
     DeadlineExceededError,
@@ -69,7 +69,7 @@ def prepare(
         violations.append(_no_paged_path(family.name, problem, spec, options))
     if violations:
         raise InvalidRequestError(_with_alternatives(violations, problem, spec))
-    return build_table(family, spec, problem, options)
+    return build_candidate_table(family, spec, problem, options)
 
 
 def _no_paged_path(

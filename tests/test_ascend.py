@@ -30,7 +30,7 @@ from tilesolve.solver import (
     parse_hardware,
     solve,
 )
-from tilesolve.solver.candidates import build_table
+from tilesolve.solver.candidates import build_candidate_table
 from tilesolve.solver.registry import find_family
 from tilesolve.solver.validate import check_config
 from tilesolve.v1 import tilesolve_pb2 as pb
@@ -225,7 +225,7 @@ def test_validator_agrees_with_the_table(hardware: str, problem: AttentionProble
     """`check` (scalar, independent) and the constraint objects accept the same configurations."""
     family = _family()
     hw = get_hardware(hardware)
-    table = build_table(family, hw, problem, SolveOptions())
+    table = build_candidate_table(family, hw, problem, SolveOptions())
     for i in range(len(table)):
         config = table.cfg.config(i)
         broken = check_config(family, hw, problem, SolveOptions(), config)

@@ -31,7 +31,7 @@ from tilesolve.solver.calibrate import (
     synthetic_measurements,
     with_constants,
 )
-from tilesolve.solver.candidates import build_table
+from tilesolve.solver.candidates import build_candidate_table
 from tilesolve.solver.measured import Measurement, Shape, Tile, predict_shape, sample_tiles
 from tilesolve.solver.model_constants import ModelConstants
 from tilesolve.solver.registry import get_family
@@ -131,11 +131,11 @@ def test_a_calibrated_constant_reaches_every_use(key: tuple[str, str]) -> None:
     assert isinstance(spec, CudaDevice)
     problem = _case(phase)
     family = get_family(name, problem.phase, spec)
-    base = build_table(family, spec, problem, SolveOptions()).perf.time_us
+    base = build_candidate_table(family, spec, problem, SolveOptions()).perf.time_us
     moved = set()
     for field, value in PERTURBED.items():
         calibrated = spec.model_copy(update={"calibration": ModelConstants(**{field: value})})
-        times = build_table(family, calibrated, problem, SolveOptions()).perf.time_us
+        times = build_candidate_table(family, calibrated, problem, SolveOptions()).perf.time_us
         if not np.array_equal(times, base):
             moved.add(field)
     assert moved == READS[key]

@@ -27,7 +27,7 @@ from tilesolve.solver import (
     get_hardware,
     solve,
 )
-from tilesolve.solver.candidates import build_table, evaluation
+from tilesolve.solver.candidates import build_candidate_table, evaluation
 from tilesolve.solver.cost import L2_USABLE_FRACTION
 from tilesolve.solver.families.cuda.timing import cuda_rates
 from tilesolve.solver.registry import get_family
@@ -197,7 +197,7 @@ def test_take_rows_keeps_scalars_and_slices_nested_arrays() -> None:
     spec = get_hardware("a100-80gb")
     family = get_family("fa2", Phase.FORWARD, spec)
     p = AttentionProblem(seq_len=128, head_dim=64)
-    table = build_table(family, spec, p, SolveOptions())
+    table = build_candidate_table(family, spec, p, SolveOptions())
     idx = np.array([3, 7, 11])
     sub: Any = take_rows(table.res, idx, len(table))
     res: Any = table.res
@@ -243,7 +243,7 @@ def test_forward_without_a_longer_cache_is_the_plain_model(
     spec = get_hardware("h100-sxm")
     assert isinstance(spec, CudaDevice)
     family: Any = get_family(kernel, Phase.FORWARD, spec)
-    table = build_table(family, spec, problem, SolveOptions())
+    table = build_candidate_table(family, spec, problem, SolveOptions())
     assert table.cfg.names == ("block_m", "block_n", "num_warps", "num_stages")
     plain = family.forward_perf(spec, problem, table.cfg, table.res)
     assert np.array_equal(table.perf.time_us, plain.time_us)
@@ -265,7 +265,7 @@ def test_one_split_of_a_full_grid_is_the_forward_model() -> None:
     spec = get_hardware("a100-80gb")
     p = AttentionProblem(batch=8, heads=16, seq_len=2048, seq_len_kv=8192, head_dim=128)
     family = get_family("fa2", Phase.FORWARD, spec)
-    table = build_table(family, spec, p, SolveOptions())
+    table = build_candidate_table(family, spec, p, SolveOptions())
     one = np.flatnonzero(table.cfg["num_splits"] == 1)
     tiles = ConfigArrays({name: table.cfg[name][one] for name in table.cfg.names[:4]})
     plain = family.evaluate(evaluation(family, spec, p, SolveOptions(), tiles))

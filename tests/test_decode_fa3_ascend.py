@@ -30,7 +30,7 @@ from tilesolve.solver import (
     get_hardware,
     solve,
 )
-from tilesolve.solver.candidates import build_table, evaluation
+from tilesolve.solver.candidates import build_candidate_table, evaluation
 from tilesolve.solver.families.ascend.cost import ASCEND_LAUNCH_US
 from tilesolve.solver.families.ascend.decode import (
     SYNC_ALL_CYCLES,
@@ -185,7 +185,7 @@ def test_fa3_forward_without_a_longer_cache_is_the_plain_model(problem: Attentio
     split path's rules, and its times are bit for bit its forward cost model's."""
     spec = get_hardware("h100-sxm")
     family = get_family("fa3", Phase.FORWARD, spec)
-    table = build_table(family, spec, problem, SolveOptions())
+    table = build_candidate_table(family, spec, problem, SolveOptions())
     assert "num_splits" not in table.cfg and "pack_gqa" not in table.cfg
     plain = fa3_forward_model(evaluation(family, spec, problem, SolveOptions()))
     assert np.array_equal(table.perf.time_us, plain.time_us)

@@ -29,7 +29,7 @@ from tilesolve.solver import (
     simulate,
     solve,
 )
-from tilesolve.solver.candidates import build_table
+from tilesolve.solver.candidates import build_candidate_table
 from tilesolve.solver.families.fa3.cost import ITERATION_FIXED_CYCLES
 from tilesolve.solver.families.fa3.forward import FlashAttention3
 from tilesolve.solver.families.fa3.resources import register_split
@@ -400,7 +400,9 @@ def _table(problem: AttentionProblem, **pins: int) -> Any:
     """The candidate table with only the rows that match `pins` (every other row removed)."""
     family = find_family("fa3")
     assert family is not None
-    table = build_table(family, get_hardware("h100-sxm"), problem, SolveOptions(kernel="fa3"))
+    table = build_candidate_table(
+        family, get_hardware("h100-sxm"), problem, SolveOptions(kernel="fa3")
+    )
     keep = np.ones(len(table), dtype=bool)
     for name, value in pins.items():
         keep &= table.cfg[name] == value

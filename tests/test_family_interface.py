@@ -25,7 +25,7 @@ from tilesolve.solver import (
     solve,
     unregister,
 )
-from tilesolve.solver.candidates import build_table, evaluation, ordered_constraints
+from tilesolve.solver.candidates import build_candidate_table, evaluation, ordered_constraints
 from tilesolve.solver.constraints import ConstraintKind
 from tilesolve.solver.heatmap import heatmap_grid
 from tilesolve.solver.registry import family_names, find_family, get_family, registrations
@@ -262,7 +262,7 @@ def test_family_satisfies_the_interface(key: tuple[str, Phase]) -> None:
         assert c.detail(ev, 0)
     # every resource reported with a capacity; cost positive and finite
     assert all(u.capacity > 0 and u.unit for u in ev.res.uses(0))
-    table = build_table(family, hardware, problem, options)
+    table = build_candidate_table(family, hardware, problem, options)
     assert np.all(np.isfinite(table.perf.time_us)) and np.all(table.perf.time_us > 0)
     assert np.all(np.isfinite(table.perf.tflops)) and len(table.perf.bottleneck) == len(table)
     for values in table.perf.figures.values():

@@ -25,7 +25,7 @@ from tilesolve.solver import (
     get_hardware,
     solve,
 )
-from tilesolve.solver.candidates import build_table, evaluation
+from tilesolve.solver.candidates import build_candidate_table, evaluation
 from tilesolve.solver.families.flashinfer.decode_kernel import decode_layout
 from tilesolve.solver.families.flashinfer.forward import FlashInfer
 from tilesolve.solver.registry import get_family
@@ -325,7 +325,7 @@ def test_every_candidate_passes_the_validator() -> None:
     )
     options = SolveOptions(kernel="flashinfer", choose_page_size=True)
     family = get_family("flashinfer", Phase.DECODE, spec)
-    table = build_table(family, spec, p, options)
+    table = build_candidate_table(family, spec, p, options)
     ev = evaluation(family, spec, p, options)
     assert len(ev.cfg) == len(table)
     for i in table.ranked_feasible()[:40]:

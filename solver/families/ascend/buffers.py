@@ -13,7 +13,7 @@ import numpy as np
 
 from ...constraints import Constraint, ConstraintKind, Rule
 from ...cost import L2_USABLE_FRACTION
-from ...family import Resources, ResourceUse, kib
+from ...family import CapacityUse, Resources, kib
 from ...hardware import AscendDevice
 from ...problem import AttentionProblem
 from ...space import IntArray, ceil_div
@@ -128,17 +128,17 @@ class AscendResources(Resources):
     capacity: dict[str, int]  # resource name -> bytes
     split: bool
 
-    def uses(self, i: int) -> list[ResourceUse]:
+    def uses(self, i: int) -> list[CapacityUse]:
         out = [
-            ResourceUse("l1", int(self.used.l1[i]), self.capacity["l1"], "bytes/cube core"),
-            ResourceUse("l0a", int(self.used.l0a[i]), self.capacity["l0a"], "bytes/cube core"),
-            ResourceUse("l0b", int(self.used.l0b[i]), self.capacity["l0b"], "bytes/cube core"),
-            ResourceUse("l0c", int(self.used.l0c[i]), self.capacity["l0c"], "bytes/cube core"),
-            ResourceUse("ub", int(self.used.ub[i]), self.capacity["ub"], "bytes/vector core"),
+            CapacityUse("l1", int(self.used.l1[i]), self.capacity["l1"], "bytes/cube core"),
+            CapacityUse("l0a", int(self.used.l0a[i]), self.capacity["l0a"], "bytes/cube core"),
+            CapacityUse("l0b", int(self.used.l0b[i]), self.capacity["l0b"], "bytes/cube core"),
+            CapacityUse("l0c", int(self.used.l0c[i]), self.capacity["l0c"], "bytes/cube core"),
+            CapacityUse("ub", int(self.used.ub[i]), self.capacity["ub"], "bytes/vector core"),
         ]
         if self.split:
             out.append(
-                ResourceUse(
+                CapacityUse(
                     "workspace",
                     int(self.used.workspace[i]),
                     self.capacity["workspace"],

@@ -27,13 +27,11 @@ from ...hardware import CudaDevice, HardwareSpec
 from ...model_constants import model_constants
 from ...problem import AttentionProblem, Phase, SolveOptions
 from ...space import BoolArray, Config, ConfigArrays, FloatArray, IntArray
-from .constraints import Alignment, MaxSmem, Occupancy, Registers, SharedMemory, Threads
+from .constraints import Alignment, MaxSmem, Registers, ResidentBlocks, SharedMemory, Threads
 from .family import CudaFamily
 from .resources import WARP_LANES, CudaResources, cuda_device, register_cap
 from .timing import (
-    DROPOUT_OPS_PER_SCORE,
     MASK_OPS_PER_SCORE,
-    MMA_K,
     SUBPARTITIONS_PER_SM,
     combine_pipes,
     tile_load_cycles,
@@ -312,7 +310,7 @@ class CudaBackwardFamily(CudaFamily):
             SharedMemory(),
             MaxSmem(),
             BackwardRegisters(),
-            Occupancy(),
+            ResidentBlocks(),
         )
 
     # ---- the cost, computed with the resources (the inner choice needs it) -------------------
@@ -483,15 +481,3 @@ def inner_rank(
     rank[first] = 0
     rank[~candidate] = 1
     return rank
-
-
-__all__ = [
-    "BACKWARD_MAX_SPILL_REGS",
-    "DROPOUT_OPS_PER_SCORE",
-    "MMA_K",
-    "CudaBackwardFamily",
-    "LoopIteration",
-    "backward_flops",
-    "bandwidth_kernel_us",
-    "loop_iteration",
-]

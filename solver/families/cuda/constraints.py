@@ -134,7 +134,7 @@ class Registers(Constraint):
         )
 
 
-class Occupancy(Constraint):
+class ResidentBlocks(Constraint):
     name = "occupancy"
     rule = "at least the required number of blocks fit on one SM"
     short = "occ"

@@ -24,8 +24,8 @@ from ...space import BoolArray, Config, ConfigArrays, IntArray, ceil_div
 from .constraints import (
     Alignment,
     MaxSmem,
-    Occupancy,
     Registers,
+    ResidentBlocks,
     SharedMemory,
     Threads,
     cuda_resources,
@@ -137,7 +137,7 @@ class CudaFamily(KernelFamily):
             SharedMemory(),
             MaxSmem(),
             Registers(),
-            Occupancy(),
+            ResidentBlocks(),
         )
 
     def tie_keys(self, ev: Evaluation) -> list[IntArray]:

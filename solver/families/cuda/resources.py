@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ...family import Resources, ResourceUse
+from ...family import CapacityUse, Resources
 from ...hardware import CudaDevice, HardwareSpec
 from ...occupancy import OccupancyArrays
 from ...space import IntArray
@@ -55,13 +55,13 @@ class CudaResources(Resources):
     max_warps_per_sm: int
     warp_size_threads: int
 
-    def uses(self, i: int) -> list[ResourceUse]:
+    def uses(self, i: int) -> list[CapacityUse]:
         return [
-            ResourceUse("shared_memory", int(self.smem_bytes[i]), self.smem_limit_bytes, "bytes"),
-            ResourceUse(
+            CapacityUse("shared_memory", int(self.smem_bytes[i]), self.smem_limit_bytes, "bytes"),
+            CapacityUse(
                 "registers", int(self.regs_demand[i]), int(self.regs_cap[i]), "registers/thread"
             ),
-            ResourceUse("threads", int(self.threads[i]), self.max_threads, "threads/block"),
+            CapacityUse("threads", int(self.threads[i]), self.max_threads, "threads/block"),
         ]
 
     def candidate_fields(self, i: int) -> dict[str, Any]:

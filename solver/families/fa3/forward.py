@@ -39,7 +39,7 @@ from ...occupancy import occupancy
 from ...problem import AttentionProblem, DType, SolveOptions
 from ...space import Config, ConfigArrays, IntArray, Param, ceil_div
 from ...split_kv import gqa_group
-from ..cuda.constraints import MaxSmem, Occupancy, SharedMemory, Threads
+from ..cuda.constraints import MaxSmem, ResidentBlocks, SharedMemory, Threads
 from ..cuda.resources import cuda_device
 from ..cuda.timing import cuda_rates
 from .cost import evaluate, reason_lines
@@ -131,7 +131,7 @@ class FlashAttention3(KernelFamily):
             SharedMemory(),
             MaxSmem(),
             ConsumerRegisters(),
-            Occupancy(),
+            ResidentBlocks(),
             *split.split_tiles(problem),
             *([Fa3PackGqa()] if packs else []),
             *split.decode_rows(problem),

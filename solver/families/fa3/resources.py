@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...constraints import Constraint, ConstraintKind, Relaxation, Rule
-from ...family import ResourceUse
+from ...family import CapacityUse
 from ...hardware import CudaDevice, HardwareSpec
 from ...occupancy import occupancy_arrays
 from ...problem import AttentionProblem, DType, SolveOptions
@@ -63,18 +63,18 @@ class Fa3Resources(CudaResources):
     smem_o_pad: IntArray  # what the epilogue's O tile needs beyond the V ring it overlaps
     smem_barriers: IntArray
 
-    def uses(self, i: int) -> list[ResourceUse]:
+    def uses(self, i: int) -> list[CapacityUse]:
         w = int(self.warpgroups[i])
         register_file = (int(self.producer_regs[i]) + w * int(self.regs_cap[i])) * (
             WARPGROUP_THREADS
         )
         return [
-            ResourceUse("shared_memory", int(self.smem_bytes[i]), self.smem_limit_bytes, "bytes"),
-            ResourceUse(
+            CapacityUse("shared_memory", int(self.smem_bytes[i]), self.smem_limit_bytes, "bytes"),
+            CapacityUse(
                 "registers", int(self.regs_demand[i]), int(self.regs_cap[i]), "registers/thread"
             ),
-            ResourceUse("register_file", register_file, self.regs_per_sm, "registers/SM"),
-            ResourceUse("threads", int(self.threads[i]), self.max_threads, "threads/block"),
+            CapacityUse("register_file", register_file, self.regs_per_sm, "registers/SM"),
+            CapacityUse("threads", int(self.threads[i]), self.max_threads, "threads/block"),
         ]
 
     def candidate_fields(self, i: int) -> dict[str, Any]:
