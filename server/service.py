@@ -55,7 +55,7 @@ from tilesolve.solver import (
     load_catalog,
     occupancy,
 )
-from tilesolve.solver.portfolio import solve_portfolio
+from tilesolve.solver.apps.portfolio import solve_portfolio
 from tilesolve.v1 import tilesolve_pb2 as pb
 
 from .cache import LruCache, discard_unknown_fields, request_key

@@ -32,8 +32,8 @@ from tilesolve.solver import (
     solve,
     unregister,
 )
+from tilesolve.solver.apps.memory import floor_sum, q_rows_read
 from tilesolve.solver.families.cuda.backward import BACKWARD_MAX_SPILL_REGS, backward_flops
-from tilesolve.solver.memory import floor_sum, q_rows_read
 from tilesolve.solver.registry import find_family
 from tilesolve.solver.validate import check_config
 from tilesolve.v1 import tilesolve_pb2 as pb

@@ -23,7 +23,7 @@ from tilesolve.client.measurements import write_measurements
 from tilesolve.server.app import ServerConfig, create_server
 from tilesolve.server.cache import request_key
 from tilesolve.solver import AttentionProblem, CudaDevice, Phase, SolveOptions, get_hardware, solve
-from tilesolve.solver.calibrate import (
+from tilesolve.solver.apps.calibrate import (
     FREE_CONSTANT_NAMES,
     MIN_ROWS_PER_CONSTANT,
     calibrate,
@@ -31,8 +31,8 @@ from tilesolve.solver.calibrate import (
     synthetic_measurements,
     with_constants,
 )
+from tilesolve.solver.apps.measured import Measurement, Shape, Tile, predict_shape, sample_tiles
 from tilesolve.solver.candidates import build_candidate_table
-from tilesolve.solver.measured import Measurement, Shape, Tile, predict_shape, sample_tiles
 from tilesolve.solver.model_constants import ModelConstants
 from tilesolve.solver.registry import get_family
 from tilesolve.solver.solve import MODEL_VERSION, model_version
@@ -429,7 +429,7 @@ def test_a_profile_of_another_model_or_a_broken_one_is_refused(
 def profile_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     rows = synthetic_measurements(SHAPES, _tiles, TRUTH, noise=0.02, seed=3)
     result = calibrate(rows, "h200")
-    from tilesolve.solver.calibrate import profile_of
+    from tilesolve.solver.apps.calibrate import profile_of
 
     path = tmp_path_factory.mktemp("profile") / "h200.json"
     path.write_text(json.dumps(profile_of(result, "triton", {"file": "x"}).model_dump(mode="json")))

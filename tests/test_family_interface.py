@@ -25,9 +25,9 @@ from tilesolve.solver import (
     solve,
     unregister,
 )
+from tilesolve.solver.apps.heatmap import heatmap_grid
 from tilesolve.solver.candidates import build_candidate_table, evaluation, ordered_constraints
 from tilesolve.solver.constraints import ConstraintKind
-from tilesolve.solver.heatmap import heatmap_grid
 from tilesolve.solver.registry import family_names, find_family, get_family, registrations
 from tilesolve.solver.space import COMMON_FIELDS
 from tilesolve.solver.validate import check_config

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .candidates import CandidateTable
-from .hardware import HardwareSpec
-from .problem import AttentionProblem, SolveOptions
-from .solve import prepare
+from ..candidates import CandidateTable
+from ..hardware import HardwareSpec
+from ..problem import AttentionProblem, SolveOptions
+from ..solve import prepare
 
 
 @dataclass(frozen=True)

@@ -50,9 +50,9 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import FieldViolation, InvalidRequestError
-from .problem import AttentionProblem, DType, Phase
-from .space import ceil_div
+from ..errors import FieldViolation, InvalidRequestError
+from ..problem import AttentionProblem, DType, Phase
+from ..space import ceil_div
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -267,7 +267,7 @@ def _gib(n_bytes: float) -> str:
 # ---- the pieces of one simulation ----------------------------------------------------------
 
 
-def _inputs(problem: AttentionProblem, seed: int, logit_scale: float) -> tuple[F32, F32, F32]:
+def random_inputs(problem: AttentionProblem, seed: int, logit_scale: float) -> tuple[F32, F32, F32]:
     """Q, K, V (batch, heads, rows, dim) drawn standard normal, Q scaled, rounded to dtype."""
     rng = np.random.default_rng(seed)
     b, h, hkv = problem.batch, problem.heads, problem.kv_heads_eff
@@ -368,7 +368,7 @@ def _online_softmax_step(
     return rescaled
 
 
-def _tiled_forward(
+def tiled_forward(
     problem: AttentionProblem, q: F32, k: F32, v: F32, block_m: int, block_n: int
 ) -> tuple[F32, F32, I64, int]:
     """The kernel's output (batch, heads, seq_len, head_dim_v) in FP32 and as written in its
@@ -482,7 +482,7 @@ def simulate_tiles(
     if not tiles:
         return []
     planned = _check(problem, tiles, seed, logit_scale, max_bytes)
-    q, k, v = _inputs(problem, seed, logit_scale)
+    q, k, v = random_inputs(problem, seed, logit_scale)
     reference, max_logit = _reference(problem, q, k, v)
     max_ref = float(np.max(np.abs(reference), initial=0.0))
     u_p = UNIT_ROUNDOFF[problem.dtype]
@@ -494,7 +494,7 @@ def simulate_tiles(
 
     results = []
     for (block_m, block_n), plan in zip(tiles, planned, strict=True):
-        out_fp32, out, visits, rescales = _tiled_forward(problem, q, k, v, block_m, block_n)
+        out_fp32, out, visits, rescales = tiled_forward(problem, q, k, v, block_m, block_n)
         expected = modelled_kv_tiles(problem, block_m, block_n)
         error = np.abs(out.astype(np.float64) - reference)
         max_abs = float(np.max(error, initial=0.0))

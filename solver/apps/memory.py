@@ -65,16 +65,18 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .answer import ResourceUse, canonical_parameters
-from .cost import LSE_BYTES_PER_ROW
-from .errors import FieldViolation, InvalidRequestError
-from .hardware import CudaDevice, HardwareSpec, get_hardware
-from .problem import MAX_SEQ_LEN, AttentionProblem, DType, Phase, SolveOptions
-from .registry import family_names, find_family
-from .space import ConfigArrays, ceil_div
+from ..answer import ResourceUse, canonical_parameters
+from ..candidates import NS_PER_US, evaluation, tie_break_order
+from ..constraints import ConstraintKind
+from ..cost import LSE_BYTES_PER_ROW
+from ..errors import FieldViolation, InvalidRequestError
+from ..hardware import CudaDevice, HardwareSpec, get_hardware
+from ..problem import MAX_SEQ_LEN, AttentionProblem, DType, Phase, SolveOptions
+from ..registry import family_names, find_family
+from ..space import ConfigArrays, ceil_div
 
 if TYPE_CHECKING:
-    from .family import KernelFamily
+    from ..family import KernelFamily
 
 MAX_BLOCK = 4096  # the largest tile edge, as SolveOptions bounds the block_m/block_n pins
 MAX_SWEEP_VALUES = 64  # values per axis of a sweep
@@ -326,9 +328,6 @@ def _family_resources(
 ) -> tuple[list[ResourceUse], dict[str, int]]:
     """The family's resources for the tile, its other parameters chosen as the fastest whose
     capacity constraints hold (the first of each domain when none does)."""
-    from .candidates import NS_PER_US, evaluation, tie_break_order
-    from .constraints import ConstraintKind
-
     params = family.params(problem, hardware)
     names = [p.name for p in params]
     if "block_m" not in names or "block_n" not in names:

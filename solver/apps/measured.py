@@ -18,10 +18,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .candidates import CandidateTable
-from .hardware import HardwareSpec
-from .problem import AttentionProblem, DType, SolveOptions
-from .solve import prepare
+from ..candidates import CandidateTable
+from ..hardware import HardwareSpec
+from ..problem import AttentionProblem, DType, SolveOptions
+from ..solve import prepare
 
 STATUS_OK = "ok"
 # What a sweep records for a configuration that produced no time (the harness's words).
@@ -123,9 +123,10 @@ class ShapePrediction:
 
     def ranked_tiles(self) -> list[Tile]:
         """The model's feasible tiles, best first (the answer's order)."""
-        return [self._tile(int(i)) for i in self.table.ranked_feasible()]
+        return [self.tile(int(i)) for i in self.table.ranked_feasible()]
 
-    def _tile(self, i: int) -> Tile:
+    def tile(self, i: int) -> Tile:
+        """Configuration i of the table as a tile (its common fields)."""
         c = self.table.common
         return Tile(
             int(c["block_m"][i]),
@@ -141,7 +142,7 @@ def predict_shape(shape: Shape, spec: HardwareSpec) -> ShapePrediction:
     if "num_stages" not in table.common:
         raise ValueError(f"the {shape.kernel} family has no num_stages: not a Triton tile")
     pred = ShapePrediction(table, {})
-    pred.index.update({pred._tile(i): i for i in range(len(table))})
+    pred.index.update({pred.tile(i): i for i in range(len(table))})
     return pred
 
 
@@ -339,7 +340,7 @@ def sample_tiles(pred: ShapePrediction, top: int, size: int, seed: int = 0) -> l
     kernel's failures test the model's feasibility) up to `size` in all, drawn with a
     generator seeded by `seed` and the shape, so that a plan is reproducible."""
     ranked = pred.ranked_tiles()[:top]
-    legal = [pred._tile(int(i)) for i in np.flatnonzero(pred.table.legal())]
+    legal = [pred.tile(int(i)) for i in np.flatnonzero(pred.table.legal())]
     rest = [t for t in legal if t not in set(ranked)]
     digest = hashlib.sha256(repr((seed, pred.table.problem.model_dump_json())).encode())
     rng = np.random.default_rng(int.from_bytes(digest.digest()[:8], "little"))

@@ -29,9 +29,14 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .candidates import Evaluation, evaluation
-from .errors import FieldViolation, InvalidRequestError
-from .hardware import CATALOG_VERSION, CudaDevice, get_hardware, parse_hardware
+from ..candidates import Evaluation, evaluation
+from ..errors import FieldViolation, InvalidRequestError
+from ..hardware import CATALOG_VERSION, CudaDevice, get_hardware, parse_hardware
+from ..model_constants import DEFAULT_MODEL_CONSTANTS, ModelConstants
+from ..problem import SolveOptions
+from ..registry import get_family
+from ..solve import MODEL_VERSION, model_version
+from ..space import Config, ConfigArrays
 from .measured import (
     STATUS_OK,
     Measurement,
@@ -42,11 +47,6 @@ from .measured import (
     by_shape,
     predict_shape,
 )
-from .model_constants import DEFAULT_MODEL_CONSTANTS, ModelConstants
-from .problem import SolveOptions
-from .registry import get_family
-from .solve import MODEL_VERSION, model_version
-from .space import Config, ConfigArrays
 
 # Timed rows of model-feasible tiles needed in the training shapes per fitted constant.
 MIN_ROWS_PER_CONSTANT = 3

@@ -30,9 +30,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .answer import SolveAnswer
-from .errors import FieldViolation, InvalidRequestError
-from .hardware import CATALOG_VERSION, HardwareSpec
+from ..answer import SolveAnswer
+from ..errors import FieldViolation, InvalidRequestError
+from ..hardware import CATALOG_VERSION, HardwareSpec
+from ..problem import AttentionProblem, DType, Engine, Phase, SolveOptions
+from ..solve import MODEL_VERSION, solve
+from ..space import COMMON_FIELDS
 from .portfolio import (
     MapFn,
     PortfolioAnswer,
@@ -41,9 +44,6 @@ from .portfolio import (
     serial_map,
     solve_portfolio,
 )
-from .problem import AttentionProblem, DType, Engine, Phase, SolveOptions
-from .solve import MODEL_VERSION, solve
-from .space import COMMON_FIELDS
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -292,7 +292,7 @@ def table_document(
     return {"metadata": metadata, "entries": entries}
 
 
-def build_table(
+def build_dispatch_table(
     grid: Grid,
     *,
     map_fn: MapFn[AttentionProblem, CellResult | list[FieldViolation]] | None = None,

@@ -40,12 +40,12 @@ from typing import Annotated, Any, Literal, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .candidates import CandidateTable
-from .errors import DeadlineExceededError, FieldViolation, InvalidRequestError, TilesolveError
-from .hardware import CATALOG_VERSION, HardwareSpec
-from .problem import AttentionProblem, ParamName, PinValue, SolveOptions
-from .solve import MODEL_VERSION, prepare, resolve_hardware
-from .space import COMMON_FIELDS
+from ..candidates import CandidateTable
+from ..errors import DeadlineExceededError, FieldViolation, InvalidRequestError, TilesolveError
+from ..hardware import CATALOG_VERSION, HardwareSpec
+from ..problem import AttentionProblem, ParamName, PinValue, SolveOptions
+from ..solve import MODEL_VERSION, prepare, resolve_hardware
+from ..space import COMMON_FIELDS
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
