@@ -7,7 +7,7 @@ hand-worked resources and costs; the published throughput as a check of the pred
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from tilesolve.solver import (
     AttentionProblem,
     Config,
     InvalidRequestError,
+    SolveAnswer,
     SolveOptions,
     estimate_memory,
     get_hardware,
@@ -248,21 +249,13 @@ def test_how_many_shipped_tiles_rank_in_the_top_3() -> None:
 # ---- CP-SAT = exhaustive ---------------------------------------------------------------------
 
 
-def _ranking(problem: AttentionProblem, hardware: str, options: SolveOptions, engine: str) -> Any:
-    answer = solve(
-        problem, hardware, SolveOptions.model_validate({**options.model_dump(), "engine": engine})
-    )
-    tiles = [(tuple(sorted(c.parameters.items())), c.predicted_time_us) for c in answer.candidates]
-    why = answer.infeasibility
-    core = sorted(why.conflicting_constraints) if why else None
-    return answer.status, tiles, answer.feasible_count, core
-
-
 PROBLEMS_PER_SEED = 20
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_cpsat_equals_exhaustive_on_random_fa3_problems(seed: int) -> None:
+def test_cpsat_equals_exhaustive_on_random_fa3_problems(
+    seed: int, compare_engines: Callable[..., SolveAnswer | None]
+) -> None:
     rng = np.random.default_rng(100 + seed)
     compared = infeasible = 0
     for _ in range(PROBLEMS_PER_SEED):
@@ -292,10 +285,10 @@ def test_cpsat_equals_exhaustive_on_random_fa3_problems(seed: int) -> None:
             parameter_pins={"p_in_smem": 1} if 0.45 <= roll < 0.55 else {},
         )
         hardware = str(rng.choice(["h100-sxm", "h100-pcie", "h200"]))
-        cpsat = _ranking(problem, hardware, options, "cpsat")
-        assert cpsat == _ranking(problem, hardware, options, "exhaustive"), (problem, options)
+        answer = compare_engines(problem, hardware, options)
+        assert answer is not None
         compared += 1
-        infeasible += cpsat[0] == "infeasible"
+        infeasible += answer.status == "infeasible"
     assert compared == PROBLEMS_PER_SEED and 0 < infeasible < compared, infeasible
 
 
