@@ -3,9 +3,10 @@
 A family describes one kernel design for one phase. The formulas belong to the kernel, not to
 the chip: the same A100 runs FlashAttention-2's CUDA kernel and a Triton kernel with different
 shared-memory layouts and register footprints. A family is registered under (name, phase) in
-`families/__init__.py`; everything else (the candidate table, both engines, the validator,
-pins, tie-breaking, explanations, the heatmap, the answer, the wire and the CLI) works from
-what it declares here. `docs/architecture.md` walks through adding one.
+`registry.py` (the built-in ones from their kernel folders, `families/<kernel>/`); everything
+else (the candidate table, both engines, the validator, pins, tie-breaking, explanations, the
+heatmap, the answer, the wire and the CLI) works from what it declares here.
+`docs/architecture.md` walks through adding one.
 """
 
 from __future__ import annotations

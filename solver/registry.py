@@ -74,6 +74,7 @@ def paged_kv_families(problem: AttentionProblem, hardware: HardwareSpec) -> list
 
 
 def find_family(name: str, phase: Phase = Phase.FORWARD) -> KernelFamily | None:
+    """The family registered under (name, phase), or None."""
     return _REGISTRY.get((name, phase))
 
 

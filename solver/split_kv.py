@@ -102,6 +102,7 @@ def decode_block_m_cap(problem: AttentionProblem, pack: tuple[int, ...]) -> int:
 
 
 def gqa_group(problem: AttentionProblem) -> int:
+    """Query heads per KV head."""
     return problem.heads // problem.kv_heads_eff
 
 
@@ -150,6 +151,7 @@ class PageRule:
 
 
 def paging_requested(options: SolveOptions) -> bool:
+    """Whether the request asks for a paged cache (a pinned or an automatic page size)."""
     return options.choose_page_size or "page_size" in options.parameter_pins
 
 

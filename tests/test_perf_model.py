@@ -1,5 +1,5 @@
 """The cost model's shared helpers (solver/cost.py) and the CUDA forward cost
-(solver/families/cuda_forward.py), each against figures worked out by hand."""
+(solver/families/cuda/forward.py), each against figures worked out by hand."""
 
 from __future__ import annotations
 

@@ -51,6 +51,7 @@ class Geometry:
 
 
 def geometry(device: AscendDevice, problem: AttentionProblem) -> Geometry:
+    """The scalars of the request every ascend formula reads."""
     core = device.ascend
     frac = core.cube_fractal_elements
     split = core.core_layout == "split"
@@ -149,6 +150,7 @@ class AscendResources(Resources):
 
 
 def ascend_resources(ev: Evaluation) -> AscendResources:
+    """The evaluation's resources, which an ascend family's are."""
     assert isinstance(ev.res, AscendResources)
     return ev.res
 

@@ -110,6 +110,7 @@ class Rates:
 
 
 def rates(device: AscendDevice) -> Rates:
+    """The device's per-core rates per nanosecond (docs/model.md 10.3)."""
     core = device.ascend
     fc = core.cube_clock_mhz * 1e-3  # GHz
     fv = core.vector_clock_mhz * 1e-3

@@ -250,6 +250,7 @@ class BackwardResources(CudaResources):
 
 
 def backward_resources(ev: Evaluation) -> BackwardResources:
+    """The evaluation's resources, which a CUDA backward family's are."""
     assert isinstance(ev.res, BackwardResources)
     return ev.res
 

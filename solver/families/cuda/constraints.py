@@ -45,6 +45,8 @@ class Alignment(Constraint):
 
 
 class Threads(Constraint):
+    """Threads per block within what one block may launch."""
+
     name = "threads"
     rule = "threads per block within the hardware maximum"
     short = "thrds"
@@ -60,6 +62,8 @@ class Threads(Constraint):
 
 
 class SharedMemory(Constraint):
+    """Dynamic shared memory per block within the opt-in maximum."""
+
     name = "shared_memory"
     rule = "shared memory per block within the opt-in maximum"
     short = "smem"
@@ -78,6 +82,8 @@ class SharedMemory(Constraint):
 
 
 class MaxSmem(Constraint):
+    """Shared memory per block within the user's cap (--max-smem)."""
+
     name = "max_smem"
     rule = "shared memory per block within the user's cap"
     short = "cap"
@@ -108,6 +114,8 @@ class MaxSmem(Constraint):
 
 
 class Registers(Constraint):
+    """The estimated registers spill at most MAX_SPILL_REGS per thread."""
+
     name = "registers"
     rule = f"estimated registers spill at most {MAX_SPILL_REGS} per thread"
     short = "regs"
@@ -135,6 +143,8 @@ class Registers(Constraint):
 
 
 class ResidentBlocks(Constraint):
+    """At least the required blocks per SM fit (the occupancy constraint)."""
+
     name = "occupancy"
     rule = "at least the required number of blocks fit on one SM"
     short = "occ"

@@ -49,6 +49,8 @@ ATOM_LAYOUTS = (1, 2, 4, 8)
 
 
 class FlashAttention2Backward(CudaBackwardFamily):
+    """fa2 backward: FlashAttention-2's sequence-parallel backward kernel."""
+
     name = "fa2"
     summary = (
         "FlashAttention-2 backward (K/V block resident, Q/dO streamed, dQ by fp32 atomics; "

@@ -84,11 +84,13 @@ class Fa3Resources(CudaResources):
 
 
 def fa3_resources(ev: Evaluation) -> Fa3Resources:
+    """The evaluation's resources, which the fa3 family's are."""
     assert isinstance(ev.res, Fa3Resources)
     return ev.res
 
 
 def consumer_warpgroups(cfg: ConfigArrays) -> IntArray:
+    """W: the consumer warpgroups of each tile, 64 query rows each."""
     return np.asarray(np.maximum(ceil_div(cfg["block_m"], WARPGROUP_ROWS), 1), dtype=np.int64)
 
 

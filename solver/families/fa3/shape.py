@@ -57,6 +57,7 @@ SHAPE_RULE = (
 
 
 def kernel_dim(value: int) -> int:
+    """A head dim padded up to the next one FA3 compiles."""
     return next((h for h in FA3_HEAD_DIMS if h >= value), FA3_HEAD_DIMS[-1])
 
 

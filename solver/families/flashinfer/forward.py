@@ -81,7 +81,7 @@ QK_ACCUM_BYTES = 4  # DTypeQKAccum: fp32 (FP16 QK reduction is compiled out by d
 REGISTER_BUDGET = 256
 POINTER_BYTES = 8
 FMA_LATENCY_CYCLES = 4  # dependent FFMA
-SHUFFLE_LATENCY_CYCLES = 30  # one warp shuffle of the dot-product reduction (as in cuda_forward)
+SHUFFLE_LATENCY_CYCLES = 30  # one warp shuffle of the dot-product reduction
 MERGE_BARRIERS = 2  # threadblock_sync_mdo_states / sync_state: write, barrier, read, barrier
 # Any power-of-two page works with FlashInfer's power-of-two tiles; auto picks among these.
 FLASHINFER_PAGES = PageRule(

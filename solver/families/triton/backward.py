@@ -36,6 +36,8 @@ WARPS = pow2_range(2, 8)
 
 
 class TritonFlashAttentionBackward(CudaBackwardFamily):
+    """triton backward: the tutorial's dK/dV and dQ loops in one program."""
+
     name = "triton"
     summary = (
         "Triton fused-attention backward (the tutorial's dK/dV loop and dQ loop in one "

@@ -91,6 +91,8 @@ def triton_matrix_unit(device: CudaDevice) -> str:
 
 
 class TritonFlashAttention(FlashForwardFamily):
+    """triton forward: the tutorial's kernel, with a split grid against a longer cache."""
+
     name = "triton"
     summary = "Triton fused attention (tl.dot, software-pipelined K/V, num_stages buffers)"
     split_kv = SplitKv(combine_rows=flash_combine_rows)
