@@ -668,21 +668,26 @@ class SplitKv:
 
     # ---- the legality rules, each as 0 or 1 constraint, and in the CUDA families' order ------
     def split_tiles(self, problem: AttentionProblem) -> list[Constraint]:
+        """Every split covers a K/V tile, where num_splits is declared."""
         return [SplitTiles()] if self.declared(problem) else []
 
     def paged_tiles(self, options: SolveOptions) -> list[Constraint]:
+        """The tile and the page fit, where a paged cache is asked for and the path has a
+        fit rule."""
         if self.page_fit is None or self.pages is None or not paging_requested(options):
             return []
         return [PagedTiles(self.page_fit)]
 
     def decode_rows(self, problem: AttentionProblem) -> list[Constraint]:
+        """The decode registration's cap on a block's query rows."""
         if not self.decode:
             return []
         return [DecodeRows(self.rows.cap(problem, self.pack_gqa(problem)), self.rows.rule)]
 
     def constraints(self, problem: AttentionProblem, options: SolveOptions) -> list[Constraint]:
-        """split_tiles, the page fit, decode_rows: the funnel order of the families that do
-        not add rules of their own between them (a family that does lists the pieces)."""
+        """split_tiles, the page fit, decode_rows: the funnel order of the CUDA FlashAttention
+        families (fa3 puts its pack rule between them, ascend's decode the rows before the
+        page fit: they list the pieces, since the funnel's order is part of the answer)."""
         return [
             *self.split_tiles(problem),
             *self.paged_tiles(options),
