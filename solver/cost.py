@@ -117,6 +117,15 @@ class Waves:
     tail_efficiency: FloatArray  # exact / count: how full the rounds are on average
 
 
+def tiles_per_head(problem: AttentionProblem, block_m: IntArray, block_n: IntArray) -> IntArray:
+    """(query block, key block) tiles of one head: the loop iterations a tile size costs, the
+    first key of most families' tie-break order."""
+    return np.asarray(
+        ceil_div(problem.seq_len, block_m) * ceil_div(problem.seq_len_kv_eff, block_n),
+        dtype=np.int64,
+    )
+
+
 def wave_schedule(ctas: IntArray, slots: IntArray) -> Waves:
     exact = ctas / slots
     count = np.ceil(exact)

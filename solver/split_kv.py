@@ -588,6 +588,14 @@ CombineRows = Callable[[AttentionProblem, int], int]
 ForwardModel = Callable[[Evaluation], Perf]
 
 
+def fa2_combine_rows(problem: AttentionProblem, dv: int) -> int:
+    """Query rows one combine block merges in FlashAttention-2's combine kernel, the default:
+    4 rows per 128 threads when the (kernel's) head dim is a multiple of 128, 8 for 64, else
+    16 (`run_flash_splitkv_fwd`, flash_fwd_launch_template.h); the triton family's split grid
+    is modelled with it too."""
+    return 4 if dv % 128 == 0 else 8 if dv % 64 == 0 else 16
+
+
 def powers_of_two_splits(
     problem: AttentionProblem, hardware: HardwareSpec, min_block_n: int
 ) -> tuple[int, ...]:
@@ -620,11 +628,11 @@ class SplitKv:
     always declares them and caps a block's query rows (`rows`). `page_size` is a decision
     when the request asks for a paged cache and the family has a paged path (`pages`)."""
 
-    combine_rows: CombineRows  # query rows one block of the family's combine kernel merges
+    combine_rows: CombineRows = fa2_combine_rows  # rows one block of the combine kernel merges
     split_counts: SplitCounts = powers_of_two_splits
     pack_gqa: PackDomain = never_packs
     pages: PageRule | None = None  # None: no paged path (`--page-size` is invalid input)
-    page_fit: PageFit | None = None  # how tiles and pages fit (None: any tile, any page)
+    page_fit: PageFit | None = NESTED_PAGES  # how tiles and pages fit (None: any, any)
     rows: RowsCap = DECODE_ROWS
     decode: bool = False
 

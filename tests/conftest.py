@@ -116,53 +116,30 @@ class FamilyCase:
 # (split_tiles, pack_gqa, the page rules: a longer cache, GQA, a paged cache); a family
 # without one here gets a case from `derived_case`.
 DECODE = Phase.DECODE
-GQA_DECODE = AttentionProblem(
-    batch=3, heads=32, kv_heads=8, seq_len=1, seq_len_kv=9000, head_dim=128, phase=DECODE
-)
-CHOSEN_CASES: dict[tuple[str, Phase], tuple[str, AttentionProblem]] = {
-    ("fa2", Phase.FORWARD): (
-        "a100-80gb",
-        AttentionProblem(batch=2, heads=8, seq_len=2050, head_dim=128),
-    ),
-    ("triton", Phase.FORWARD): (
-        "h100-sxm",
-        AttentionProblem(batch=2, heads=8, seq_len=3000, head_dim=96),
-    ),
-    ("fa2", Phase.BACKWARD): (
-        "a100-80gb",
-        AttentionProblem(batch=2, heads=8, seq_len=2050, head_dim=128, phase="backward"),
-    ),
-    ("triton", Phase.BACKWARD): (
-        "h100-sxm",
-        AttentionProblem(batch=2, heads=8, seq_len=3000, head_dim=96, phase="backward"),
-    ),
-    ("ascend", Phase.FORWARD): (
-        "ascend-910b",
-        AttentionProblem(batch=2, heads=8, seq_len=2050, head_dim=256),
-    ),
-    ("fa3", Phase.FORWARD): (
-        "h100-sxm",
-        AttentionProblem(batch=2, heads=8, seq_len=3000, head_dim=128),
-    ),
+GQA_DECODE = {"batch": 3, "heads": 32, "kv_heads": 8, "seq_len": 1, "seq_len_kv": 9000}
+CHOSEN_CASES: dict[tuple[str, Phase], tuple[str, dict[str, Any]]] = {
+    ("fa2", Phase.FORWARD): ("a100-80gb", {"seq_len": 2050, "head_dim": 128}),
+    ("triton", Phase.FORWARD): ("h100-sxm", {"seq_len": 3000, "head_dim": 96}),
+    ("fa2", Phase.BACKWARD): ("a100-80gb", {"seq_len": 2050, "head_dim": 128}),
+    ("triton", Phase.BACKWARD): ("h100-sxm", {"seq_len": 3000, "head_dim": 96}),
+    ("ascend", Phase.FORWARD): ("ascend-910b", {"seq_len": 2050, "head_dim": 256}),
+    ("fa3", Phase.FORWARD): ("h100-sxm", {"seq_len": 3000, "head_dim": 128}),
     ("flashinfer", Phase.FORWARD): (
         "a100-80gb",
-        AttentionProblem(batch=2, heads=8, kv_heads=2, seq_len=200, seq_len_kv=5000, head_dim=128),
+        {"kv_heads": 2, "seq_len": 200, "seq_len_kv": 5000, "head_dim": 128},
     ),
-    ("fa2", DECODE): ("h100-sxm", GQA_DECODE),
+    ("fa2", DECODE): ("h100-sxm", {**GQA_DECODE, "head_dim": 128}),
     ("flashinfer", DECODE): (
         "l4",
-        AttentionProblem(
-            batch=2, heads=16, kv_heads=4, seq_len=1, seq_len_kv=4100, head_dim=64, phase=DECODE
-        ),
+        {"heads": 16, "kv_heads": 4, "seq_len": 1, "seq_len_kv": 4100, "head_dim": 64},
     ),
-    ("fa3", DECODE): ("h100-sxm", GQA_DECODE),
+    ("fa3", DECODE): ("h100-sxm", {**GQA_DECODE, "head_dim": 128}),
     ("ascend", DECODE): (
         "ascend-910b",
-        AttentionProblem(
-            batch=2, heads=16, kv_heads=4, seq_len=2, seq_len_kv=5000, head_dim=128, phase=DECODE
-        ),
+        {"heads": 16, "kv_heads": 4, "seq_len": 2, "seq_len_kv": 5000, "head_dim": 128},
     ),
 }
+CHOSEN_DEFAULTS = {"batch": 2, "heads": 8}  # where an entry above does not say
 
 # Problems a new family of the phase is tried on, in order, on every catalog device.
 PROBE_PROBLEMS: dict[Phase, tuple[AttentionProblem, ...]] = {
@@ -203,7 +180,8 @@ def family_case(name: str, phase: Phase) -> FamilyCase:
     chosen = CHOSEN_CASES.get((name, phase))
     family = find_family(name, phase)
     if chosen is not None and family is not None:
-        hardware, problem = chosen
+        hardware, fields = chosen
+        problem = AttentionProblem(**{**CHOSEN_DEFAULTS, **fields, "phase": phase})
         return FamilyCase(name, phase, hardware, problem, family.paged_kv_rule is not None)
     case = derived_case(name, phase)
     assert case is not None, f"no catalog device and probe problem runs {name} {phase.value}"

@@ -42,6 +42,12 @@ def test_solver_sources_import_nothing_outside_the_solver() -> None:
             assert not name.startswith("." * (depth + 1)), f"{path} imports {name}"
 
 
+def _assert_python_succeeds(code: str) -> None:
+    """Run `code` in a fresh interpreter; its output says why when it fails."""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_importing_the_solver_loads_no_grpc_or_protobuf() -> None:
     code = (
         "import sys, tilesolve.solver, tilesolve.solver.ip_model;"
@@ -49,8 +55,7 @@ def test_importing_the_solver_loads_no_grpc_or_protobuf() -> None:
         " 'tilesolve.client', 'tilesolve.v1')));"
         "print(bad); sys.exit(1 if bad else 0)"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
+    _assert_python_succeeds(code)
 
 
 def test_server_and_client_never_import_each_other() -> None:
@@ -181,5 +186,4 @@ def test_every_solver_module_imports_on_its_own() -> None:
         "        failed.append(name + ': ' + traceback.format_exc(limit=3))\n"
         "print('\\n'.join(failed)); sys.exit(1 if failed else 0)\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
+    _assert_python_succeeds(code)

@@ -158,18 +158,18 @@ IFA_WHOLE_PAGES = PageFit(
     whole_pages=True,
     misfit_text="S2 tile {block_n} is not a whole number of {page}-key pages",
 )
+IFA_ROWS = RowsCap(
+    rule="block_m at most the packed query rows of one (batch, KV head), padded to 32",
+    cap=ifa_rows_cap,
+)
 IFA_SPLIT_KV = SplitKv(
     combine_rows=ifa_combine_rows,
     split_counts=ifa_split_counts,
     pack_gqa=always_packs,
     pages=IFA_PAGES,
     page_fit=IFA_WHOLE_PAGES,
-    rows=RowsCap(
-        rule="block_m at most the packed query rows of one (batch, KV head), padded to 32",
-        cap=ifa_rows_cap,
-    ),
-    decode=True,
-)
+    rows=IFA_ROWS,
+).for_decode()
 
 
 class AscendIncreFlashAttention(AscendFlashAttention):

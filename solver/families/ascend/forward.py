@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...constraints import Constraint
-from ...cost import L2_USABLE_FRACTION, Perf
+from ...cost import L2_USABLE_FRACTION, Perf, tiles_per_head
 from ...errors import FieldViolation
 from ...family import KernelFamily
 from ...hardware import AscendDevice, HardwareSpec
@@ -215,7 +215,7 @@ class AscendFlashAttention(KernelFamily):
         head-dim chunks, larger block_m."""
         cfg = ev.cfg
         p = ev.problem
-        rounds = ceil_div(p.seq_len, cfg["block_m"]) * ceil_div(p.seq_len_kv_eff, cfg["block_n"])
+        rounds = tiles_per_head(p, cfg["block_m"], cfg["block_n"])
         return [rounds, cfg["num_stages"], -cfg["vec_rows"], cfg["d_split"], -cfg["block_m"]]
 
     def reason_lines(self, table: CandidateTable, i: int) -> list[str]:

@@ -74,6 +74,13 @@ BWD_FIXED_OVERHEAD_REGS = 16  # pointers, indices, loop state, predicates
 BWD_DROPOUT_PERSISTENT_REGS = 4  # Philox seed and offset, the keep threshold
 BWD_DROPOUT_TRANSIENT_REGS = 8  # one Philox 4x32 counter/key and its 4 words while P is made
 LSE_D_BYTES_PER_ROW = 8  # the FP32 log-sum-exp and D = rowsum(dO o O) of one query row
+# The pipes of a backward iteration after the matrix unit, in the words of the bottleneck.
+BACKWARD_PIPE_WORDS = (
+    "shared-memory bandwidth",
+    "exp recomputation (SFU)",
+    "FP32 elementwise math",
+    "per-iteration overhead",
+)
 
 
 def backward_flops(problem: AttentionProblem) -> float:

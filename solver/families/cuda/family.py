@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...constraints import Constraint
+from ...cost import tiles_per_head
 from ...family import KernelFamily, kib
 from ...hardware import CudaDevice, HardwareSpec
 from ...occupancy import occupancy, occupancy_arrays
@@ -115,17 +116,14 @@ class CudaFamily(KernelFamily):
         spill = demand - allocated
         occ = occupancy_arrays(sm, threads, allocated, smem)
         return CudaResources(
+            sm=sm,
             smem_bytes=smem,
-            smem_limit_bytes=sm.smem_per_block_optin_bytes,
             threads=threads,
-            max_threads=sm.max_threads_per_block,
             regs_demand=demand,
             regs_cap=cap,
             regs_allocated=allocated,
             spill_regs=spill,
             occupancy=occ,
-            max_warps_per_sm=sm.max_warps_per_sm,
-            warp_size_threads=sm.warp_size_threads,
         )
 
     def constraints(
@@ -148,9 +146,7 @@ class CudaFamily(KernelFamily):
         derived."""
         common, res = ev.common, cuda_resources(ev)
         problem = ev.problem
-        tiles = ceil_div(problem.seq_len, common["block_m"]) * ceil_div(
-            problem.seq_len_kv_eff, common["block_n"]
-        )
+        tiles = tiles_per_head(problem, common["block_m"], common["block_n"])
         warp_distance = np.abs(np.log2(common["num_warps"]) - np.log2(STANDARD_WARPS))
         return [
             tiles,

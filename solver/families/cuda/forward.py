@@ -34,7 +34,6 @@ from ...cost import (
     causal_iterations,
     forward_hbm_bytes,
     kv_reuse,
-    perf,
     wave_schedule,
 )
 from ...errors import FieldViolation
@@ -59,6 +58,7 @@ from .timing import (
     dram_bytes_per_clk,
     makespan_cycles,
     round_cycles,
+    sm_perf,
     tile_load_cycles,
 )
 
@@ -191,14 +191,6 @@ def standard_tile_params(num_stages: Param) -> tuple[Param, ...]:
         Param("num_warps", pow2_range(1, 16), "warps per thread block"),
         num_stages,
     )
-
-
-def flash_combine_rows(problem: AttentionProblem, dv: int) -> int:
-    """Query rows one combine block merges: FlashAttention-2's combine kernel takes 4 rows per
-    128 threads when the (kernel's) head dim is a multiple of 128, 8 for 64, else 16
-    (`run_flash_splitkv_fwd`, flash_fwd_launch_template.h); the triton family's split grid is
-    modelled with the same combine."""
-    return 4 if dv % 128 == 0 else 8 if dv % 64 == 0 else 16
 
 
 class FlashForwardFamily(CudaFamily):
@@ -403,7 +395,6 @@ def forward_perf(
     if problem.causal:
         computed_pairs = total_iters * bm * bn
 
-    busy_cycles = time_us * 1e-6 * clock_hz
     tensor_total = heads_total * total_iters * it.tensor / n_sm
     compute_total = heads_total * total_iters * it.compute / np.maximum(blocks, 1) / n_sm
     load_total = heads_total * total_iters * it.tile_load / n_sm / np.maximum(blocks, 1)
@@ -416,17 +407,18 @@ def forward_perf(
         waves.exact,
         family.matrix_unit(device),
     )
-    return perf(
+    return sm_perf(
         problem,
         flops=problem.flops,
         time_us=time_us,
+        clock_hz=clock_hz,
         hbm_bytes=hbm_bytes,
         waves=waves,
         computed_pairs=computed_pairs,
-        compute_us=compute_total / clock_hz * 1e6,
-        load_us=load_total / clock_hz * 1e6,
+        compute_cycles=compute_total,
+        load_cycles=load_total,
+        tensor_cycles=tensor_total,
         overlap=overlap,
-        matrix_busy=tensor_total / busy_cycles,
         bottleneck=bottleneck,
         figures={
             "iteration_compute_cycles": it.compute,

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ...family import CapacityUse, Resources
-from ...hardware import CudaDevice, HardwareSpec
+from ...hardware import CudaDevice, HardwareSpec, SmLimits
 from ...occupancy import OccupancyArrays
 from ...space import IntArray
 
@@ -43,17 +43,23 @@ def cuda_device(hardware: HardwareSpec) -> CudaDevice:
 class CudaResources(Resources):
     """What each candidate needs of an SM, and what the SM grants it."""
 
+    sm: SmLimits  # what the SM grants
     smem_bytes: IntArray  # dynamic shared memory per block
-    smem_limit_bytes: int  # the opt-in maximum per block
     threads: IntArray
-    max_threads: int
     regs_demand: IntArray  # registers per thread the kernel wants
     regs_cap: IntArray  # the ISA limit, or the launch bound's
     regs_allocated: IntArray
     spill_regs: IntArray
     occupancy: OccupancyArrays
-    max_warps_per_sm: int
-    warp_size_threads: int
+
+    @property
+    def smem_limit_bytes(self) -> int:
+        """The opt-in maximum of dynamic shared memory per block."""
+        return self.sm.smem_per_block_optin_bytes
+
+    @property
+    def max_threads(self) -> int:
+        return self.sm.max_threads_per_block
 
     def uses(self, i: int) -> list[CapacityUse]:
         return [
@@ -66,7 +72,7 @@ class CudaResources(Resources):
 
     def candidate_fields(self, i: int) -> dict[str, Any]:
         blocks = int(self.occupancy.blocks_per_sm[i])
-        warps = int(self.threads[i]) // self.warp_size_threads
+        warps = int(self.threads[i]) // self.sm.warp_size_threads
         return {
             "threads_per_block": int(self.threads[i]),
             "smem_bytes": int(self.smem_bytes[i]),
@@ -75,7 +81,7 @@ class CudaResources(Resources):
             "spill_regs": int(self.spill_regs[i]),
             "blocks_per_sm": blocks,
             "occupancy_limiter": "/".join(x.value for x in self.occupancy.limiters(i)),
-            "occupancy": blocks * warps / self.max_warps_per_sm,
+            "occupancy": blocks * warps / self.sm.max_warps_per_sm,
         }
 
 

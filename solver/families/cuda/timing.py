@@ -12,9 +12,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...cost import Waves
+from ...cost import Perf, Waves, perf
 from ...hardware import CudaDevice
 from ...model_constants import model_constants
+from ...problem import AttentionProblem
 from ...space import BoolArray, FloatArray, IntArray
 from ...split_kv import UnitRates
 
@@ -165,4 +166,40 @@ def cuda_rates(device: CudaDevice) -> UnitRates:
         l2_round_trip_s=tp.l2_hit_latency_cycles / clock_hz,
         block_start_s=k.block_start_cycles / clock_hz,
         launch_us=k.kernel_launch_us,
+    )
+
+
+def sm_perf(
+    problem: AttentionProblem,
+    *,
+    flops: float,
+    time_us: FloatArray,
+    clock_hz: float,
+    hbm_bytes: FloatArray,
+    waves: Waves,
+    computed_pairs: FloatArray,
+    compute_cycles: FloatArray,
+    load_cycles: FloatArray,
+    tensor_cycles: FloatArray,
+    overlap: FloatArray,
+    bottleneck: list[str],
+    figures: dict[str, FloatArray],
+) -> Perf:
+    """`cost.perf` for a model that counts one SM's cycles: its compute, load and tensor-core
+    totals (cycles per SM) become microseconds at the clock, and the tensor cores' busy
+    fraction of the kernel's time."""
+    busy_cycles = time_us * 1e-6 * clock_hz
+    return perf(
+        problem,
+        flops=flops,
+        time_us=time_us,
+        hbm_bytes=hbm_bytes,
+        waves=waves,
+        computed_pairs=computed_pairs,
+        compute_us=compute_cycles / clock_hz * 1e6,
+        load_us=load_cycles / clock_hz * 1e6,
+        overlap=overlap,
+        matrix_busy=tensor_cycles / busy_cycles,
+        bottleneck=bottleneck,
+        figures=figures,
     )

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...cost import Perf
+from ...cost import Perf, tiles_per_head
 from ...errors import FieldViolation
 from ...hardware import CudaDevice, HardwareSpec
 from ...problem import AttentionProblem
-from ...space import BoolArray, Config, ConfigArrays, IntArray, Param, ceil_div
+from ...space import BoolArray, Config, ConfigArrays, IntArray, Param
 from ..cuda.backward import (
     BWD_DROPOUT_PERSISTENT_REGS,
     BWD_DROPOUT_TRANSIENT_REGS,
@@ -34,7 +34,7 @@ from ..cuda.backward import (
     per_thread,
 )
 from ..cuda.resources import CudaResources
-from .backward_cost import backward_perf
+from .backward_cost import backward_perf, tile_columns
 from .forward import fa2_kernel_head_dims, fa2_violations, rows_per_copy_pass
 
 if TYPE_CHECKING:
@@ -191,12 +191,7 @@ class FlashAttention2Backward(CudaBackwardFamily):
         accumulator; each with one k-step of its GEMM's A and B fragments."""
         d, dv = self.kernel_head_dims(problem)
         elem = problem.dtype.bytes
-        bm = cfg["block_m"].astype(np.float64)
-        bn = cfg["block_n"].astype(np.float64)
-        w = cfg["num_warps"].astype(np.float64)
-        am = cfg["atom_layout_m_sdp"].astype(np.float64)
-        an = cfg["atom_layout_n_dkv"].astype(np.float64)
-        amq = cfg["atom_layout_m_dq"].astype(np.float64)
+        bm, bn, w, am, an, amq = tile_columns(cfg)
         dkdv = per_thread(bn * (d + dv), w)
         v_regs = cfg["is_v_in_regs"] * per_thread(bn * dv * am, w, elem)
         slabs = np.maximum(bm / (16.0 * am), 1.0)
@@ -220,9 +215,7 @@ class FlashAttention2Backward(CudaBackwardFamily):
         cfg, res = ev.cfg, ev.res
         assert isinstance(res, CudaResources)
         problem = ev.problem
-        tiles = ceil_div(problem.seq_len, cfg["block_m"]) * ceil_div(
-            problem.seq_len_kv_eff, cfg["block_n"]
-        )
+        tiles = tiles_per_head(problem, cfg["block_m"], cfg["block_n"])
         return [
             tiles,
             res.smem_bytes,

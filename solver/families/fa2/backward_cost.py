@@ -15,7 +15,6 @@ from ...cost import (
     L2_USABLE_FRACTION,
     Perf,
     causal_iterations,
-    perf,
     wave_schedule,
 )
 from ...hardware import CudaDevice
@@ -23,6 +22,7 @@ from ...model_constants import model_constants
 from ...problem import AttentionProblem
 from ...space import ConfigArrays, FloatArray, ceil_div
 from ..cuda.backward import (
+    BACKWARD_PIPE_WORDS,
     BWD_ALU_OPS_PER_SCORE,
     BWD_ELEMENTWISE_CHAIN_CYCLES,
     BWD_INSTRUCTION_LEVEL_PARALLELISM,
@@ -43,12 +43,20 @@ from ..cuda.timing import (
     dram_bytes_per_clk,
     makespan_cycles,
     round_cycles,
+    sm_perf,
 )
 
 if TYPE_CHECKING:
     from .backward import FlashAttention2Backward
 
 FP32_BYTES = 4
+
+
+def tile_columns(cfg: ConfigArrays) -> tuple[FloatArray, ...]:
+    """block_m, block_n, num_warps and the three warp layouts (S/dP, dK/dV, dQ) as floats."""
+    tile = ("block_m", "block_n", "num_warps")
+    layouts = ("atom_layout_m_sdp", "atom_layout_n_dkv", "atom_layout_m_dq")
+    return tuple(cfg[name].astype(np.float64) for name in (*tile, *layouts))
 
 
 def backward_perf(
@@ -65,12 +73,7 @@ def backward_perf(
     elem = problem.dtype.bytes
     n_sm = tp.sm_count
     clock_hz = tp.boost_clock_mhz * 1e6
-    bm = cfg["block_m"].astype(np.float64)
-    bn = cfg["block_n"].astype(np.float64)
-    w = cfg["num_warps"].astype(np.float64)
-    am = cfg["atom_layout_m_sdp"].astype(np.float64)
-    an = cfg["atom_layout_n_dkv"].astype(np.float64)
-    amq = cfg["atom_layout_m_dq"].astype(np.float64)
+    bm, bn, w, am, an, amq = tile_columns(cfg)
     v_in_regs = cfg["is_v_in_regs"].astype(np.float64)
     single_q = cfg["no_double_buffer"].astype(np.float64)
     sq, sk = problem.seq_len, problem.seq_len_kv_eff
@@ -217,36 +220,30 @@ def backward_perf(
 
     flops = backward_flops(problem)
     computed_pairs = total_iters * bm * bn
-    busy_cycles = time_us * 1e-6 * clock_hz
     tensor_total = heads_total * total_iters * it.tensor / n_sm
     compute_total = heads_total * total_iters * it.compute / blocks_f / n_sm
     load_total = heads_total * total_iters * it.tile_load / blocks_f / n_sm
     bottleneck = bottleneck_words(
         [it.tensor, it.smem, it.sfu, it.alu, it.issue],
-        (
-            "tensor cores",
-            "shared-memory bandwidth",
-            "exp recomputation (SFU)",
-            "FP32 elementwise math",
-            "per-iteration overhead",
-        ),
+        ("tensor cores", *BACKWARD_PIPE_WORDS),
         "Q/dO load latency",
         round_full > blocks_f * it.compute * 1.0001,
         cycles,
         dram_bound,
         waves.exact,
     )
-    return perf(
+    return sm_perf(
         problem,
         flops=flops,
         time_us=time_us,
+        clock_hz=clock_hz,
         hbm_bytes=hbm_bytes,
         waves=waves,
         computed_pairs=computed_pairs,
-        compute_us=compute_total / clock_hz * 1e6,
-        load_us=load_total / clock_hz * 1e6,
+        compute_cycles=compute_total,
+        load_cycles=load_total,
+        tensor_cycles=tensor_total,
         overlap=overlap,
-        matrix_busy=tensor_total / busy_cycles,
         bottleneck=bottleneck,
         figures={
             "iteration_compute_cycles": it.compute,

@@ -24,8 +24,8 @@ from ...errors import FieldViolation
 from ...hardware import CudaDevice, HardwareSpec
 from ...problem import AttentionProblem, DType
 from ...space import BoolArray, ConfigArrays, IntArray, Param
-from ...split_kv import NESTED_PAGES, PageRule, SplitKv, num_splits_domain
-from ..cuda.forward import FlashForwardFamily, flash_combine_rows, standard_tile_params
+from ...split_kv import PageRule, SplitKv, num_splits_domain
+from ..cuda.forward import FlashForwardFamily, standard_tile_params
 from ..cuda.resources import MMA_ROWS, cuda_device
 
 # Head dims FlashAttention-2 compiles kernels for; a problem's head_dim is padded up to one.
@@ -115,13 +115,7 @@ class FlashAttention2(FlashForwardFamily):
         "rows per warp (block_m / num_warps) a multiple of 16; block_n a multiple of 16; "
         "block_m and block_n multiples of the rows one 16-byte-per-thread copy pass covers"
     )
-    split_kv = SplitKv(
-        combine_rows=flash_combine_rows,
-        split_counts=fa2_split_counts,
-        pack_gqa=fa2_pack_gqa,
-        pages=FA2_PAGES,
-        page_fit=NESTED_PAGES,
-    )
+    split_kv = SplitKv(split_counts=fa2_split_counts, pack_gqa=fa2_pack_gqa, pages=FA2_PAGES)
 
     def kernel_violations(
         self, problem: AttentionProblem, hardware: HardwareSpec

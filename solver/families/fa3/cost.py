@@ -30,7 +30,6 @@ from ...cost import (
     causal_iterations,
     forward_hbm_bytes,
     kv_reuse,
-    perf,
     wave_schedule,
 )
 from ...family import kib
@@ -38,7 +37,7 @@ from ...model_constants import model_constants
 from ...problem import DType
 from ...space import FloatArray, ceil_div
 from ..cuda.resources import cuda_device
-from ..cuda.timing import ALU_OPS_PER_SCORE, MASK_OPS_PER_SCORE
+from ..cuda.timing import ALU_OPS_PER_SCORE, MASK_OPS_PER_SCORE, sm_perf
 from .resources import fa3_resources
 from .shape import kernel_head_dims
 from .split import paged_tile_load_cycles
@@ -191,7 +190,6 @@ def evaluate(ev: Evaluation) -> Perf:
     computed_pairs = (n_m * cfg["block_m"]).astype(np.float64) * (n_kv * cfg["block_n"])
     if problem.causal:
         computed_pairs = total_iters * scores
-    busy = time_us * 1e-6 * clock_hz
     tensor_total = heads_total * total_iters * tensor / n_sm
     bottleneck = _bottlenecks(
         tensor,
@@ -205,17 +203,18 @@ def evaluate(ev: Evaluation) -> Perf:
         dram_bound,
         waves.exact,
     )
-    return perf(
+    return sm_perf(
         problem,
         flops=problem.flops,
         time_us=time_us,
+        clock_hz=clock_hz,
         hbm_bytes=hbm_bytes,
         waves=waves,
         computed_pairs=computed_pairs,
-        compute_us=heads_total * total_iters * compute / n_sm / clock_hz * 1e6,
-        load_us=heads_total * total_iters * tile_load / n_sm / clock_hz * 1e6,
+        compute_cycles=heads_total * total_iters * compute / n_sm,
+        load_cycles=heads_total * total_iters * tile_load / n_sm,
+        tensor_cycles=tensor_total,
         overlap=load_overlap,
-        matrix_busy=tensor_total / busy,
         bottleneck=bottleneck,
         figures=_figures(
             (

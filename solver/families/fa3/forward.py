@@ -30,12 +30,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ...constraints import Constraint
-from ...cost import Perf
+from ...cost import Perf, tiles_per_head
 from ...errors import FieldViolation
 from ...family import KernelFamily
 from ...hardware import HardwareSpec
-from ...occupancy import occupancy
+from ...occupancy import occupancy, occupancy_arrays
 from ...problem import AttentionProblem, DType, SolveOptions
 from ...space import Config, ConfigArrays, IntArray, Param, ceil_div
 from ...split_kv import gqa_group
@@ -54,11 +56,15 @@ from .resources import (
     SMEM_ALIGN_BYTES,
     ConsumerRegisters,
     Fa3Resources,
-    build_resources,
+    consumer_regs,
+    consumer_warpgroups,
     fa3_resources,
+    register_split,
+    smem_parts,
 )
 from .shape import (
     FP8_TRANSPOSE_V_MULTIPLE,
+    PRODUCER_WARPGROUPS,
     SHAPE_RULE,
     WARPGROUP_ROWS,
     WARPGROUP_THREADS,
@@ -117,7 +123,36 @@ class FlashAttention3(KernelFamily):
         options: SolveOptions,
         cfg: ConfigArrays,
     ) -> Fa3Resources:
-        return build_resources(hardware, problem, options, cfg)
+        """Every candidate's shared-memory layout, setmaxnreg register split and residency."""
+        device = cuda_device(hardware)
+        sm = device.sm
+        warpgroups = consumer_warpgroups(cfg)
+        threads = np.asarray(WARPGROUP_THREADS * (warpgroups + PRODUCER_WARPGROUPS), np.int64)
+        q, kv, p, o_pad, barriers = smem_parts(cfg, problem)
+        smem = np.asarray(q + kv + p + o_pad + barriers, dtype=np.int64)
+        demand = consumer_regs(cfg, problem)
+        launch, producer, consumer = register_split(warpgroups, device)
+        allocated = np.minimum(demand, consumer)
+        # Residency as the calculator gives it, with the shared memory capped at the opt-in
+        # maximum: a tile over that maximum breaks the shared_memory constraint, not this one.
+        occ = occupancy_arrays(sm, threads, launch, np.minimum(smem, sm.smem_per_block_optin_bytes))
+        return Fa3Resources(
+            sm=sm,
+            smem_bytes=smem,
+            threads=threads,
+            regs_demand=demand,
+            regs_cap=consumer,
+            regs_allocated=np.asarray(allocated, dtype=np.int64),
+            spill_regs=np.asarray(demand - allocated, dtype=np.int64),
+            occupancy=occ,
+            warpgroups=warpgroups,
+            producer_regs=producer,
+            smem_q=q,
+            smem_kv=kv,
+            smem_p=p,
+            smem_o_pad=o_pad,
+            smem_barriers=barriers,
+        )
 
     def constraints(
         self, hardware: HardwareSpec, problem: AttentionProblem, options: SolveOptions
@@ -148,9 +183,7 @@ class FlashAttention3(KernelFamily):
         (fewer splits, the smaller page)."""
         cfg, res = ev.cfg, fa3_resources(ev)
         problem = ev.problem
-        tiles = ceil_div(problem.seq_len, cfg["block_m"]) * ceil_div(
-            problem.seq_len_kv_eff, cfg["block_n"]
-        )
+        tiles = tiles_per_head(problem, cfg["block_m"], cfg["block_n"])
         return [
             tiles,
             res.smem_bytes,

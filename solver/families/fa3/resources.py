@@ -15,11 +15,10 @@ import numpy as np
 
 from ...constraints import Constraint, ConstraintKind, Relaxation, Rule
 from ...family import CapacityUse
-from ...hardware import CudaDevice, HardwareSpec
-from ...occupancy import occupancy_arrays
-from ...problem import AttentionProblem, DType, SolveOptions
+from ...hardware import CudaDevice
+from ...problem import AttentionProblem, DType
 from ...space import ConfigArrays, IntArray, ceil_div
-from ..cuda.resources import CudaResources, cuda_device
+from ..cuda.resources import CudaResources
 from .shape import PRODUCER_WARPGROUPS, WARPGROUP_ROWS, WARPGROUP_THREADS, kernel_head_dims
 
 if TYPE_CHECKING:
@@ -56,7 +55,6 @@ class Fa3Resources(CudaResources):
 
     warpgroups: IntArray  # consumer warpgroups W
     producer_regs: IntArray  # the producer warpgroup's setmaxnreg budget
-    regs_per_sm: int
     smem_q: IntArray
     smem_kv: IntArray  # the K/V ring (and the transposed V copy for fp8)
     smem_p: IntArray
@@ -73,7 +71,7 @@ class Fa3Resources(CudaResources):
             CapacityUse(
                 "registers", int(self.regs_demand[i]), int(self.regs_cap[i]), "registers/thread"
             ),
-            CapacityUse("register_file", register_file, self.regs_per_sm, "registers/SM"),
+            CapacityUse("register_file", register_file, self.sm.regs_per_sm, "registers/SM"),
             CapacityUse("threads", int(self.threads[i]), self.max_threads, "threads/block"),
         ]
 
@@ -150,48 +148,6 @@ def register_split(warpgroups: IntArray, device: CudaDevice) -> tuple[IntArray, 
         np.asarray(launch, dtype=np.int64),
         producer,
         np.asarray(consumer, dtype=np.int64),
-    )
-
-
-def build_resources(
-    hardware: HardwareSpec,
-    problem: AttentionProblem,
-    options: SolveOptions,
-    cfg: ConfigArrays,
-) -> Fa3Resources:
-    """Every candidate's shared-memory layout, setmaxnreg register split and residency."""
-    device = cuda_device(hardware)
-    sm = device.sm
-    warpgroups = consumer_warpgroups(cfg)
-    threads = np.asarray(WARPGROUP_THREADS * (warpgroups + PRODUCER_WARPGROUPS), np.int64)
-    q, kv, p, o_pad, barriers = smem_parts(cfg, problem)
-    smem = np.asarray(q + kv + p + o_pad + barriers, dtype=np.int64)
-    demand = consumer_regs(cfg, problem)
-    launch, producer, consumer = register_split(warpgroups, device)
-    allocated = np.minimum(demand, consumer)
-    # Residency as the calculator gives it, with the shared memory capped at the opt-in
-    # maximum: a tile over that maximum breaks the shared_memory constraint, not this one.
-    occ = occupancy_arrays(sm, threads, launch, np.minimum(smem, sm.smem_per_block_optin_bytes))
-    return Fa3Resources(
-        smem_bytes=smem,
-        smem_limit_bytes=sm.smem_per_block_optin_bytes,
-        threads=threads,
-        max_threads=sm.max_threads_per_block,
-        regs_demand=demand,
-        regs_cap=consumer,
-        regs_allocated=np.asarray(allocated, dtype=np.int64),
-        spill_regs=np.asarray(demand - allocated, dtype=np.int64),
-        occupancy=occ,
-        max_warps_per_sm=sm.max_warps_per_sm,
-        warp_size_threads=sm.warp_size_threads,
-        warpgroups=warpgroups,
-        producer_regs=producer,
-        regs_per_sm=sm.regs_per_sm,
-        smem_q=q,
-        smem_kv=kv,
-        smem_p=p,
-        smem_o_pad=o_pad,
-        smem_barriers=barriers,
     )
 
 

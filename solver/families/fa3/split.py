@@ -67,7 +67,8 @@ def fa3_combine_rows(problem: AttentionProblem, dv: int) -> int:
     return 16 if dv <= 64 else 8
 
 
-FA3_SPLIT_KV = SplitKv(combine_rows=fa3_combine_rows, pack_gqa=may_pack, pages=FA3_PAGES)
+# FA3 takes any page: no rule on how a tile and a page fit (page_fit None).
+FA3_SPLIT_KV = SplitKv(fa3_combine_rows, pack_gqa=may_pack, pages=FA3_PAGES, page_fit=None)
 
 
 def paged_tma(cfg: ConfigArrays) -> IntArray:

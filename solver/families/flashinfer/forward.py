@@ -50,7 +50,7 @@ from ...space import (
     Param,
     ceil_div,
 )
-from ...split_kv import NESTED_PAGES, PageRule, SplitKv, always_packs, paged_lookup_cycles
+from ...split_kv import PageRule, SplitKv, always_packs, paged_lookup_cycles
 from ..cuda.constraints import cuda_resources
 from ..cuda.forward import FlashForwardFamily, KernelExtras, forward_perf
 from ..cuda.resources import (
@@ -117,10 +117,7 @@ class FlashInfer(FlashForwardFamily):
         "even at head_dim 64 (decode kernel: its fixed layout)"
     )
     split_kv = SplitKv(
-        combine_rows=flashinfer_merge_rows,
-        pack_gqa=always_packs,
-        pages=FLASHINFER_PAGES,
-        page_fit=NESTED_PAGES,
+        combine_rows=flashinfer_merge_rows, pack_gqa=always_packs, pages=FLASHINFER_PAGES
     )
 
     # ---- the problem --------------------------------------------------------------------

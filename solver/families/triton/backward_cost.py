@@ -13,7 +13,6 @@ import numpy as np
 from ...cost import (
     Perf,
     causal_iterations,
-    perf,
     wave_schedule,
 )
 from ...hardware import CudaDevice
@@ -21,6 +20,7 @@ from ...model_constants import model_constants
 from ...problem import AttentionProblem
 from ...space import ConfigArrays, FloatArray, IntArray, ceil_div
 from ..cuda.backward import (
+    BACKWARD_PIPE_WORDS,
     BWD_ALU_OPS_PER_SCORE,
     BWD_ELEMENTWISE_CHAIN_CYCLES,
     BWD_INSTRUCTION_LEVEL_PARALLELISM,
@@ -41,6 +41,7 @@ from ..cuda.timing import (
     dram_bytes_per_clk,
     makespan_cycles,
     round_cycles,
+    sm_perf,
 )
 from .forward import TENSOR_CORE_MIN_CC_MAJOR, triton_matrix_unit, uses_wgmma
 
@@ -260,7 +261,6 @@ def backward_perf(
     hbm_bytes = main_bytes + pre_bytes + scale_bytes + reduce_bytes
 
     flops = backward_flops(problem)
-    busy_cycles = time_us * 1e-6 * clock_hz
     weight1 = heads_total * total1 / n_sm
     weight2 = heads_total * total2 / n_sm
     tensor_total = weight1 * it1.tensor + weight2 * it2.tensor
@@ -277,13 +277,7 @@ def backward_perf(
     )
     bottleneck = bottleneck_words(
         pipes,
-        (
-            unit,
-            "shared-memory bandwidth",
-            "exp recomputation (SFU)",
-            "FP32 elementwise math",
-            "per-iteration overhead",
-        ),
+        (unit, *BACKWARD_PIPE_WORDS),
         "tile load latency",
         load_bound,
         cycles,
@@ -291,17 +285,18 @@ def backward_perf(
         waves.exact,
     )
     computed_pairs = total2 * m2 * n2  # the dQ loop covers each kept pair once, as the dK/dV
-    return perf(
+    return sm_perf(
         problem,
         flops=flops,
         time_us=time_us,
+        clock_hz=clock_hz,
         hbm_bytes=hbm_bytes,
         waves=waves,
         computed_pairs=computed_pairs,
-        compute_us=compute_total / clock_hz * 1e6,
-        load_us=load_total / clock_hz * 1e6,
+        compute_cycles=compute_total,
+        load_cycles=load_total,
+        tensor_cycles=tensor_total,
         overlap=overlap,
-        matrix_busy=tensor_total / busy_cycles,
         bottleneck=bottleneck,
         figures={
             "dkdv_iteration_compute_cycles": it1.compute,

@@ -18,7 +18,7 @@ from ...model_constants import model_constants
 from ...problem import AttentionProblem, DType
 from ...space import BoolArray, ConfigArrays, FloatArray, IntArray, Param
 from ...split_kv import SplitKv
-from ..cuda.forward import FlashForwardFamily, flash_combine_rows, standard_tile_params
+from ..cuda.forward import FlashForwardFamily, standard_tile_params
 from ..cuda.resources import cuda_device
 
 WGMMA_ROWS_PER_WARPGROUP = 64
@@ -95,7 +95,7 @@ class TritonFlashAttention(FlashForwardFamily):
 
     name = "triton"
     summary = "Triton fused attention (tl.dot, software-pipelined K/V, num_stages buffers)"
-    split_kv = SplitKv(combine_rows=flash_combine_rows)
+    split_kv = SplitKv()  # FlashAttention-2's combine, no packing, no paged path
     alignment_rule = (
         "block_m and block_n multiples of 16; the warps must each own at least one 16x8 "
         "MMA tile of the block_m x block_n score tile"
