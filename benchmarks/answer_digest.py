@@ -9,10 +9,9 @@ engines, pins, shared-memory caps, min blocks per SM, seq_len divisibility, page
 problem's record is its answer exactly as `tilesolve-cli solve --json` prints it, less the
 wall-clock `solve_ms`; a request the solver refuses records the field violations it names
 instead (those are answers too: exit 2). A (device, family, phase) the registry refuses as a
-whole records its refusal once and generates no more problems. Three digests are printed: the
-answers' (every answer and memory estimate), the refusals' (the exit-2 messages), and both
-together. A memory estimate per device
-and family (`tilesolve-cli memory --json`) is added to the set.
+whole records its refusal once and generates no more problems. A memory estimate per device
+and family (`tilesolve-cli memory --json`) is added to the set. Four digests are printed: the
+solve answers', the memory estimates', the refusals' (the exit-2 messages), and all together.
 
     python benchmarks/answer_digest.py                 # digest and counts
     python benchmarks/answer_digest.py --lines out.txt # also one "index digest request" line
@@ -226,13 +225,15 @@ def main(argv: list[str] | None = None) -> int:
                 one = hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()
                 out.write(f"{index} {one[:16]} {request}\n")
     value = digest(records)
-    answers = [(q, r) for q, r in records if not _is_refusal(r)]
+    answers = [(q, r) for q, r in records if not _is_refusal(r) and not q.startswith('{"memory"')]
+    memory = [(q, r) for q, r in records if not _is_refusal(r) and q.startswith('{"memory"')]
     refusals = [(q, r) for q, r in records if _is_refusal(r)]
     print(f"records {len(records)}: answers {answered} ({feasible} feasible), refusals {refused}")
     print(f"device kinds: {', '.join(kinds)}")
     print(f"(family, phase) answered: {', '.join(f'{k}/{p}' for k, p in covered)}")
     print(f"elapsed {elapsed:.1f} s")
-    print(f"answers digest {digest(answers)} ({len(answers)} records: answers, memory estimates)")
+    print(f"answers digest {digest(answers)} ({len(answers)} records: solve answers)")
+    print(f"memory digest {digest(memory)} ({len(memory)} records: memory estimates)")
     print(f"refusals digest {digest(refusals)} ({len(refusals)} records: exit-2 refusals)")
     print(f"digest {value}")
     if args.expect and args.expect != value:

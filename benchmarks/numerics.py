@@ -1,7 +1,7 @@
 """Error of FlashAttention-2's forward algorithm versus block size: seed 001's FP16 claim, measured.
 
 Seed 001 says bigger blocks are numerically unstable in FP16 (that 128 -> 256 triples the error
-and 512 reaches 1e-2). This script runs `tilesolve.solver.simulate` (the tiled algorithm in
+and 512 reaches 1e-2). This script runs `tilesolve.solver.apps.simulate` (the tiled algorithm in
 numpy, inputs and P rounded to the element type, FP32 accumulators, compared with float64
 attention on the same rounded inputs) for square tiles 16 .. 256 (and 512, the seed's last
 point), FP16 and BF16, seq_len 512 / 2048 / 8192, causal off and on, unit logits and logits
@@ -33,10 +33,10 @@ from pathlib import Path
 import numpy as np
 
 from tilesolve.solver import AttentionProblem, SimulationResult
-from tilesolve.solver.simulate import simulate_tiles
+from tilesolve.solver.apps.simulate import simulate_tiles
 
 # The module (the package attribute `simulate` is the function of the same name).
-SIMULATE_MODULE = importlib.import_module("tilesolve.solver.simulate")
+SIMULATE_MODULE = importlib.import_module("tilesolve.solver.apps.simulate")
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUTPUT = ROOT / "docs" / "numerics.md"
 BLOCKS = (16, 32, 64, 128, 256, 512)
@@ -392,7 +392,7 @@ def document(
         f"- Command: `{command}`",
         f"- Date: {started:%Y-%m-%d %H:%M} UTC; run time {seconds:.0f} s.",
         f"- Machine: {_machine()}.",
-        "- What runs: `tilesolve.solver.simulate` (see `tilesolve-cli simulate --help` and "
+        "- What runs: `tilesolve.solver.apps.simulate` (see `tilesolve-cli simulate --help` and "
         "the module's docstring): FlashAttention-2's forward algorithm tile by tile, K/V "
         "tiles from last to first as FA2 iterates, inputs and P rounded to FP16 / BF16, S, "
         "the running max and sum and the O accumulator in FP32, exp2 with subnormal results "

@@ -28,8 +28,8 @@ from .cli_common import (
 )
 
 if TYPE_CHECKING:
-    from tilesolve.solver.calibrate import Calibration
-    from tilesolve.solver.measured import Summary
+    from tilesolve.solver.apps.calibrate import Calibration
+    from tilesolve.solver.apps.measured import Summary
 
 
 def add_calibrate_parser(subparsers: Any) -> None:
@@ -65,7 +65,7 @@ def add_calibrate_parser(subparsers: Any) -> None:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from tilesolve.solver import CudaDevice
-    from tilesolve.solver.calibrate import FREE_CONSTANT_NAMES, calibrate, profile_of
+    from tilesolve.solver.apps.calibrate import FREE_CONSTANT_NAMES, calibrate, profile_of
 
     from .measurements import MeasurementsError, read_measurements
 

@@ -4,7 +4,7 @@
 
 Reads the shapes file (`client/inputs.py`), evaluates every problem's feasible configurations
 (in parallel: `--workers`, `--dask-scheduler`), and solves the facility-location program of
-`tilesolve.solver.portfolio` in-process, or asks a server's `Portfolio` RPC with `--server`.
+`tilesolve.solver.apps.portfolio` in-process, or asks a server's `Portfolio` RPC with `--server`.
 Exit 0 with a portfolio, 1 when no K configurations meet the bound (the smallest K that would
 is printed), 2 for bad input (naming the file's line and field), 3 for an unreachable server or
 scheduler, or limits that passed before any portfolio was found.
@@ -31,7 +31,7 @@ from .cli_remote import add_remote_arguments, asking, remote_settings
 from .inputs import Shapes, read_shapes
 
 if TYPE_CHECKING:
-    from tilesolve.solver.portfolio import PortfolioAnswer, PortfolioRequest
+    from tilesolve.solver.apps.portfolio import PortfolioAnswer, PortfolioRequest
 
 _PROBLEM_PATH = re.compile(r"^problems\[(\d+)\](?:\.problem)?\.?(.*)$")
 
@@ -202,7 +202,7 @@ def _field_for(path: str, shapes: Shapes) -> str:
 def portfolio_request(args: argparse.Namespace, shapes: Shapes) -> PortfolioRequest:
     from pydantic import ValidationError
 
-    from tilesolve.solver.portfolio import PortfolioRequest
+    from tilesolve.solver.apps.portfolio import PortfolioRequest
 
     violations: list[ErrorLine] = []
     slowdown = parse_percent(args.max_slowdown)
@@ -244,7 +244,7 @@ def portfolio_request(args: argparse.Namespace, shapes: Shapes) -> PortfolioRequ
 
 def cmd_portfolio(args: argparse.Namespace) -> int:
     from tilesolve.solver import InvalidRequestError
-    from tilesolve.solver.portfolio import MAX_PORTFOLIO_PROBLEMS, solve_portfolio
+    from tilesolve.solver.apps.portfolio import MAX_PORTFOLIO_PROBLEMS, solve_portfolio
 
     from .cli_common import bounded_int
     from .parallel import evaluator

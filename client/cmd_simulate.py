@@ -1,5 +1,5 @@
 """`tilesolve-cli simulate`: run FlashAttention-2's forward algorithm with one tile on random
-data and report its error against exact attention (`tilesolve.solver.simulate`).
+data and report its error against exact attention (`tilesolve.solver.apps.simulate`).
 
     tilesolve-cli simulate --seq-len 1000 --head-dim 64 --causal --block-m 128 --block-n 64
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 # simulate has no --phase or --dropout (the forward pass without dropout): SHAPE_FIELDS only.
 _MAX_SEED = (1 << 63) - 1
-_MAX_LOGIT_SCALE = 100.0  # tilesolve.solver.simulate.MAX_LOGIT_SCALE (not imported: startup)
+_MAX_LOGIT_SCALE = 100.0  # tilesolve.solver.apps.simulate.MAX_LOGIT_SCALE (not imported: startup)
 
 SIMULATE_EPILOG = """\
 exit codes:

@@ -359,7 +359,7 @@ def _draw_pictures(
     """`--explain` and `--plot`, after the answer: the heatmap of the same request, always
     computed in-process. With --json the text heatmap goes to stderr (stdout stays one JSON
     document)."""
-    from tilesolve.solver.heatmap import heatmap_grid
+    from tilesolve.solver.apps.heatmap import heatmap_grid
 
     from .plots import plot_solve_heatmap, solve_plot_title, text_heatmap
 

@@ -49,7 +49,7 @@ def add_format_argument(group: Any) -> None:
 def load_profile(path: str) -> CudaDevice:
     """The calibrated device of a profile file; CliInputError (field `profile`) otherwise."""
     from tilesolve.solver import InvalidRequestError
-    from tilesolve.solver.calibrate import parse_profile, profile_device
+    from tilesolve.solver.apps.calibrate import parse_profile, profile_device
 
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))

@@ -1,5 +1,5 @@
 """`tilesolve-cli table`: a dispatch table over a grid, as JSON, a C++17 header or a Python
-module (`tilesolve.solver.table`), for build systems.
+module (`tilesolve.solver.apps.dispatch_table`), for build systems.
 
     tilesolve-cli table --grid grid.toml --format cpp --output tiles.h
     tilesolve-cli table --grid grid.toml --check tiles.h        # 0 current, 1 stale, 2 invalid
@@ -36,7 +36,7 @@ from .inputs import read_grid
 
 if TYPE_CHECKING:
     from tilesolve.solver import FieldViolation
-    from tilesolve.solver.table import CellResult, Format, Grid
+    from tilesolve.solver.apps.dispatch_table import CellResult, Format, Grid
 
 _SUFFIX_FORMAT = {
     ".json": "json",
@@ -156,7 +156,7 @@ def _local_document(
     workers: int | None,
     scheduler: str | None,
 ) -> dict[str, Any]:
-    from tilesolve.solver.table import build_portfolio_table, build_table
+    from tilesolve.solver.apps.dispatch_table import build_dispatch_table, build_portfolio_table
 
     from .parallel import evaluator
 
@@ -166,7 +166,7 @@ def _local_document(
         catalog_device(name)
     with evaluator(workers, scheduler) as map_fn:
         if max_configs is None:
-            return build_table(grid, map_fn=map_fn)
+            return build_dispatch_table(grid, map_fn=map_fn)
         return build_portfolio_table(grid, max_configs, max_slowdown=slowdown, map_fn=map_fn)[0]
 
 
@@ -174,8 +174,7 @@ def _remote_document(
     grid: Grid, max_configs: int | None, slowdown: float | None, remote: Remote
 ) -> dict[str, Any]:
     """The same document, every cell solved by the server (chunked SolveBatch calls)."""
-    from tilesolve.solver.portfolio import PortfolioAnswer
-    from tilesolve.solver.table import (
+    from tilesolve.solver.apps.dispatch_table import (
         cell_from_answer,
         cell_options,
         cells,
@@ -184,6 +183,7 @@ def _remote_document(
         portfolio_summary,
         table_document,
     )
+    from tilesolve.solver.apps.portfolio import PortfolioAnswer
 
     from .remote import TilesolveRpcError
     from .remote_portfolio import portfolio
@@ -264,7 +264,12 @@ def _write_if_changed(path: str, text: str, field: str) -> bool:
 
 def cmd_table(args: argparse.Namespace) -> int:
     from tilesolve.solver import InvalidRequestError
-    from tilesolve.solver.table import TableFileError, check_table, emit, read_metadata
+    from tilesolve.solver.apps.dispatch_table import (
+        TableFileError,
+        check_table,
+        emit,
+        read_metadata,
+    )
 
     remote = remote_settings(args)
     workers, scheduler = parallel_settings(args, remote is not None)

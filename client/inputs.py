@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from .cli_common import CliInputError, ErrorLine
 
 if TYPE_CHECKING:
-    from tilesolve.solver.portfolio import WeightedProblem
-    from tilesolve.solver.table import Grid
+    from tilesolve.solver.apps.dispatch_table import Grid
+    from tilesolve.solver.apps.portfolio import WeightedProblem
 
 PROBLEM_COLUMNS = (
     "batch",
@@ -81,7 +81,7 @@ def _problem_row(
     from pydantic import ValidationError
 
     from tilesolve.solver import AttentionProblem
-    from tilesolve.solver.portfolio import MAX_WEIGHT, WeightedProblem
+    from tilesolve.solver.apps.portfolio import MAX_WEIGHT, WeightedProblem
     from tilesolve.solver.violations import violations_from_validation
 
     where = f"{path}:{line}"
@@ -250,7 +250,7 @@ def read_grid(path: str, hardware: list[str] | None = None) -> Grid:
     device list when given."""
     from pydantic import ValidationError
 
-    from tilesolve.solver.table import Grid
+    from tilesolve.solver.apps.dispatch_table import Grid
     from tilesolve.solver.violations import violations_from_validation
 
     text = _read_text(path, "grid")

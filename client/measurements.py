@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tilesolve.solver.measured import Measurement
+    from tilesolve.solver.apps.measured import Measurement
 
 REQUIRED_COLUMNS = (
     "hardware",
@@ -116,7 +116,7 @@ def parse_measurements(lines: Iterable[str], origin: str = "measurements") -> li
         TilesolveError,
         get_hardware,
     )
-    from tilesolve.solver.measured import (
+    from tilesolve.solver.apps.measured import (
         CALIBRATED_KERNELS,
         STATUS_OK,
         STATUSES,

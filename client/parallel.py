@@ -2,9 +2,10 @@
 (`--workers N`) or a Dask distributed cluster (`--dask-scheduler ADDRESS`).
 
 Both are `map` functions over the solver's pure, module-level per-problem functions
-(`tilesolve.solver.table.solve_cell`, `tilesolve.solver.portfolio.candidate_set`): the items are
-cut into chunks, evaluated anywhere, and gathered back in input order, so the output is the
-same bytes however many workers computed it. Dask is imported only for `--dask-scheduler`
+(`tilesolve.solver.apps.dispatch_table.solve_cell`,
+`tilesolve.solver.apps.portfolio.candidate_set`): the items are cut into chunks, evaluated
+anywhere, and gathered back in input order, so the output is the same bytes however many
+workers computed it. Dask is imported only for `--dask-scheduler`
 (`pip install 'tilesolve[dask]'`); its workers must run the same tilesolve, which is checked
 (model and catalog versions) before any work is sent.
 """

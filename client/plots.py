@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from tilesolve.solver import AttentionProblem, HardwareSpec
-    from tilesolve.solver.heatmap import HeatmapGrid
+    from tilesolve.solver.apps.heatmap import HeatmapGrid
 
 PLOT_SUFFIXES = (".png", ".svg")
 INSTALL_HINT = "pip install 'tilesolve[plot]'"
@@ -338,7 +338,7 @@ def _working_set_panel(
     """(a) working set (left, KiB) and 2-D score tiles (right, log) versus square tile size;
     the device's shared memory per block as a line when there is a device."""
     from tilesolve.solver import CudaDevice
-    from tilesolve.solver.memory import estimate_memory
+    from tilesolve.solver.apps.memory import estimate_memory
 
     kernel = spec.default_kernel if spec is not None else MEMORY_DEFAULT_KERNEL
     estimates = [estimate_memory(problem, t, t, None, kernel) for t in MEMORY_TILES]
@@ -421,7 +421,7 @@ def _roofline_panel(
     """(b) attainable TFLOP/s versus arithmetic intensity on `spec`, with the designs and the
     solver's top 5 placed on it."""
     from tilesolve.solver import Engine, SolveOptions, TilesolveError, solve
-    from tilesolve.solver.memory import estimate_memory
+    from tilesolve.solver.apps.memory import estimate_memory
 
     estimate = estimate_memory(problem, block_m, block_n, spec, spec.default_kernel)
     roof = estimate.roofline

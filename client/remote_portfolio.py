@@ -1,6 +1,6 @@
 """The `Portfolio` RPC from Python: `portfolio(client, request, hardware)` asks a tilesolve
 server through a `TileSolveClient` (its retries, deadline and typed errors apply), and returns
-the solver's own `PortfolioAnswer`, equal to `tilesolve.solver.portfolio.solve_portfolio`'s."""
+the solver's own `PortfolioAnswer`, equal to `tilesolve.solver.apps.portfolio.solve_portfolio`'s."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import cast
 
 from tilesolve import wire
 from tilesolve.solver import HardwareSpec
-from tilesolve.solver.portfolio import PortfolioAnswer, PortfolioRequest
+from tilesolve.solver.apps.portfolio import PortfolioAnswer, PortfolioRequest
 from tilesolve.v1 import tilesolve_pb2 as pb
 
 from .remote import TileSolveClient

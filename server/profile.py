@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from tilesolve.solver import CudaDevice, HardwareSpec, get_hardware
-from tilesolve.solver.calibrate import parse_profile, profile_device
+from tilesolve.solver.apps.calibrate import parse_profile, profile_device
 
 
 def load_profile_file(path: str | Path) -> CudaDevice:

@@ -54,8 +54,8 @@ from tilesolve.solver import (
     load_catalog,
     occupancy,
 )
+from tilesolve.solver.apps.portfolio import solve_portfolio
 from tilesolve.solver.occupancy import occupancy_device
-from tilesolve.solver.portfolio import solve_portfolio
 from tilesolve.v1 import tilesolve_pb2 as pb
 
 from .cache import LruCache, discard_unknown_fields, request_key

@@ -8,8 +8,9 @@ No gRPC, no protobuf, no environment, no sockets. The one entry point most calle
 """
 
 from .answer import Candidate, SolveAnswer, Status
+from .apps.memory import MemoryEstimate, Roofline, estimate_memory, memory_sweep
+from .apps.simulate import SimulationResult, simulate
 from .errors import FieldViolation, InvalidRequestError, TilesolveError, UnknownHardwareError
-from .families import family_names, register, unregister
 from .hardware import (
     CATALOG_VERSION,
     AscendDevice,
@@ -20,10 +21,9 @@ from .hardware import (
     load_catalog,
     parse_hardware,
 )
-from .memory import MemoryEstimate, Roofline, estimate_memory, memory_sweep
 from .occupancy import Occupancy, occupancy
 from .problem import AttentionProblem, DType, Engine, Phase, SolveOptions
-from .simulate import SimulationResult, simulate
+from .registry import family_names, register, unregister
 from .solve import MODEL_VERSION, solve
 from .space import Config, Param
 

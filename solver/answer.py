@@ -1,7 +1,7 @@
 """The answer schema: ranked candidates with their figures and reasons, and the explanation.
 
 Field names are snake_case with units in the names; this is the JSON the CLI prints and the
-document the gRPC service encodes (DESIGN.md, "Public contracts").
+document the gRPC service encodes (README.md, "An example answer" and "The gRPC service").
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .problem import AttentionProblem, SolveOptions
+from .space import COMMON_FIELDS
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
-_COMMON_FIRST = ("block_m", "block_n", "num_warps", "num_stages")
 
 
 def canonical_parameters(values: dict[str, int]) -> dict[str, int]:
@@ -24,7 +24,7 @@ def canonical_parameters(values: dict[str, int]) -> dict[str, int]:
         sorted(
             values.items(),
             key=lambda kv: (
-                _COMMON_FIRST.index(kv[0]) if kv[0] in _COMMON_FIRST else len(_COMMON_FIRST),
+                COMMON_FIELDS.index(kv[0]) if kv[0] in COMMON_FIELDS else len(COMMON_FIELDS),
                 kv[0],
             ),
         )

@@ -11,11 +11,11 @@ import numpy as np
 
 from .constraints import Constraint, ConstraintKind, Divisibility, Pins
 from .cost import Perf
-from .families.base import BoolArray, KernelFamily, Resources
+from .family import KernelFamily, Resources
 from .hardware import HardwareSpec
 from .pins import resolve_pins
 from .problem import AttentionProblem, SolveOptions
-from .space import ConfigArrays, IntArray, Param
+from .space import BoolArray, ConfigArrays, IntArray, Param
 
 # The objective is the modelled time in whole nanoseconds; equal times are ordered by the
 # fixed tie-break order, which makes `objective` (time_ns * N + tie position) a unique key.
@@ -54,9 +54,8 @@ class CandidateTable(Evaluation):
     constraints: tuple[Constraint, ...]  # in funnel order
     satisfied: dict[str, BoolArray]  # constraint name -> which candidates satisfy it
     feasible: BoolArray
-    tie_order: IntArray  # position of each configuration in the fixed tie-break order
     time_ns: IntArray  # modelled time, whole nanoseconds (the integer program's objective)
-    objective: IntArray  # time_ns * N + tie_order: the total ranking order, all distinct
+    objective: IntArray  # time_ns * N + tie-break position: the total ranking order, all distinct
 
     def __len__(self) -> int:
         return len(self.cfg)
@@ -116,7 +115,7 @@ def evaluation(
     return Evaluation(family, hardware, problem, options, params, cfg, common, pins, res)
 
 
-def build_table(
+def build_candidate_table(
     family: KernelFamily,
     hardware: HardwareSpec,
     problem: AttentionProblem,
@@ -141,7 +140,6 @@ def build_table(
         constraints=constraints,
         satisfied=sat,
         feasible=np.asarray(feasible, dtype=np.bool_),
-        tie_order=order,
         time_ns=time_ns,
         objective=objective,
     )

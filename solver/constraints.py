@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from .families.base import BoolArray
-from .space import IntArray
+from .space import BoolArray, IntArray
 
 if TYPE_CHECKING:
     from .candidates import Evaluation

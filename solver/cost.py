@@ -12,19 +12,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .families.base import FloatArray
 from .problem import AttentionProblem
-from .space import IntArray, ceil_div
+from .space import FloatArray, IntArray, ceil_div
 
 LSE_BYTES_PER_ROW = 4  # the FP32 log-sum-exp the forward kernel writes per query row
 L2_USABLE_FRACTION = 0.5  # share of L2 that holds K/V of the concurrently running heads
 KV_WINDOW_TILES = 8  # K/V tiles a cohort of in-step query blocks spreads over (estimate)
-# A kernel as CUDA events time it never takes less than its launch and drain: an empty kernel
-# measures a few microseconds (docs/model.md, "Launch and start-up").
-KERNEL_LAUNCH_US = 2.5
-# Time for the block scheduler to start one thread block on an SM: CTA launch, the kernel's
-# prologue of index and pointer arithmetic before its first load (estimate).
-BLOCK_START_CYCLES = 300
 # Two configurations whose modelled times differ by less than this share are equivalent within
 # the model's resolution (the answer says so; the tie-break orders them).
 EQUIVALENT_TIME_FRACTION = 5e-4
@@ -50,6 +43,42 @@ class Perf:
     mma_utilization: FloatArray  # matrix unit (tensor core, cube) busy fraction, 0..1
     bottleneck: list[str]  # the dominant cost, in words
     figures: dict[str, FloatArray] = field(default_factory=dict)
+
+
+def perf(
+    problem: AttentionProblem,
+    *,
+    flops: float,
+    time_us: FloatArray,
+    hbm_bytes: FloatArray,
+    waves: Waves,
+    computed_pairs: FloatArray,
+    compute_us: FloatArray,
+    load_us: FloatArray,
+    overlap: FloatArray,
+    matrix_busy: FloatArray,
+    bottleneck: list[str],
+    figures: dict[str, FloatArray],
+) -> Perf:
+    """A cost model's `Perf`, with the figures every model derives alike: TFLOP/s (`flops` of
+    useful work over the time), the arithmetic intensity (`flops` per HBM byte), the waves and
+    their tail, the padding waste of the computed (query, key) pairs per head, and the matrix
+    unit's busy fraction (`matrix_busy`) clipped to [0, 1]."""
+    return Perf(
+        time_us=time_us,
+        tflops=flops / (time_us * 1e-6) / 1e12,
+        compute_us=compute_us,
+        load_us=load_us,
+        overlap=overlap,
+        arithmetic_intensity=flops / hbm_bytes,
+        hbm_bytes=hbm_bytes,
+        waves=waves.exact,
+        tail_efficiency=waves.tail_efficiency,
+        padding_waste=padding_waste(problem, computed_pairs),
+        mma_utilization=np.clip(matrix_busy, 0.0, 1.0),
+        bottleneck=bottleneck,
+        figures=figures,
+    )
 
 
 def causal_iterations(
@@ -86,6 +115,15 @@ class Waves:
     count: FloatArray  # ceil(exact): rounds of the schedule
     last_wave_ctas: FloatArray  # blocks in the last round
     tail_efficiency: FloatArray  # exact / count: how full the rounds are on average
+
+
+def tiles_per_head(problem: AttentionProblem, block_m: IntArray, block_n: IntArray) -> IntArray:
+    """(query block, key block) tiles of one head: the loop iterations a tile size costs, the
+    first key of most families' tie-break order."""
+    return np.asarray(
+        ceil_div(problem.seq_len, block_m) * ceil_div(problem.seq_len_kv_eff, block_n),
+        dtype=np.int64,
+    )
 
 
 def wave_schedule(ctas: IntArray, slots: IntArray) -> Waves:

@@ -21,7 +21,7 @@ from .answer import (
 from .candidates import CandidateTable
 from .constraints import ConstraintKind, Relaxation
 from .cost import EQUIVALENT_TIME_FRACTION
-from .families.base import BoolArray
+from .space import BoolArray, ceil_div
 
 # Below this many waves the problem leaves SMs idle whatever the tile; the answer says so.
 SMALL_PROBLEM_WAVES = 1.0
@@ -116,7 +116,7 @@ def padding_options(table: CandidateTable) -> list[PaddingOption]:
     sq = table.problem.seq_len
     out = []
     for block in sorted({int(v) for v in column[table.legal()]}):
-        padded = -(-sq // block) * block
+        padded = ceil_div(sq, block) * block
         out.append(
             PaddingOption(block=block, padded_seq_len=padded, waste_fraction=(padded - sq) / padded)
         )
@@ -166,7 +166,7 @@ def divisible_lengths(table: CandidateTable) -> list[DivisibleLength]:
 
 def _nearest_multiple(length: int, step: int, direction: int) -> int:
     """The nearest multiple of `step` at or below (direction -1) or at or above `length`."""
-    return (length // step) * step if direction < 0 else -(-length // step) * step
+    return (length // step) * step if direction < 0 else ceil_div(length, step) * step
 
 
 def infeasibility(table: CandidateTable, core: list[str] | None = None) -> Infeasibility:

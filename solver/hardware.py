@@ -8,6 +8,7 @@ Units are part of every field name.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from functools import cache
 from importlib import resources
@@ -23,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from .errors import UnknownHardwareError
+from .errors import FieldViolation, InvalidRequestError, UnknownHardwareError
 from .model_constants import ModelConstants
 
 # .2: Ascend core record; .3: achievable DRAM and L2 fractions; .4: fa3 is the cc 9.0 default;
@@ -478,8 +479,6 @@ def hardware_names() -> list[str]:
 def _sharing_compute_capability(folded: str) -> list[str] | None:
     """For an `sm<major><minor>` name (sm75, sm-90, sm100): the catalog devices of that compute
     capability, by canonical name; None for any other name."""
-    import re
-
     match = re.fullmatch(r"sm-?([1-9][0-9]?)([0-9])", folded)
     if match is None:
         return None
@@ -502,8 +501,6 @@ def get_hardware(name: str) -> HardwareSpec:
     if sharing is not None and len(sharing) == 1:
         canonical = sharing[0]
     elif sharing:
-        from .errors import FieldViolation, InvalidRequestError
-
         first = load_catalog()[sharing[0]]
         capability = first.sm.compute_capability if isinstance(first, CudaDevice) else "?"
         raise InvalidRequestError(

@@ -20,8 +20,9 @@ the same program; it cost about 10 us per legal configuration and solve in CP-SA
 loading, 25-40 ms for the decode spaces of 200-700 legal configurations, against under 1 ms
 for the domain form.) The search tries tiles in index order. Top-k: solve, require a later
 tile index than the last winner, solve again. One worker, a fixed seed and the fixed search
-make every run identical. `ortools` is imported by this module only, and `solve` imports this
-module only for a CP-SAT solve, so other commands never load it.
+make every run identical. `ortools` is imported here and by `apps/portfolio.py` (its
+facility-location program, inside the functions that build it); `solve` imports this module
+only for a CP-SAT solve, so other commands never load OR-Tools.
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
-"""The free constants of the CUDA forward cost model, as one record a calibration can replace.
+"""The free constants of the CUDA cost models, as one record a calibration can replace.
 
-`ModelConstants()` holds today's values: each default is the module constant of the same name
-in `families/cuda_forward.py` or `cost.py` (a test keeps them equal), with its meaning and
-source in the field's description and in `docs/model.md` 5.6. A `CudaDevice` may carry a
+`ModelConstants()` holds today's values, each with its meaning and source in the field's
+description and in `docs/model.md` 5.6; the constants live here only. A `CudaDevice` may carry a
 fitted record in its `calibration` field (`tilesolve-cli calibrate` writes one into a profile,
-docs/model.md section 15); the CUDA forward cost model reads `model_constants(device)`, which
-is the device's record or these defaults. Without a calibration every answer is bit-identical
-to the model without this record: a default multiplier is exactly 1.0 and every other default
-is the very number the formula used before.
+docs/model.md section 15); every CUDA cost model reads `model_constants(device)`, which is the
+device's record or these defaults, wherever it uses one of them: the FlashAttention forward
+model (fa2, triton, flashinfer, its split-KV combine), the backward models and fa3 (the latency
+chain's mma latency, block start and launch). The fit itself uses only the forward families'
+measurements. Without a calibration every answer is bit-identical to the model without this
+record: a default multiplier is exactly 1.0 and every other default is the very number the
+formulas used before.
 
 The catalog's own figures that a calibration may also refit (`memory.dram_achievable_fraction`,
 `memory.l2_achievable_fraction`, `throughput.mma_sync_efficiency`) stay where they are: a
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
 
 
 class ModelConstants(BaseModel):
-    """Constants of the CUDA forward cost model (fa2 and triton forward families)."""
+    """The free constants of the CUDA cost models (`calibrate` fits them to forward kernels)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -43,7 +45,7 @@ class ModelConstants(BaseModel):
         ge=1,
         le=64,
         description="independent mma tiles and rows one warp interleaves across pipes "
-        "(INSTRUCTION_LEVEL_PARALLELISM; calibrated on FA2's table, model.md 7)",
+        "(calibrated on FA2's table, model.md 7)",
     )
     wgmma_instruction_level_parallelism: float = Field(
         1.0,
@@ -57,34 +59,37 @@ class ModelConstants(BaseModel):
         ge=0,
         le=10_000,
         description="instructions every warp issues per K/V iteration whatever the tile "
-        "(ITERATION_FIXED_INSTRUCTIONS; estimate from FA2's loop structure)",
+        "(loop counter, K/V pointers and predicates, cp.async commit/wait, barriers; estimate "
+        "from FA2's loop structure, model.md 5.1)",
     )
     softmax_chain_cycles: float = Field(
         400.0,
         ge=0,
         le=100_000,
         description="dependent latency of the row max and sum, exp and the cp.async wait in "
-        "one iteration (SOFTMAX_CHAIN_CYCLES; calibrated on FA2's table)",
+        "one iteration (calibrated on FA2's table)",
     )
     mma_latency_cycles: float = Field(
         33.0,
         ge=0,
         le=10_000,
-        description="dependent HMMA.16816.F32 issue-to-result (MMA_LATENCY_CYCLES; "
+        description="dependent HMMA.16816.F32 issue-to-result, per chained k-step of the latency "
+        "chains (forward, flashinfer's warps along KV, backward; "
         "Abdelkhalik et al. 2022)",
     )
     block_start_cycles: float = Field(
         300.0,
         ge=0,
         le=1_000_000,
-        description="start-up of one thread block (cost.BLOCK_START_CYCLES; estimate)",
+        description="start-up of one thread block: CTA launch and the prologue before its first "
+        "load (estimate)",
     )
     kernel_launch_us: float = Field(
         2.5,
         ge=0,
         le=10_000,
-        description="launch and drain of a kernel, added to every time (cost.KERNEL_LAUNCH_US; "
-        "estimate)",
+        description="launch and drain of a kernel, added to every CUDA kernel's time (estimate; "
+        "docs/model.md, 'Launch and start-up')",
     )
 
 
@@ -92,8 +97,7 @@ DEFAULT_MODEL_CONSTANTS = ModelConstants()
 
 
 def model_constants(device: object) -> ModelConstants:
-    """The constants the CUDA forward cost model uses on `device`: its calibration, or the
-    defaults."""
+    """The constants the CUDA cost models use on `device`: its calibration, or the defaults."""
     calibration = getattr(device, "calibration", None)
     return calibration if isinstance(calibration, ModelConstants) else DEFAULT_MODEL_CONSTANTS
 

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
-import numpy.typing as npt
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -36,10 +35,8 @@ from pydantic import (
 
 from .errors import FieldViolation, InvalidRequestError
 from .hardware import CudaDevice, HardwareSpec, SmLimits, load_catalog
-from .space import ceil_div
+from .space import IntArray, ceil_div
 from .violations import violations_from_validation
-
-IntArray = npt.NDArray[np.int64]
 
 _UNLIMITED = np.int64(1 << 40)
 # cudaOccRegAllocationMaxPerThread: the header rejects only more than 256 (the ISA limit is 255).
@@ -78,10 +75,6 @@ class OccupancyArrays:
             (Limiter.BLOCKS, self.limit_blocks[index]),
         ]
         return [name for name, limit in pairs if limit == blocks]
-
-    def primary_limiter(self) -> list[str]:
-        """Each candidate's first limiter as a string (order: warps, registers, smem, blocks)."""
-        return [self.limiters(i)[0].value for i in range(len(self.blocks_per_sm))]
 
 
 def _round_up(x: IntArray, y: IntArray | int) -> IntArray:
@@ -225,7 +218,7 @@ def occupancy(
         carveout_percent,
     )
     blocks = int(arrays.blocks_per_sm[0])
-    warps_per_block = -(-threads_per_block // sm.warp_size_threads)
+    warps_per_block = ceil_div(threads_per_block, sm.warp_size_threads)
     return Occupancy(
         blocks_per_sm=blocks,
         limiters=tuple(arrays.limiters(0)),

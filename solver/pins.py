@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import FieldViolation, InvalidRequestError
-from .families.base import KernelFamily
+from .family import KernelFamily
 from .problem import SolveOptions
 from .space import COMMON_FIELDS, IntArray, Param
 

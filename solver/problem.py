@@ -117,11 +117,11 @@ class AttentionProblem(BaseModel):
         sq, sk = self.seq_len, self.seq_len_kv_eff
         pairs = float(sq) * sk
         if self.causal:
-            pairs = _causal_pairs(sq, sk)
+            pairs = causal_pairs(sq, sk)
         return 2.0 * pairs * (self.head_dim + self.head_dim_v_eff) * self.batch * self.heads
 
 
-def _causal_pairs(sq: int, sk: int) -> float:
+def causal_pairs(sq: int, sk: int) -> float:
     """(query, key) pairs kept by a bottom-right-aligned causal mask (FlashAttention >= 2.1).
 
     Query row r (0-based) sees keys 0 .. r + (sk - sq), clipped to [0, sk].

@@ -6,7 +6,7 @@ import time
 
 from .answer import Candidate, ResourceUse, SolveAnswer, Status
 from .cancel import Cancellation
-from .candidates import CandidateTable, build_table
+from .candidates import CandidateTable, build_candidate_table
 from .constraints import ConstraintKind
 from .errors import (
     DeadlineExceededError,
@@ -17,11 +17,11 @@ from .errors import (
 )
 from .exhaustive import solve_exhaustive
 from .explain import binding_constraints, funnel, infeasibility, notes, reasons
-from .families import families_for, get_family, paged_kv_families
-from .families.split_kv import paging_requested, split_fields
 from .hardware import CATALOG_VERSION, CudaDevice, HardwareSpec, get_hardware
 from .model_constants import calibration_digest
 from .problem import AttentionProblem, Engine, SolveOptions
+from .registry import get_family, paged_kv_families, with_alternatives
+from .split_kv import paging_requested, split_fields
 from .validate import check_config, fresh_times_us, same_time
 
 # 0.2.0: family interface; achievable bandwidth, launch, iteration and window-L2 terms.
@@ -68,8 +68,8 @@ def prepare(
     if family.paged_kv_rule is None and paging_requested(options):
         violations.append(_no_paged_path(family.name, problem, spec, options))
     if violations:
-        raise InvalidRequestError(_with_alternatives(violations, problem, spec))
-    return build_table(family, spec, problem, options)
+        raise InvalidRequestError(with_alternatives(violations, problem, spec))
+    return build_candidate_table(family, spec, problem, options)
 
 
 def _no_paged_path(
@@ -80,22 +80,6 @@ def _no_paged_path(
     which = f"families with one here: {', '.join(paged)}" if paged else "no family here has one"
     field = "parameter_pins" if "page_size" in options.parameter_pins else "choose_page_size"
     return FieldViolation(field, f"page_size: kernel {name!r} has no paged-KV path; {which}")
-
-
-def _with_alternatives(
-    violations: list[FieldViolation], problem: AttentionProblem, spec: HardwareSpec
-) -> list[FieldViolation]:
-    """A refusal of the problem by the family says which families would run it here."""
-    others = families_for(problem, spec)
-    if not others:
-        return violations
-    hint = f" (families that run this problem on {spec.name}: {', '.join(others)})"
-    return [
-        FieldViolation(v.field, v.description + hint)
-        if v.field in ("kernel", "dtype", "head_dim", "head_dim_v")
-        else v
-        for v in violations
-    ]
 
 
 def _candidate(table: CandidateTable, i: int, rank: int, winner: int) -> Candidate:

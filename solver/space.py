@@ -17,7 +17,10 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
+# Columns over the candidates: every constraint, resource and cost model reads and writes these.
 IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
 
 # The tile fields every candidate carries, whichever parameters its family declares (null on
 # the wire where a family has none of them, e.g. num_warps on Ascend).
@@ -115,6 +118,10 @@ class ConfigArrays:
 
     def __contains__(self, name: object) -> bool:
         return name in self.columns
+
+    def get(self, name: str) -> IntArray | None:
+        """A parameter's column, or None where the space does not declare it."""
+        return self.columns.get(name)
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from .candidates import evaluation
-from .families.base import KernelFamily
+from .family import KernelFamily
 from .hardware import HardwareSpec
 from .problem import AttentionProblem, SolveOptions
 from .space import COMMON_FIELDS, Config, ConfigArrays

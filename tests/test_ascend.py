@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -21,14 +22,15 @@ from tilesolve.solver import (
     AttentionProblem,
     Config,
     InvalidRequestError,
+    SolveAnswer,
     SolveOptions,
     estimate_memory,
     get_hardware,
     parse_hardware,
     solve,
 )
-from tilesolve.solver.candidates import build_table
-from tilesolve.solver.families import find_family
+from tilesolve.solver.candidates import build_candidate_table
+from tilesolve.solver.registry import find_family
 from tilesolve.solver.validate import check_config
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
@@ -210,7 +212,7 @@ def test_validator_agrees_with_the_table(hardware: str, problem: AttentionProble
     """`check` (scalar, independent) and the constraint objects accept the same configurations."""
     family = _family()
     hw = get_hardware(hardware)
-    table = build_table(family, hw, problem, SolveOptions())
+    table = build_candidate_table(family, hw, problem, SolveOptions())
     for i in range(len(table)):
         config = table.cfg.config(i)
         broken = check_config(family, hw, problem, SolveOptions(), config)
@@ -287,17 +289,10 @@ def test_padding_waste_is_a_modelled_cost_without_the_flag() -> None:
 # ---- CP-SAT and exhaustive agree ---------------------------------------------------------------
 
 
-def _ranking(problem: AttentionProblem, hardware: str, options: SolveOptions, engine: str) -> Any:
-    answer = solve(
-        problem, hardware, SolveOptions.model_validate({**options.model_dump(), "engine": engine})
-    )
-    tiles = [(tuple(sorted(c.parameters.items())), c.predicted_time_us) for c in answer.candidates]
-    conflict = answer.infeasibility.padding if answer.infeasibility else None
-    return answer.status, tiles, answer.feasible_count, conflict
-
-
 @pytest.mark.parametrize("seed", range(3))
-def test_cpsat_equals_exhaustive_on_random_ascend_problems(seed: int) -> None:
+def test_cpsat_equals_exhaustive_on_random_ascend_problems(
+    seed: int, compare_engines: Callable[..., SolveAnswer | None]
+) -> None:
     rng = np.random.default_rng(100 + seed)
     compared = infeasible = 0
     for _ in range(12):
@@ -324,10 +319,10 @@ def test_cpsat_equals_exhaustive_on_random_ascend_problems(seed: int) -> None:
             require_divisible=bool(rng.random() < 0.2),
             parameter_pins=pins,
         )
-        cpsat = _ranking(problem, hardware, options, "cpsat")
-        assert cpsat == _ranking(problem, hardware, options, "exhaustive"), (problem, options)
+        answer = compare_engines(problem, hardware, options)
+        assert answer is not None
         compared += 1
-        infeasible += cpsat[0] == "infeasible"
+        infeasible += answer.status == "infeasible"
     assert compared == 12 and infeasible >= 1
 
 

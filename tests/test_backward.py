@@ -8,7 +8,7 @@ validated), CP-SAT against the exhaustive oracle, and the shipped tiles for feas
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +21,9 @@ from tilesolve.client.cli import main
 from tilesolve.solver import (
     AttentionProblem,
     Config,
-    Engine,
     InvalidRequestError,
     Phase,
+    SolveAnswer,
     SolveOptions,
     estimate_memory,
     get_hardware,
@@ -31,9 +31,9 @@ from tilesolve.solver import (
     solve,
     unregister,
 )
-from tilesolve.solver.families import find_family
-from tilesolve.solver.families.cuda_backward import BACKWARD_MAX_SPILL_REGS, backward_flops
-from tilesolve.solver.memory import floor_sum, q_rows_read
+from tilesolve.solver.apps.memory import floor_sum, q_rows_read
+from tilesolve.solver.families.cuda.backward import BACKWARD_MAX_SPILL_REGS, backward_flops
+from tilesolve.solver.registry import find_family
 from tilesolve.solver.validate import check_config
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
@@ -263,19 +263,11 @@ def test_the_inner_layout_choice_is_validated_and_pinnable() -> None:
 # ---- engines --------------------------------------------------------------------------------
 
 
-def _ranking(problem: AttentionProblem, hardware: str, options: SolveOptions, engine: str) -> Any:
-    answer = solve(problem, hardware, options.model_copy(update={"engine": Engine(engine)}))
-    why = answer.infeasibility
-    return (
-        answer.status.value,
-        [(c.parameters, round(c.predicted_time_us, 6)) for c in answer.candidates],
-        None if why is None else sorted(why.conflicting_constraints),
-    )
-
-
 @pytest.mark.parametrize("kernel", ["fa2", "triton"])
 @pytest.mark.parametrize("hardware", ["a100-80gb", "h100-sxm", "rtx-4090", "l4"])
-def test_cpsat_equals_exhaustive_on_random_backward_problems(kernel: str, hardware: str) -> None:
+def test_cpsat_equals_exhaustive_on_random_backward_problems(
+    kernel: str, hardware: str, compare_engines: Callable[..., SolveAnswer | None]
+) -> None:
     rng = np.random.default_rng(16 + len(hardware))
     for i in range(6):
         heads = int(rng.choice([8, 16, 32]))
@@ -298,9 +290,7 @@ def test_cpsat_equals_exhaustive_on_random_backward_problems(kernel: str, hardwa
         if i == 5:
             extra["max_smem"] = 1000  # infeasible: the conflict must agree too
         options = SolveOptions(kernel=kernel, top_k=5, **extra)
-        assert _ranking(problem, hardware, options, "cpsat") == _ranking(
-            problem, hardware, options, "exhaustive"
-        )
+        compare_engines(problem, hardware, options)
 
 
 # ---- the CLI: --json, --phase both, bad input -------------------------------------------------

@@ -12,13 +12,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tilesolve import wire
 from tilesolve.client.measurements import write_measurements
 from tilesolve.server.cache import request_key
-from tilesolve.solver import AttentionProblem, CudaDevice, SolveOptions, cost, get_hardware, solve
-from tilesolve.solver.calibrate import (
+from tilesolve.solver import AttentionProblem, CudaDevice, Phase, SolveOptions, get_hardware, solve
+from tilesolve.solver.apps.calibrate import (
     FREE_CONSTANT_NAMES,
     MIN_ROWS_PER_CONSTANT,
     calibrate,
@@ -26,10 +27,12 @@ from tilesolve.solver.calibrate import (
     synthetic_measurements,
     with_constants,
 )
-from tilesolve.solver.families import cuda_forward
-from tilesolve.solver.measured import Measurement, Shape, Tile, predict_shape, sample_tiles
-from tilesolve.solver.model_constants import DEFAULT_MODEL_CONSTANTS, ModelConstants
+from tilesolve.solver.apps.measured import Measurement, Shape, Tile, predict_shape, sample_tiles
+from tilesolve.solver.candidates import build_candidate_table
+from tilesolve.solver.model_constants import ModelConstants
+from tilesolve.solver.registry import get_family
 from tilesolve.solver.solve import MODEL_VERSION, model_version
+from tilesolve.solver.space import ConfigArrays
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
@@ -72,15 +75,89 @@ def synthetic() -> list[Measurement]:
 # ---- the record of constants -------------------------------------------------------------
 
 
-def test_defaults_are_the_module_constants() -> None:
-    d = DEFAULT_MODEL_CONSTANTS
-    assert d.instruction_level_parallelism == cuda_forward.INSTRUCTION_LEVEL_PARALLELISM
-    assert d.iteration_fixed_instructions == cuda_forward.ITERATION_FIXED_INSTRUCTIONS
-    assert d.softmax_chain_cycles == cuda_forward.SOFTMAX_CHAIN_CYCLES
-    assert d.mma_latency_cycles == cuda_forward.MMA_LATENCY_CYCLES
-    assert d.block_start_cycles == cost.BLOCK_START_CYCLES
-    assert d.kernel_launch_us == cost.KERNEL_LAUNCH_US
-    assert d.matrix_efficiency == 1.0 and d.wgmma_instruction_level_parallelism == 1.0
+# Each constant perturbed alone, and the CUDA registrations whose answers it must move (every
+# use reached): the forward model's own constants move the FlashAttention forward families
+# (and their split-KV decode); the mma latency also the backward chains; block start and launch
+# every CUDA model, fa3 and the split-KV combine included. The others must not move.
+PERTURBED = {
+    "matrix_efficiency": 0.8,
+    "instruction_level_parallelism": 4.0,
+    "wgmma_instruction_level_parallelism": 2.0,
+    "iteration_fixed_instructions": 80.0,
+    "softmax_chain_cycles": 600.0,
+    "mma_latency_cycles": 50.0,
+    "block_start_cycles": 600.0,
+    "kernel_launch_us": 5.0,
+}
+FORWARD = {"matrix_efficiency", "instruction_level_parallelism", "iteration_fixed_instructions"}
+FORWARD |= {"softmax_chain_cycles", "mma_latency_cycles", "block_start_cycles"}
+FORWARD |= {"kernel_launch_us"}
+READS = {
+    ("fa2", "forward"): FORWARD,
+    ("triton", "forward"): FORWARD | {"wgmma_instruction_level_parallelism"},
+    ("flashinfer", "forward"): FORWARD,
+    ("fa2", "decode"): FORWARD,
+    ("flashinfer", "decode"): FORWARD,
+    ("fa3", "forward"): {"block_start_cycles", "kernel_launch_us"},
+    ("fa3", "decode"): {"block_start_cycles", "kernel_launch_us"},
+    ("fa2", "backward"): {"mma_latency_cycles", "block_start_cycles", "kernel_launch_us"},
+    ("triton", "backward"): {"mma_latency_cycles", "block_start_cycles", "kernel_launch_us"},
+}
+
+
+def _case(phase: str) -> AttentionProblem:
+    if phase == "decode":
+        return AttentionProblem(
+            batch=2, heads=32, kv_heads=8, seq_len=1, seq_len_kv=8192, head_dim=128, phase=phase
+        )
+    return AttentionProblem(batch=2, heads=16, seq_len=2048, head_dim=128, phase=phase)
+
+
+@pytest.mark.parametrize("key", sorted(READS), ids="-".join)
+def test_a_calibrated_constant_reaches_every_use(key: tuple[str, str]) -> None:
+    """A device calibrated with one constant changed moves the times of exactly the families
+    that read it (flashinfer's, fa3's, the backward's and the combine's uses included; they
+    read module copies of the defaults before)."""
+    name, phase = key
+    spec = get_hardware("h100-sxm")
+    assert isinstance(spec, CudaDevice)
+    problem = _case(phase)
+    family = get_family(name, problem.phase, spec)
+    base = build_candidate_table(family, spec, problem, SolveOptions()).perf.time_us
+    moved = set()
+    for field, value in PERTURBED.items():
+        calibrated = spec.model_copy(update={"calibration": ModelConstants(**{field: value})})
+        times = build_candidate_table(family, calibrated, problem, SolveOptions()).perf.time_us
+        if not np.array_equal(times, base):
+            moved.add(field)
+    assert moved == READS[key]
+
+
+def test_flashinfer_subtracts_the_calibrated_mma_latency() -> None:
+    """Warps along KV each run the dependent chain over their own slice of the keys: the
+    forward chain counts d + block_n k-steps, and flashinfer takes off block_n (1 - 1/warps_kv)
+    of them at the device's mma latency, so with that latency calibrated to 0 nothing is taken
+    off (it used to subtract the default 33 cycles from a calibrated chain)."""
+    spec = get_hardware("a100-80gb")
+    assert isinstance(spec, CudaDevice)
+    family: Any = get_family("flashinfer", Phase.FORWARD, spec)
+    problem = AttentionProblem(seq_len=2048, head_dim=128)
+    cfg = family.kernel_view(
+        ConfigArrays(
+            {
+                "warps_kv": np.array([1, 2, 4]),
+                "mma_q": np.array([1, 1, 1]),
+                "mma_kv": np.array([2, 2, 2]),
+            }
+        )
+    )
+    for latency in (0.0, 33.0, 66.0):
+        device = spec.model_copy(update={"calibration": ModelConstants(mma_latency_cycles=latency)})
+        chain = np.asarray(family.kernel_extras(cfg, problem, device).chain_cycles)
+        bn = cfg.block_n.astype(np.float64)
+        expected = -latency * (bn - bn / cfg["warps_kv"]) / 16
+        assert np.array_equal(chain, expected)
+    assert chain[0] == 0.0 and chain[2] < chain[1] < 0.0
 
 
 def test_a_catalog_device_dumps_without_calibration_and_keeps_the_model_version() -> None:
@@ -344,7 +421,7 @@ def test_a_profile_of_another_model_or_a_broken_one_is_refused(
 def profile_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     rows = synthetic_measurements(SHAPES, _tiles, TRUTH, noise=0.02, seed=3)
     result = calibrate(rows, "h200")
-    from tilesolve.solver.calibrate import profile_of
+    from tilesolve.solver.apps.calibrate import profile_of
 
     path = tmp_path_factory.mktemp("profile") / "h200.json"
     path.write_text(json.dumps(profile_of(result, "triton", {"file": "x"}).model_dump(mode="json")))

@@ -1,12 +1,16 @@
-"""CP-SAT and the exhaustive oracle return the same ranked top-k on hundreds of problems."""
+"""CP-SAT and the exhaustive oracle return the same ranked top-k on hundreds of problems,
+for every registered family (tests/conftest.py: `compare_engines`, `registered`)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 
-from tilesolve.solver import AttentionProblem, SolveOptions, solve
-from tilesolve.solver.errors import InvalidRequestError
+from tilesolve.solver import AttentionProblem, SolveAnswer, SolveOptions, get_hardware
+
+from conftest import FamilyCase
 
 FA2_HARDWARE = ["a100-80gb", "a100-40gb", "h100-sxm", "h200", "l4", "rtx-4090", "a10", "l40s"]
 HEAD_DIMS = [32, 40, 64, 80, 96, 128, 160, 192, 256]
@@ -39,33 +43,24 @@ def random_request(rng: np.random.Generator) -> tuple[AttentionProblem, str, Sol
     return problem, str(rng.choice(FA2_HARDWARE)), options
 
 
-def ranking(problem: AttentionProblem, hardware: str, options: SolveOptions, engine: str) -> tuple:
-    answer = solve(
-        problem, hardware, SolveOptions.model_validate({**options.model_dump(), "engine": engine})
-    )
-    # every decision variable of the family, by name, not only the common tile fields
-    tiles = [(tuple(sorted(c.parameters.items())), c.predicted_time_us) for c in answer.candidates]
-    return answer.status, tiles, answer.feasible_count, answer.infeasibility
-
-
 @pytest.mark.parametrize("seed", range(6))
-def test_cpsat_equals_exhaustive_on_random_fa2_problems(seed: int) -> None:
+def test_cpsat_equals_exhaustive_on_random_fa2_problems(
+    seed: int, compare_engines: Callable[..., SolveAnswer | None]
+) -> None:
     rng = np.random.default_rng(seed)
     compared = 0
     for _ in range(50):
         problem, hardware, options = random_request(rng)
-        try:
-            cpsat = ranking(problem, hardware, options, "cpsat")
-        except InvalidRequestError:
-            continue  # e.g. head_dim 40 is fine for fa2, but some draws are not
-        exhaustive = ranking(problem, hardware, options, "exhaustive")
-        assert cpsat[:3] == exhaustive[:3], (problem, hardware, options)
-        compared += 1
+        # e.g. head_dim 40 is fine for fa2, but some draws are not
+        if compare_engines(problem, hardware, options, "none", allow_invalid=True):
+            compared += 1
     assert compared >= 40
 
 
 @pytest.mark.parametrize("hardware", ["v100", "t4", "a100-80gb", "h100-sxm"])
-def test_cpsat_equals_exhaustive_for_triton(hardware: str) -> None:
+def test_cpsat_equals_exhaustive_for_triton(
+    hardware: str, compare_engines: Callable[..., SolveAnswer | None]
+) -> None:
     rng = np.random.default_rng(7)
     for _ in range(8):
         problem = AttentionProblem(
@@ -75,7 +70,28 @@ def test_cpsat_equals_exhaustive_for_triton(hardware: str) -> None:
             head_dim=int(rng.choice([32, 64, 96, 128])),
             causal=bool(rng.random() < 0.5),
         )
-        options = SolveOptions(kernel="triton", top_k=5)
-        assert ranking(problem, hardware, options, "cpsat") == ranking(
-            problem, hardware, options, "exhaustive"
-        )
+        compare_engines(problem, hardware, SolveOptions(kernel="triton", top_k=5))
+
+
+@pytest.mark.parametrize("variant", ["plain", "pinned", "capped", "divisible"])
+def test_cpsat_equals_exhaustive_for_every_registered_family(
+    registered: FamilyCase, variant: str, compare_engines: Callable[..., SolveAnswer | None]
+) -> None:
+    """Each registration (tests/conftest.py: `registered`) ranks alike with both engines: as
+    asked, with the winner's first parameter pinned to another value of its domain, with a
+    shared-memory cap and two blocks per SM, and with seq_len divisibility (infeasible for
+    many)."""
+    options = SolveOptions(kernel=registered.name, top_k=5, choose_page_size=registered.paged)
+    hardware, problem = registered.hardware, registered.problem
+    if variant == "pinned":
+        params = registered.family.request_params(problem, get_hardware(hardware), options)
+        first = next(p for p in params if p.pinnable and len(p.domain) > 1)
+        best = compare_engines(problem, hardware, options)
+        assert best is not None and best.candidates
+        other = next(v for v in first.domain if v != best.candidates[0].parameters[first.name])
+        options = options.model_copy(update={"parameter_pins": {first.name: other}})
+    elif variant == "capped":
+        options = options.model_copy(update={"max_smem": 48 * 1024, "min_blocks_per_sm": 2})
+    elif variant == "divisible":
+        options = options.model_copy(update={"require_divisible": True})
+    compare_engines(problem, hardware, options)

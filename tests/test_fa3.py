@@ -7,6 +7,7 @@ hand-worked resources and costs; the published throughput as a check of the pred
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from tilesolve.solver import (
     AttentionProblem,
     Config,
     InvalidRequestError,
+    SolveAnswer,
     SolveOptions,
     estimate_memory,
     get_hardware,
@@ -26,11 +28,12 @@ from tilesolve.solver import (
     simulate,
     solve,
 )
-from tilesolve.solver.candidates import build_table
-from tilesolve.solver.families import find_family
-from tilesolve.solver.families.fa3 import FlashAttention3
-from tilesolve.solver.families.fa3_cost import ITERATION_FIXED_CYCLES
+from tilesolve.solver.candidates import build_candidate_table
+from tilesolve.solver.families.fa3.cost import ITERATION_FIXED_CYCLES
+from tilesolve.solver.families.fa3.forward import FlashAttention3
+from tilesolve.solver.families.fa3.resources import register_split
 from tilesolve.solver.hardware import CudaDevice
+from tilesolve.solver.registry import find_family
 from tilesolve.solver.validate import check_config
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
@@ -233,21 +236,13 @@ def test_how_many_shipped_tiles_rank_in_the_top_3() -> None:
 # ---- CP-SAT = exhaustive ---------------------------------------------------------------------
 
 
-def _ranking(problem: AttentionProblem, hardware: str, options: SolveOptions, engine: str) -> Any:
-    answer = solve(
-        problem, hardware, SolveOptions.model_validate({**options.model_dump(), "engine": engine})
-    )
-    tiles = [(tuple(sorted(c.parameters.items())), c.predicted_time_us) for c in answer.candidates]
-    why = answer.infeasibility
-    core = sorted(why.conflicting_constraints) if why else None
-    return answer.status, tiles, answer.feasible_count, core
-
-
 PROBLEMS_PER_SEED = 20
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_cpsat_equals_exhaustive_on_random_fa3_problems(seed: int) -> None:
+def test_cpsat_equals_exhaustive_on_random_fa3_problems(
+    seed: int, compare_engines: Callable[..., SolveAnswer | None]
+) -> None:
     rng = np.random.default_rng(100 + seed)
     compared = infeasible = 0
     for _ in range(PROBLEMS_PER_SEED):
@@ -277,10 +272,10 @@ def test_cpsat_equals_exhaustive_on_random_fa3_problems(seed: int) -> None:
             parameter_pins={"p_in_smem": 1} if 0.45 <= roll < 0.55 else {},
         )
         hardware = str(rng.choice(["h100-sxm", "h100-pcie", "h200"]))
-        cpsat = _ranking(problem, hardware, options, "cpsat")
-        assert cpsat == _ranking(problem, hardware, options, "exhaustive"), (problem, options)
+        answer = compare_engines(problem, hardware, options)
+        assert answer is not None
         compared += 1
-        infeasible += cpsat[0] == "infeasible"
+        infeasible += answer.status == "infeasible"
     assert compared == PROBLEMS_PER_SEED and 0 < infeasible < compared, infeasible
 
 
@@ -310,10 +305,13 @@ def test_an_infeasible_fa3_request_explains_itself() -> None:
 def test_fa3_elsewhere_than_cc_9_is_refused_naming_what_runs_there(
     capsys: pytest.CaptureFixture[str], hardware: str, runs_there: str
 ) -> None:
+    """The families that run the problem are named once (the refusal used to print them
+    twice: fa3's own hint, then the solver's)."""
     code = main(["solve", "--hardware", hardware, "--kernel", "fa3", *SHAPE, "--head-dim", "128"])
     err = capsys.readouterr().err
     assert code == 2 and "error: kernel:" in err and "compute capability 9.0" in err
-    assert f"families that run on {hardware}: {runs_there}" in err
+    assert f"families that run this problem on {hardware}: {runs_there}" in err
+    assert err.count("families that run") == 1
 
 
 def test_fa3_on_an_ascend_device_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
@@ -357,7 +355,7 @@ def test_unsupported_problems_exit_2_with_the_rule(
 
 def test_the_dropout_refusal_names_the_families_with_dropout() -> None:
     problem = AttentionProblem(seq_len=4096, head_dim=128, dropout=0.1)
-    with pytest.raises(InvalidRequestError, match="other families that run on h100-sxm: fa2"):
+    with pytest.raises(InvalidRequestError, match="run this problem on h100-sxm: fa2, triton\\)"):
         solve(problem, "h100-sxm")  # fa3, the default here, has no dropout
     assert solve(problem, "h100-sxm", SolveOptions(kernel="fa2")).candidates
 
@@ -382,7 +380,9 @@ def _table(problem: AttentionProblem, **pins: int) -> Any:
     """The candidate table with only the rows that match `pins` (every other row removed)."""
     family = find_family("fa3")
     assert family is not None
-    table = build_table(family, get_hardware("h100-sxm"), problem, SolveOptions(kernel="fa3"))
+    table = build_candidate_table(
+        family, get_hardware("h100-sxm"), problem, SolveOptions(kernel="fa3")
+    )
     keep = np.ones(len(table), dtype=bool)
     for name, value in pins.items():
         keep &= table.cfg[name] == value
@@ -429,11 +429,9 @@ def test_shared_memory_and_registers_by_hand() -> None:
     table = _table(paper_problem(64, "fp8", False), block_m=192, block_n=160)
     assert table.res.smem_o_pad[0] == 192 * 64 * 2 - 2 * 160 * 64 == 4096
     # the setmaxnreg split: (512 - 24) / W rounded down to 8, at most 248
-    family = find_family("fa3")
-    assert isinstance(family, FlashAttention3)
     device = get_hardware("h100-sxm")
     assert isinstance(device, CudaDevice)
-    _, producer, consumer = family.register_split(np.array([1, 2, 3]), device)
+    _, producer, consumer = register_split(np.array([1, 2, 3]), device)
     assert consumer.tolist() == [248, 240, 160] and producer.tolist() == [24, 24, 24]
 
 

@@ -17,22 +17,23 @@ from tilesolve.client.cli import main
 from tilesolve.solver import (
     AttentionProblem,
     Config,
-    Phase,
     SolveOptions,
     get_hardware,
     register,
     solve,
     unregister,
 )
-from tilesolve.solver.candidates import build_table, evaluation, ordered_constraints
+from tilesolve.solver.apps.heatmap import heatmap_grid
+from tilesolve.solver.candidates import build_candidate_table, evaluation, ordered_constraints
 from tilesolve.solver.constraints import ConstraintKind
-from tilesolve.solver.families import family_names, find_family, get_family, registrations
-from tilesolve.solver.heatmap import heatmap_grid
+from tilesolve.solver.registry import family_names, get_family, registrations
+from tilesolve.solver.solve import prepare
 from tilesolve.solver.space import COMMON_FIELDS
 from tilesolve.solver.validate import check_config
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
+from conftest import FamilyCase, derived_case
 from toy_family import ToyFamily, toy_expectations
 
 PROBLEM = AttentionProblem(batch=2, heads=8, seq_len=1024, head_dim=64)
@@ -135,99 +136,30 @@ def test_toy_family_over_grpc(toy: ToyFamily, stub: pb_grpc.TileSolveServiceStub
 
 # ---- every registered family satisfies the interface ----------------------------------------
 
-# A device and problem each registration (family name, phase) runs on; a paged KV cache
-# (choose_page_size) for the families with a paged path, so that every constraint has rules.
-DECODE = Phase.DECODE
-FAMILY_CASES: dict[tuple[str, Phase], tuple[str, AttentionProblem, bool]] = {
-    ("fa2", Phase.FORWARD): (
-        "a100-80gb",
-        AttentionProblem(batch=2, heads=8, seq_len=2050, head_dim=128),
-        False,
-    ),
-    ("triton", Phase.FORWARD): (
-        "h100-sxm",
-        AttentionProblem(batch=2, heads=8, seq_len=3000, head_dim=96),
-        False,
-    ),
-    ("fa2", Phase.BACKWARD): (
-        "a100-80gb",
-        AttentionProblem(batch=2, heads=8, seq_len=2050, head_dim=128, phase="backward"),
-        False,
-    ),
-    ("triton", Phase.BACKWARD): (
-        "h100-sxm",
-        AttentionProblem(batch=2, heads=8, seq_len=3000, head_dim=96, phase="backward"),
-        False,
-    ),
-    ("ascend", Phase.FORWARD): (
-        "ascend-910b",
-        AttentionProblem(batch=2, heads=8, seq_len=2050, head_dim=256),
-        False,
-    ),
-    ("fa3", Phase.FORWARD): (
-        "h100-sxm",
-        AttentionProblem(batch=2, heads=8, seq_len=3000, head_dim=128),
-        False,
-    ),
-    ("flashinfer", Phase.FORWARD): (
-        "a100-80gb",
-        AttentionProblem(batch=2, heads=8, kv_heads=2, seq_len=200, seq_len_kv=5000, head_dim=128),
-        True,
-    ),
-    ("fa2", DECODE): (
-        "h100-sxm",
-        AttentionProblem(
-            batch=3, heads=32, kv_heads=8, seq_len=1, seq_len_kv=9000, head_dim=128, phase=DECODE
-        ),
-        True,
-    ),
-    ("flashinfer", DECODE): (
-        "l4",
-        AttentionProblem(
-            batch=2, heads=16, kv_heads=4, seq_len=1, seq_len_kv=4100, head_dim=64, phase=DECODE
-        ),
-        True,
-    ),
-    ("fa3", DECODE): (
-        "h100-sxm",
-        AttentionProblem(
-            batch=3, heads=32, kv_heads=8, seq_len=1, seq_len_kv=9000, head_dim=128, phase=DECODE
-        ),
-        True,
-    ),
-    ("ascend", DECODE): (
-        "ascend-910b",
-        AttentionProblem(
-            batch=2, heads=16, kv_heads=4, seq_len=2, seq_len_kv=5000, head_dim=128, phase=DECODE
-        ),
-        True,
-    ),
-}
-CASE_KEYS = sorted(FAMILY_CASES, key=lambda key: (key[0], key[1].value))
+# Each test below runs once per registration (tests/conftest.py: `registered`), so that a new
+# family is tested by registering it.
 
 
-def _case_id(key: tuple[str, Phase]) -> str:
-    return f"{key[0]}-{key[1].value}"
+def test_built_in_families_are_registered(registered: FamilyCase) -> None:
+    assert registered.name in family_names()
+    family = registered.family
+    assert family.phase is registered.phase and registered.problem.phase is registered.phase
 
 
-@pytest.mark.parametrize("key", CASE_KEYS, ids=_case_id)
-def test_built_in_families_are_registered(key: tuple[str, Phase]) -> None:
-    name, phase = key
-    assert name in family_names()
-    family = find_family(name, phase)
-    assert family is not None and family.phase is phase and FAMILY_CASES[key][1].phase is phase
+def test_every_registered_family_gets_a_case_from_the_catalog() -> None:
+    """A registration without a chosen case still gets one: a catalog device and a probe
+    problem it runs (so a new family needs no edit here to be tested)."""
+    for name, phase in registrations():
+        case = derived_case(name, phase)
+        assert case is not None, (name, phase)
+        family = case.family
+        assert not family.problem_violations(case.problem, get_hardware(case.hardware))
 
 
-def test_every_registered_family_has_a_case() -> None:
-    assert {key for key in registrations() if key[0] != "toy"} == set(FAMILY_CASES)
-
-
-@pytest.mark.parametrize("key", CASE_KEYS, ids=_case_id)
-def test_family_satisfies_the_interface(key: tuple[str, Phase]) -> None:
-    name, phase = key
-    hardware_name, problem, paged = FAMILY_CASES[key]
-    hardware = get_hardware(hardware_name)
-    family = get_family(name, phase, hardware)
+def test_family_satisfies_the_interface(registered: FamilyCase) -> None:
+    name, problem, paged = registered.name, registered.problem, registered.paged
+    hardware = get_hardware(registered.hardware)
+    family = get_family(name, registered.phase, hardware)
     assert family.problem_violations(problem, hardware) == []
     # every user constraint switched on, so each has rules to state
     options = SolveOptions(kernel=name, max_smem=96 * 1024, min_blocks_per_sm=1)
@@ -255,7 +187,7 @@ def test_family_satisfies_the_interface(key: tuple[str, Phase]) -> None:
         assert c.detail(ev, 0)
     # every resource reported with a capacity; cost positive and finite
     assert all(u.capacity > 0 and u.unit for u in ev.res.uses(0))
-    table = build_table(family, hardware, problem, options)
+    table = build_candidate_table(family, hardware, problem, options)
     assert np.all(np.isfinite(table.perf.time_us)) and np.all(table.perf.time_us > 0)
     assert np.all(np.isfinite(table.perf.tflops)) and len(table.perf.bottleneck) == len(table)
     for values in table.perf.figures.values():
@@ -284,3 +216,24 @@ def test_a_parameter_that_cannot_be_pinned_is_refused(toy: ToyFamily) -> None:
     assert violation.field == "parameter_pins"
     assert "chunks of toy cannot be pinned" in violation.description
     assert "pinnable: block_m" in violation.description
+
+
+def test_the_validator_agrees_with_the_table(registered: FamilyCase) -> None:
+    """check_config states each family's rules apart from the table and the constraint
+    objects: every configuration the table finds feasible passes it, and every one the table
+    rejects breaks a rule it names (a sample spread over the space, user caps switched on)."""
+    hardware = get_hardware(registered.hardware)
+    options = SolveOptions(
+        kernel=registered.name,
+        max_smem=64 * 1024,
+        min_blocks_per_sm=1,
+        choose_page_size=registered.paged,
+    )
+    table = prepare(registered.problem, hardware, options)
+    request = (table.family, hardware, registered.problem, options)
+    for feasible in (True, False):
+        indices = np.flatnonzero(table.feasible == feasible)
+        assert len(indices), f"no {'feasible' if feasible else 'infeasible'} configuration"
+        for i in indices[:: max(1, len(indices) // 40)]:
+            broken = check_config(*request, table.cfg.config(int(i)))
+            assert (broken == []) is feasible, (table.label(int(i)), broken)

@@ -22,9 +22,10 @@ from tilesolve.solver import (
     get_hardware,
     solve,
 )
-from tilesolve.solver.candidates import build_table, evaluation
-from tilesolve.solver.families import get_family
-from tilesolve.solver.families.flashinfer import FlashInfer, decode_layout
+from tilesolve.solver.candidates import build_candidate_table, evaluation
+from tilesolve.solver.families.flashinfer.decode_kernel import decode_layout
+from tilesolve.solver.families.flashinfer.forward import FlashInfer
+from tilesolve.solver.registry import get_family
 from tilesolve.solver.space import Config, ConfigArrays
 from tilesolve.solver.validate import check_config
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
@@ -321,7 +322,7 @@ def test_every_candidate_passes_the_validator() -> None:
     )
     options = SolveOptions(kernel="flashinfer", choose_page_size=True)
     family = get_family("flashinfer", Phase.DECODE, spec)
-    table = build_table(family, spec, p, options)
+    table = build_candidate_table(family, spec, p, options)
     ev = evaluation(family, spec, p, options)
     assert len(ev.cfg) == len(table)
     for i in table.ranked_feasible()[:40]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from tilesolve.solver import AttentionProblem, Phase, SolveOptions, get_hardware
-from tilesolve.solver.candidates import build_table
-from tilesolve.solver.families import get_family
+from tilesolve.solver.candidates import build_candidate_table
 from tilesolve.solver.ip_model import TileProgram
+from tilesolve.solver.registry import get_family
 
 PROBLEM = AttentionProblem(batch=4, heads=16, seq_len=4096, head_dim=128)
 
@@ -15,7 +15,7 @@ PROBLEM = AttentionProblem(batch=4, heads=16, seq_len=4096, head_dim=128)
 def _table(options: SolveOptions, kernel: str = "fa2") -> object:
     hardware = get_hardware("a100-80gb")
     family = get_family(kernel, Phase.FORWARD, hardware)
-    return build_table(family, hardware, PROBLEM, options)
+    return build_candidate_table(family, hardware, PROBLEM, options)
 
 
 def test_tiles_are_the_legal_rows_in_ranking_order() -> None:

@@ -32,7 +32,7 @@ from tilesolve.solver import (
     get_hardware,
     memory_sweep,
 )
-from tilesolve.solver.memory import floor_sum, kv_rows_read
+from tilesolve.solver.apps.memory import floor_sum, kv_rows_read
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 

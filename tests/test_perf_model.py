@@ -1,5 +1,5 @@
 """The cost model's shared helpers (solver/cost.py) and the CUDA forward cost
-(solver/families/cuda_forward.py), each against figures worked out by hand."""
+(solver/families/cuda/forward.py), each against figures worked out by hand."""
 
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ from tilesolve.solver import (
     get_hardware,
     solve,
 )
-from tilesolve.solver.candidates import build_table
+from tilesolve.solver.candidates import build_candidate_table
 from tilesolve.solver.cost import (
-    KERNEL_LAUNCH_US,
     KV_WINDOW_TILES,
     LSE_BYTES_PER_ROW,
     forward_hbm_bytes,
@@ -24,7 +23,8 @@ from tilesolve.solver.cost import (
     padding_waste,
     wave_schedule,
 )
-from tilesolve.solver.families import get_family
+from tilesolve.solver.model_constants import DEFAULT_MODEL_CONSTANTS
+from tilesolve.solver.registry import get_family
 
 
 def _ints(*values: int) -> np.ndarray:
@@ -99,14 +99,14 @@ def test_cuda_forward_time_respects_its_floors(hardware: str, causal: bool) -> N
     spec = get_hardware(hardware)
     assert isinstance(spec, CudaDevice)
     p = AttentionProblem(batch=4, heads=16, seq_len=4096, head_dim=128, causal=causal)
-    table = build_table(get_family("fa2", Phase.FORWARD, spec), spec, p, SolveOptions())
+    table = build_candidate_table(get_family("fa2", Phase.FORWARD, spec), spec, p, SolveOptions())
     seconds = table.perf.time_us * 1e-6
     bandwidth = spec.memory.dram_bandwidth_gb_per_s * 1e9
     assert np.all(table.perf.hbm_bytes / seconds <= bandwidth * (1 + 1e-9))
     assert np.all(table.perf.tflops <= spec.throughput.tensor_fp16_dense_tflops)
     assert np.all((table.perf.overlap >= 0) & (table.perf.overlap <= 1))
     if causal:
-        full = build_table(
+        full = build_candidate_table(
             get_family("fa2", Phase.FORWARD, spec),
             spec,
             p.model_copy(update={"causal": False}),
@@ -140,8 +140,9 @@ LAUNCH_CASES = [
 def test_no_kernel_is_faster_than_a_launch(hardware: str, kernel: str) -> None:
     p = AttentionProblem(seq_len=1, head_dim=64)
     spec = get_hardware(hardware)
-    table = build_table(get_family(kernel, Phase.FORWARD, spec), spec, p, SolveOptions())
-    assert float(table.perf.time_us.min()) >= KERNEL_LAUNCH_US >= 2.0
+    table = build_candidate_table(get_family(kernel, Phase.FORWARD, spec), spec, p, SolveOptions())
+    launch_us = DEFAULT_MODEL_CONSTANTS.kernel_launch_us
+    assert float(table.perf.time_us.min()) >= launch_us >= 2.0
 
 
 @pytest.mark.parametrize("hardware", ["a100-80gb", "rtx-4090"])

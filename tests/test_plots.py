@@ -23,8 +23,8 @@ from tilesolve.client.plots import (
     text_heatmap,
 )
 from tilesolve.solver import AttentionProblem, Engine, SolveOptions, get_hardware, solve
+from tilesolve.solver.apps.heatmap import HeatmapGrid, grid_from_table, heatmap_grid
 from tilesolve.solver.candidates import CandidateTable
-from tilesolve.solver.heatmap import HeatmapGrid, grid_from_table, heatmap_grid
 from tilesolve.solver.solve import prepare
 
 from command_line import run

@@ -1,4 +1,4 @@
-"""Kernel portfolios (`tilesolve.solver.portfolio`): the CP-SAT facility-location program
+"""Kernel portfolios (`tilesolve.solver.apps.portfolio`): the CP-SAT facility-location program
 against brute force over every K-subset, its bound, caps and pins, and its refusals.
 
 The realistic mix: 50 forward shapes on an A100 (fa2), head_dim 64 or 128, seq_len from 128 to
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tilesolve.solver import AttentionProblem, InvalidRequestError
-from tilesolve.solver.portfolio import (
+from tilesolve.solver.apps.portfolio import (
     CandidateSet,
     PortfolioAnswer,
     PortfolioRequest,

@@ -1,4 +1,4 @@
-"""The tiled-attention simulator (`tilesolve.solver.simulate`) and `tilesolve-cli simulate`.
+"""The tiled-attention simulator (`tilesolve.solver.apps.simulate`) and `tilesolve-cli simulate`.
 
 The simulator runs FlashAttention-2's forward algorithm tile by tile and compares it with
 exact float64 attention. These tests run it over many shapes (odd lengths, padding, causal
@@ -20,19 +20,19 @@ import numpy as np
 import pytest
 
 from tilesolve.solver import AttentionProblem, InvalidRequestError, SimulationResult, simulate
-from tilesolve.solver.cost import causal_iterations
-from tilesolve.solver.problem import DType
-from tilesolve.solver.simulate import (
+from tilesolve.solver.apps.simulate import (
     kv_tiles_to_visit,
     modelled_kv_tiles,
     round_to_dtype,
     simulate_tiles,
 )
+from tilesolve.solver.cost import causal_iterations
+from tilesolve.solver.problem import DType
 
 from command_line import run
 
-# The module, not the function `tilesolve.solver.simulate` that shadows it as an attribute.
-simulate_module = importlib.import_module("tilesolve.solver.simulate")
+# The module, not the function `tilesolve.solver.apps.simulate` that shadows it as an attribute.
+simulate_module = importlib.import_module("tilesolve.solver.apps.simulate")
 
 # (problem fields, tiles): small arrays, many shapes.
 CASES: list[tuple[dict[str, Any], list[tuple[int, int]]]] = [
@@ -140,8 +140,8 @@ def test_a_kernel_that_skips_the_rescale_fails(monkeypatch: pytest.MonkeyPatch) 
 def test_fully_masked_rows_are_zero() -> None:
     """seq_len > seq_len_kv, causal: the first rows see no key, and FA2 writes 0 for them."""
     problem = AttentionProblem(seq_len=50, seq_len_kv=10, head_dim=16, causal=True)
-    q, k, v = simulate_module._inputs(problem, 0, 1.0)
-    out32, written, visits, _ = simulate_module._tiled_forward(problem, q, k, v, 16, 16)
+    q, k, v = simulate_module.random_inputs(problem, 0, 1.0)
+    out32, written, visits, _ = simulate_module.tiled_forward(problem, q, k, v, 16, 16)
     assert np.all(written[0, 0, :40] == 0) and np.all(out32[0, 0, :40] == 0)
     assert np.all(np.any(written[0, 0, 40:] != 0, axis=1))
     assert visits.tolist() == [0, 0, 1, 1]  # query blocks 0 and 1 see nothing: never run
@@ -178,18 +178,18 @@ def test_block_m_only_groups_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     change a row: with an order-independent FP32 matmul the outputs are identical. With BLAS,
     sums in a shape-dependent order may flip the rounding of a few P values (1 ulp of u_P)."""
     problem = AttentionProblem(seq_len=300, head_dim=32, causal=True)
-    q, k, v = simulate_module._inputs(problem, 1, 1.0)
-    a, _, _, _ = simulate_module._tiled_forward(problem, q, k, v, 16, 64)
-    b, _, _, _ = simulate_module._tiled_forward(problem, q, k, v, 128, 64)
+    q, k, v = simulate_module.random_inputs(problem, 1, 1.0)
+    a, _, _, _ = simulate_module.tiled_forward(problem, q, k, v, 16, 64)
+    b, _, _, _ = simulate_module.tiled_forward(problem, q, k, v, 128, 64)
     assert np.max(np.abs(a - b)) <= 2.0**-11 * np.max(np.abs(v))
 
     def exact_then_rounded(x: Any, y: Any) -> Any:
         return np.matmul(x.astype(np.float64), y.astype(np.float64)).astype(np.float32)
 
     monkeypatch.setattr(simulate_module, "_matmul", exact_then_rounded)
-    a, _, _, _ = simulate_module._tiled_forward(problem, q, k, v, 16, 64)
-    b, _, _, _ = simulate_module._tiled_forward(problem, q, k, v, 128, 64)
-    c, _, _, _ = simulate_module._tiled_forward(problem, q, k, v, 64, 64)
+    a, _, _, _ = simulate_module.tiled_forward(problem, q, k, v, 16, 64)
+    b, _, _, _ = simulate_module.tiled_forward(problem, q, k, v, 128, 64)
+    c, _, _, _ = simulate_module.tiled_forward(problem, q, k, v, 64, 64)
     np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(a, c)
 

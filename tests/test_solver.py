@@ -7,7 +7,7 @@ from pydantic import ValidationError
 
 from tilesolve.solver import AttentionProblem, Config, Phase, SolveOptions, get_hardware, solve
 from tilesolve.solver.errors import InvalidRequestError, UnknownHardwareError
-from tilesolve.solver.families import get_family
+from tilesolve.solver.registry import get_family
 from tilesolve.solver.validate import check_config
 
 A100 = "a100-80gb"

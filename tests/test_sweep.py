@@ -20,7 +20,7 @@ import pytest
 
 from tilesolve.client.measurements import read_measurements
 from tilesolve.solver import get_hardware
-from tilesolve.solver.measured import (
+from tilesolve.solver.apps.measured import (
     Measurement,
     Shape,
     Tile,
@@ -239,7 +239,7 @@ def test_regret_spearman_and_confusion_on_a_small_set() -> None:
     pred = predict_shape(SHAPE, get_hardware("h200"))
     ranked = pred.ranked_tiles()
     infeasible = next(
-        pred._tile(i)
+        pred.tile(i)
         for i in range(len(pred.table))
         if not pred.table.feasible[i] and pred.table.legal()[i]
     )

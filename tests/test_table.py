@@ -1,6 +1,7 @@
-"""Dispatch tables (`tilesolve-cli table`, `tilesolve.solver.table`) and `portfolio` on the
-command line: lookups in all three formats equal the live solver, output is byte-identical
-across runs, process pools and a server, `--check` exits 0/1/2, and bad files name line and field.
+"""Dispatch tables (`tilesolve-cli table`, `tilesolve.solver.apps.dispatch_table`) and
+`portfolio` on the command line: lookups in all three formats equal the live solver, output is
+byte-identical across runs, process pools and a server, `--check` exits 0/1/2, and bad files
+name line and field.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 
 from tilesolve.client.parallel import ProcessMap
 from tilesolve.solver import AttentionProblem, SolveOptions, solve
-from tilesolve.solver.table import Grid, build_table, emit
+from tilesolve.solver.apps.dispatch_table import Grid, build_dispatch_table, emit
 
 from command_line import run
 
@@ -132,14 +133,14 @@ def test_output_is_byte_identical_across_runs_and_process_pools() -> None:
     grid = Grid.model_validate(
         {"hardware": ["a100", "l4"], "head_dim": [64, 128], "seq_len": [512, 2048, 8192]}
     )
-    serial = build_table(grid)
+    serial = build_dispatch_table(grid)
     pool = ProcessMap(2, min_items_per_worker=1)
     try:
-        pooled = build_table(grid, map_fn=pool)
+        pooled = build_dispatch_table(grid, map_fn=pool)
     finally:
         pool.close()
     for fmt in ("json", "cpp", "python"):
-        assert emit(serial, fmt) == emit(build_table(grid), fmt) == emit(pooled, fmt)  # type: ignore[arg-type]
+        assert emit(serial, fmt) == emit(build_dispatch_table(grid), fmt) == emit(pooled, fmt)  # type: ignore[arg-type]
 
 
 def test_check_exits_0_current_1_stale_2_invalid(

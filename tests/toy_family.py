@@ -19,7 +19,7 @@ from tilesolve.solver import AttentionProblem, Config, FieldViolation, HardwareS
 from tilesolve.solver.candidates import Evaluation
 from tilesolve.solver.constraints import Constraint, ConstraintKind, Rule
 from tilesolve.solver.cost import Perf
-from tilesolve.solver.families.base import KernelFamily, Resources, ResourceUse
+from tilesolve.solver.family import CapacityUse, KernelFamily, Resources
 from tilesolve.solver.space import ConfigArrays, IntArray, Param
 
 SCRATCH_BYTES_PER_ROW_CHUNK = 128
@@ -32,8 +32,8 @@ KEYS_PER_CHUNK = 64
 class ToyResources(Resources):
     scratch_bytes: IntArray
 
-    def uses(self, i: int) -> list[ResourceUse]:
-        return [ResourceUse("scratch", int(self.scratch_bytes[i]), SCRATCH_CAPACITY_BYTES, "bytes")]
+    def uses(self, i: int) -> list[CapacityUse]:
+        return [CapacityUse("scratch", int(self.scratch_bytes[i]), SCRATCH_CAPACITY_BYTES, "bytes")]
 
 
 def _scratch(ev: Evaluation) -> IntArray:

@@ -23,8 +23,8 @@ from typing import Any
 
 from tilesolve.client.measurements import MeasurementsError, read_measurements
 from tilesolve.solver import HardwareSpec, InvalidRequestError, get_hardware
-from tilesolve.solver.calibrate import parse_profile, profile_device
-from tilesolve.solver.measured import (
+from tilesolve.solver.apps.calibrate import parse_profile, profile_device
+from tilesolve.solver.apps.measured import (
     STATUS_OK,
     Measurement,
     Summary,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tilesolve.solver import CATALOG_VERSION, MODEL_VERSION, get_hardware
-from tilesolve.solver.measured import Shape, predict_shape, sample_tiles
+from tilesolve.solver.apps.measured import Shape, predict_shape, sample_tiles
 
 PLAN_FORMAT = "tilesolve-sweep-plan/1"
 

@@ -18,8 +18,8 @@ import sys
 
 from tilesolve.client.measurements import write_measurements
 from tilesolve.solver import get_hardware
-from tilesolve.solver.calibrate import synthetic_measurements
-from tilesolve.solver.measured import Shape, Tile, predict_shape, sample_tiles
+from tilesolve.solver.apps.calibrate import synthetic_measurements
+from tilesolve.solver.apps.measured import Shape, Tile, predict_shape, sample_tiles
 
 TRUTH = {
     "instruction_level_parallelism": 3.0,

@@ -38,9 +38,9 @@ from tilesolve.solver import (
     SolveOptions,
     parse_hardware,
 )
+from tilesolve.solver.apps.portfolio import PortfolioAnswer, PortfolioRequest
 from tilesolve.solver.hardware import DEVICE_KINDS
 from tilesolve.solver.occupancy import Limiter, Occupancy, OccupancyQuery
-from tilesolve.solver.portfolio import PortfolioAnswer, PortfolioRequest
 from tilesolve.solver.violations import violations_from_validation
 from tilesolve.v1 import tilesolve_pb2 as pb
 
@@ -458,7 +458,8 @@ def memory_request_to_proto(
     kernel: str | None = None,
 ) -> pb.EstimateMemoryRequest:
     """`kernel` None leaves the field empty: the server applies the solver's default
-    (`tilesolve.solver.memory.memory_kernel`: fa2, or the default family of a non-CUDA device)."""
+    (`tilesolve.solver.apps.memory.memory_kernel`: fa2, or the default family of a non-CUDA
+    device)."""
     request = pb.EstimateMemoryRequest(
         problem=problem_to_proto(problem),
         block_m=block_m,

@@ -1,0 +1,205 @@
+"""What the CUDA families share: a kernel whose blocks are thread blocks on an SM.
+
+A CUDA family states its tile shapes (`alignment_ok`), its shared-memory layout
+(`smem_bytes`) and its register footprint (`regs_demand`); `CudaFamily` turns those into the
+resources, the constraints of the hand method (seed 000: legality, shared memory, registers,
+residency), the validator's independent check, the tie-break order and the reason lines.
+Formulas and sources: `docs/model.md` sections 2-4.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...constraints import Constraint
+from ...cost import tiles_per_head
+from ...family import KernelFamily, kib
+from ...hardware import CudaDevice, HardwareSpec
+from ...occupancy import occupancy, occupancy_arrays
+from ...problem import AttentionProblem, SolveOptions
+from ...space import BoolArray, Config, ConfigArrays, IntArray, ceil_div
+from .constraints import (
+    Alignment,
+    MaxSmem,
+    Registers,
+    ResidentBlocks,
+    SharedMemory,
+    Threads,
+    cuda_resources,
+)
+from .resources import (
+    A_FRAGMENT_REGS_PER_SLAB,
+    DROPOUT_EXTRA_REGS,
+    FIXED_OVERHEAD_REGS,
+    MAX_SPILL_REGS,
+    MMA_ROWS,
+    SOFTMAX_REGS_PER_SLAB,
+    STANDARD_WARPS,
+    WARP_LANES,
+    CudaResources,
+    cuda_device,
+    register_cap,
+)
+
+if TYPE_CHECKING:
+    from ...candidates import CandidateTable, Evaluation
+
+
+class CudaFamily(KernelFamily):
+    """A kernel whose blocks are CUDA thread blocks: tiles, warps, shared memory, registers."""
+
+    device_kind = "cuda"
+    alignment_rule: str
+
+    # ---- what a CUDA family states -----------------------------------------------------------
+    @abstractmethod
+    def kernel_head_dims(self, problem: AttentionProblem) -> tuple[int, int]:
+        """The head dims (Q/K, V) the compiled kernel actually uses, after padding."""
+
+    @abstractmethod
+    def alignment_ok(
+        self, cfg: ConfigArrays, problem: AttentionProblem, device: CudaDevice
+    ) -> BoolArray:
+        """Whether each tile shape is one the kernel's instructions and copies can tile."""
+
+    @abstractmethod
+    def smem_bytes(self, cfg: ConfigArrays, problem: AttentionProblem) -> IntArray:
+        """Dynamic shared memory of one block, bytes."""
+
+    @abstractmethod
+    def q_in_registers(self) -> bool:
+        """True if Q fragments stay in registers; False if re-read from shared memory."""
+
+    def threads_per_block(self, cfg: ConfigArrays, device: CudaDevice) -> IntArray:
+        return np.asarray(cfg.num_warps * device.sm.warp_size_threads, dtype=np.int64)
+
+    def regs_demand(self, cfg: ConfigArrays, problem: AttentionProblem) -> IntArray:
+        """Estimated 32-bit registers per thread the kernel wants before any spilling.
+
+        Accumulators are FP32 and spread over the WARP_LANES lanes of the warp that owns the rows:
+        O holds rows_per_warp x dv, S holds rows_per_warp x block_n. Softmax keeps a max and a
+        sum per owned row; one A fragment (Q, or P) is staged per 16-row slab; Q stays in
+        registers for families that keep it there (fp16 packed two per register).
+        """
+        d, dv = self.kernel_head_dims(problem)
+        elem = problem.dtype.bytes
+        rows_per_warp = cfg.block_m // cfg.num_warps
+        slabs = np.maximum(rows_per_warp // MMA_ROWS, 1)
+        o_acc = ceil_div(rows_per_warp * dv, WARP_LANES)
+        s_acc = ceil_div(rows_per_warp * cfg.block_n, WARP_LANES)
+        softmax = SOFTMAX_REGS_PER_SLAB * slabs
+        a_frag = A_FRAGMENT_REGS_PER_SLAB * slabs
+        q_regs = ceil_div(rows_per_warp * d * elem, WARP_LANES * 4) if self.q_in_registers() else 0
+        dropout = DROPOUT_EXTRA_REGS if problem.dropout > 0 else 0
+        total = o_acc + s_acc + softmax + a_frag + q_regs + FIXED_OVERHEAD_REGS + dropout
+        return np.asarray(total, dtype=np.int64)
+
+    # ---- the family interface ------------------------------------------------------------
+    def resources(
+        self,
+        hardware: HardwareSpec,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        cfg: ConfigArrays,
+    ) -> CudaResources:
+        device = cuda_device(hardware)
+        sm = device.sm
+        smem = self.smem_bytes(cfg, problem)
+        threads = self.threads_per_block(cfg, device)
+        demand = self.regs_demand(cfg, problem)
+        cap = register_cap(device, threads, options.min_blocks_per_sm)
+        allocated = np.minimum(demand, cap)
+        spill = demand - allocated
+        occ = occupancy_arrays(sm, threads, allocated, smem)
+        return CudaResources(
+            sm=sm,
+            smem_bytes=smem,
+            threads=threads,
+            regs_demand=demand,
+            regs_cap=cap,
+            regs_allocated=allocated,
+            spill_regs=spill,
+            occupancy=occ,
+        )
+
+    def constraints(
+        self, hardware: HardwareSpec, problem: AttentionProblem, options: SolveOptions
+    ) -> Sequence[Constraint]:
+        return (
+            Alignment(self),
+            Threads(),
+            SharedMemory(),
+            MaxSmem(),
+            Registers(),
+            ResidentBlocks(),
+        )
+
+    def tie_keys(self, ev: Evaluation) -> list[IntArray]:
+        """What kernels prefer when the model cannot tell configurations apart (e.g. every
+        one waits on HBM): fewer loop iterations (tiles per head), then the standard warp
+        counts (4, then 2 and 8, ...: distance from 4 in powers of two), then less shared
+        memory, fewer stages, larger block_m; read from the common fields, declared or
+        derived."""
+        common, res = ev.common, cuda_resources(ev)
+        problem = ev.problem
+        tiles = tiles_per_head(problem, common["block_m"], common["block_n"])
+        warp_distance = np.abs(np.log2(common["num_warps"]) - np.log2(STANDARD_WARPS))
+        return [
+            tiles,
+            np.rint(warp_distance).astype(np.int64),
+            res.smem_bytes,
+            common["num_stages"],
+            -common["block_m"],
+        ]
+
+    def reason_lines(self, table: CandidateTable, i: int) -> list[str]:
+        res = cuda_resources(table)
+        sm = cuda_device(table.hardware).sm
+        perf = table.perf
+        limiters = "/".join(x.value for x in res.occupancy.limiters(i))
+        warps = int(res.occupancy.blocks_per_sm[i] * table.cfg.num_warps[i])
+        spill = f", {res.spill_regs[i]} spilled" if res.spill_regs[i] else ""
+        return [
+            f"{res.occupancy.blocks_per_sm[i]} block(s)/SM limited by {limiters}; "
+            f"{warps} of {sm.max_warps_per_sm} warps resident",
+            f"{perf.overlap[i]:.0%} of each K/V tile load hidden by compute; "
+            f"tensor cores busy {perf.mma_utilization[i]:.0%}",
+            f"shared memory {kib(res.smem_bytes[i])} of {kib(sm.smem_per_block_optin_bytes)}; "
+            f"about {res.regs_demand[i]} registers per thread{spill}",
+        ]
+
+    def check(
+        self,
+        hardware: HardwareSpec,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        config: Config,
+    ) -> list[str]:
+        """Each CUDA rule restated for one configuration, with the scalar occupancy
+        calculator (not the table's vectorised one)."""
+        device = cuda_device(hardware)
+        sm = device.sm
+        one = ConfigArrays.from_configs(config.as_dict(), [config])
+        problems: list[str] = []
+        if not bool(self.alignment_ok(one, problem, device)[0]):
+            problems.append(f"alignment: {self.alignment_rule}")
+        threads = config["num_warps"] * sm.warp_size_threads
+        if threads > sm.max_threads_per_block:
+            problems.append(f"threads: {threads} > {sm.max_threads_per_block}")
+        smem = int(self.smem_bytes(one, problem)[0])
+        if smem > sm.smem_per_block_optin_bytes:
+            problems.append(f"shared_memory: {smem} > {sm.smem_per_block_optin_bytes}")
+        if options.max_smem is not None and smem > options.max_smem:
+            problems.append(f"max_smem: {smem} > {options.max_smem}")
+        demand = int(self.regs_demand(one, problem)[0])
+        cap = int(register_cap(device, np.array([threads]), options.min_blocks_per_sm)[0])
+        if demand - min(demand, cap) > MAX_SPILL_REGS:
+            problems.append(f"registers: demand {demand} with limit {cap}")
+        blocks = occupancy(sm, threads, min(demand, cap), smem).blocks_per_sm
+        if blocks < max(1, options.min_blocks_per_sm or 1):
+            problems.append(f"occupancy: {blocks} block(s) per SM")
+        return problems

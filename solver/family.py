@@ -1,0 +1,201 @@
+"""What a kernel family must state: its parameters, resources, constraints and cost.
+
+A family describes one kernel design for one phase. The formulas belong to the kernel, not to
+the chip: the same A100 runs FlashAttention-2's CUDA kernel and a Triton kernel with different
+shared-memory layouts and register footprints. A family is registered under (name, phase) in
+`registry.py` (the built-in ones from their kernel folders, `families/<kernel>/`); everything
+else (the candidate table, both engines, the validator, pins, tie-breaking, explanations, the
+heatmap, the answer, the wire and the CLI) works from what it declares here.
+`docs/architecture.md` walks through adding one.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from .errors import FieldViolation
+from .hardware import HardwareSpec
+from .problem import AttentionProblem, Phase, SolveOptions
+from .space import COMMON_FIELDS, Config, ConfigArrays, IntArray, Param
+
+if TYPE_CHECKING:
+    from .candidates import CandidateTable, Evaluation
+    from .constraints import Constraint
+    from .cost import Perf
+    from .split_kv import SplitKv
+
+
+@dataclass(frozen=True)
+class CapacityUse:
+    """One resource of one configuration: how much it uses of what the hardware grants (the
+    answer reports it as an `answer.ResourceUse`)."""
+
+    name: str
+    used: int
+    capacity: int
+    unit: str
+
+
+class Resources(ABC):
+    """What every candidate needs of the hardware (arrays over the candidates)."""
+
+    @abstractmethod
+    def uses(self, i: int) -> list[CapacityUse]:
+        """Configuration i's use of each resource, for the answer."""
+
+    def candidate_fields(self, i: int) -> dict[str, Any]:
+        """Values of the answer's optional common fields (smem_bytes, regs_per_thread, ...)
+        that this kind of resource record knows, for configuration i."""
+        return {}
+
+
+class KernelFamily(ABC):
+    """A kernel design for one phase: which configurations it can run, what each needs of
+    the hardware, which constraints apply, and how long each takes."""
+
+    name: ClassVar[str]
+    phase: ClassVar[Phase] = Phase.FORWARD
+    device_kind: ClassVar[str]  # the `arch` of the devices it runs on ("cuda", "ascend", ...)
+    summary: ClassVar[str]
+    # The family's split-KV, GQA-packing and paged-KV path (`split_kv.SplitKv`), if it has one.
+    split_kv: ClassVar[SplitKv | None] = None
+
+    @property
+    def paged_kv_rule(self) -> str | None:
+        """The page sizes the family's paged-KV path takes, in words (None: it has none, and a
+        request for a paged cache is invalid input naming the families that have one)."""
+        return None if self.split_kv is None else self.split_kv.paged_kv_rule
+
+    # ---- the problem ---------------------------------------------------------------------
+    def problem_violations(
+        self, problem: AttentionProblem, hardware: HardwareSpec
+    ) -> list[FieldViolation]:
+        """Reasons this family cannot run the problem on the hardware (empty if it can)."""
+        if hardware.arch != self.device_kind:
+            return [
+                FieldViolation(
+                    "kernel",
+                    f"kernel family {self.name!r} runs on {self.device_kind} devices; "
+                    f"{hardware.name} is {'an' if hardware.arch[0] in 'aeiou' else 'a'} "
+                    f"{hardware.arch} device",
+                )
+            ]
+        return self._family_violations(problem, hardware)
+
+    @abstractmethod
+    def _family_violations(
+        self, problem: AttentionProblem, hardware: HardwareSpec
+    ) -> list[FieldViolation]:
+        """The family's own rules (compute capability, dtypes, head dims), on its device kind."""
+
+    # ---- the decision variables ------------------------------------------------------------
+    @abstractmethod
+    def params(self, problem: AttentionProblem, hardware: HardwareSpec) -> tuple[Param, ...]:
+        """The decision variables and their domains for this problem on this hardware."""
+
+    def request_params(
+        self, problem: AttentionProblem, hardware: HardwareSpec, options: SolveOptions
+    ) -> tuple[Param, ...]:
+        """The decision variables of one request: `params`, plus any that the request's options
+        add (a paged KV cache's page size, `split_kv.py`). The candidate table and
+        the validator read this; a family whose space does not depend on the options keeps
+        the default."""
+        return self.params(problem, hardware)
+
+    def common_fields(self, cfg: ConfigArrays) -> dict[str, IntArray]:
+        """The common tile fields (block_m, block_n, num_warps, num_stages) this family has,
+        declared or derived from its parameters. Default: those it declares."""
+        return {name: cfg[name] for name in COMMON_FIELDS if name in cfg}
+
+    def label(self, config: Config) -> str:
+        """A configuration as people write it: '128x64 w4 s1', then other parameters."""
+        values = config.as_dict()
+        common = {**values, **self.derived(values)}
+        parts = []
+        if "block_m" in common and "block_n" in common:
+            parts.append(f"{common['block_m']}x{common['block_n']}")
+        if "num_warps" in common:
+            parts.append(f"w{common['num_warps']}")
+        if "num_stages" in common:
+            parts.append(f"s{common['num_stages']}")
+        parts.extend(f"{k}={v}" for k, v in values.items() if k not in COMMON_FIELDS)
+        return " ".join(parts)
+
+    def derived(self, values: dict[str, int]) -> dict[str, int]:
+        """The derived common fields of one configuration (by its common_fields)."""
+        one = ConfigArrays({k: np.array([v], dtype=np.int64) for k, v in values.items()})
+        return {k: int(v[0]) for k, v in self.common_fields(one).items()}
+
+    # ---- what a configuration needs, what limits it, what it costs -------------------------
+    @abstractmethod
+    def resources(
+        self,
+        hardware: HardwareSpec,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        cfg: ConfigArrays,
+    ) -> Resources:
+        """Every configuration's use of the hardware's resources."""
+
+    @abstractmethod
+    def constraints(
+        self, hardware: HardwareSpec, problem: AttentionProblem, options: SolveOptions
+    ) -> Sequence[Constraint]:
+        """The family's constraints in funnel order: its legality rules first, then the
+        hardware's capacities and the caps the user sets on them. The shared ones (pins,
+        divisibility) are added around them by the candidate table."""
+
+    @abstractmethod
+    def evaluate(self, ev: Evaluation) -> Perf:
+        """The cost model: predicted time and its parts for every configuration."""
+
+    def tie_keys(self, ev: Evaluation) -> list[IntArray]:
+        """Keys of the fixed tie-break order for equal modelled times, most significant first
+        (smaller wins): what keeps the kernel efficient beyond the model. The enumeration
+        order closes any remaining tie."""
+        return []
+
+    def reason_lines(self, table: CandidateTable, i: int) -> list[str]:
+        """Family-specific lines of configuration i's reasons (after the rank line)."""
+        return []
+
+    def kernel_summary(self, hardware: HardwareSpec) -> str:
+        """What the family models on this device, for the answer's `kernel_reason` (default:
+        the summary; a family whose real kernel differs per device names it here)."""
+        return self.summary
+
+    def answer_notes(self, table: CandidateTable, ranked: list[int]) -> list[str]:
+        """The family's remarks on the answer as a whole (e.g. which catalog inputs of the
+        prediction are unconfirmed); appended to the answer's `notes`."""
+        return []
+
+    @abstractmethod
+    def check(
+        self,
+        hardware: HardwareSpec,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        config: Config,
+    ) -> list[str]:
+        """The validator's independent statement of the family's rules for one
+        configuration: every rule it breaks, as '<constraint>: <why>' (empty if none)."""
+
+
+def pow2_range(lo: int, hi: int) -> tuple[int, ...]:
+    """Powers of two from lo to hi inclusive."""
+    out = []
+    value = lo
+    while value <= hi:
+        out.append(value)
+        value *= 2
+    return tuple(out)
+
+
+def kib(value: float) -> str:
+    """Bytes as people read them in a reason line: '48 KiB'."""
+    return f"{value / 1024:g} KiB"
