@@ -61,12 +61,13 @@ def forward_config(row: dict[str, str]) -> dict[str, int]:
 
 
 def shipped(row: dict[str, str], config: dict[str, int]) -> bool:
-    """Whether FA2 ships this tile on this architecture without dropout."""
+    """Whether FA2 ships this tile on this architecture without dropout (a field the table
+    leaves empty, such as the forward's num_stages, matches any value)."""
     arch = SHIPPED_ARCH[row["arch"]]
     for tile in json.loads(SHIPPED[row["kernel"]].read_text()):
         if tile["arch"] != arch or tile["dropout"] or tile["head_dim"] != int(row["head_dim"]):
             continue
-        if all(tile.get(name, value) == value for name, value in config.items()):
+        if all(tile.get(name) in (value, None) for name, value in config.items()):
             return True
     return False
 
@@ -115,9 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     with args.data.open(newline="") as f:
         rows = list(csv.DictReader(f))
     print(
-        "| kernel | arch | d | dtype | causal | tile | traits | FA2 ships it | ptxas regs | "
-        "spill stores B | model regs wanted / allocated | model smem B | model accepts |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "| kernel | arch | d | dtype | causal | tile | traits | kernel flags | FA2 ships it | "
+        "ptxas regs | spill stores B | model regs wanted / allocated | model smem B | "
+        "model accepts |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
     for row in rows:
         m = model_row(row)
@@ -125,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"| {row['kernel']} | {row['arch']} | {row['head_dim']} | {row['dtype']} | "
             f"{row['causal']} | {row['block_m']}x{row['block_n']} w{row['num_warps']} | "
-            f"{row['traits']} | {'yes' if m['shipped'] else 'no'} | {row['regs']} | "
+            f"{row['traits']} | {row['kernel_flags']} | {'yes' if m['shipped'] else 'no'} | "
+            f"{row['regs']} | "
             f"{row['spill_store_bytes']} | {m['model_regs_demand']} / {m['model_regs']} | "
             f"{m['model_smem']} | {verdict} |"
         )
