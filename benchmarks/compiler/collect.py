@@ -8,7 +8,8 @@ Resumable: rows already in --out are skipped, and each row is appended as it fin
 interrupted run continues where it stopped. `--time-budget-s` stops handing out compiles once
 spent (compiles under way finish); `--compile-timeout-s` kills a worker whose compile runs
 longer and records the row as `timeout`. When no planned row is left, the file is rewritten
-sorted by key, so that the committed data diff cleanly. Progress goes to stderr.
+sorted by key, so that the committed data diff cleanly (`--sort-only` does that alone, for a
+partial collection). Progress goes to stderr.
 
 Workers are processes (`worker.py`), `--jobs` of them; each keeps one Triton import for its
 whole life. There is no Dask path: see docs/model.md "Compiler truth" for why.
@@ -104,6 +105,10 @@ def collect(args: argparse.Namespace) -> int:
     plan = [
         r.as_dict() for r in build_plan(args.strata) if not args.targets or r.target in args.targets
     ]
+    if args.sort_only:
+        write_sorted(out_path, {str(r["key"]) for r in plan})
+        print(f"{out_path}: sorted by key, rows of the plan only", file=sys.stderr)
+        return 0
     done = read_done(out_path)
     pending = deque(r for r in plan if r["key"] not in done)
     if args.limit is not None:
@@ -234,6 +239,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--strata", nargs="*", choices=STRATA, default=list(STRATA), help="plan strata"
     )
     parser.add_argument("--limit", type=int, default=None, help="compile at most N rows")
+    parser.add_argument(
+        "--sort-only",
+        action="store_true",
+        help="compile nothing: rewrite --out sorted by key, keeping the plan's rows (what a "
+        "finished run does; for committing a partial collection)",
+    )
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
