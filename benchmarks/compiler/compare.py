@@ -40,9 +40,9 @@ from configs import from_row
 from plan import REFERENCE_DEVICES, SHARED_LIMIT_BYTES
 
 from tilesolve.solver import AttentionProblem, SolveOptions, get_hardware, occupancy
-from tilesolve.solver.families import find_family
 from tilesolve.solver.hardware import CudaDevice
 from tilesolve.solver.problem import Phase
+from tilesolve.solver.registry import find_family
 from tilesolve.solver.space import Config, ConfigArrays
 
 ROOT = Path(__file__).resolve().parents[2]

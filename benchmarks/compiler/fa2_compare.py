@@ -21,8 +21,8 @@ from pathlib import Path
 from compare import FEASIBILITY_RULES
 
 from tilesolve.solver import AttentionProblem, SolveOptions, get_hardware
-from tilesolve.solver.families import find_family
 from tilesolve.solver.problem import Phase
+from tilesolve.solver.registry import find_family
 from tilesolve.solver.space import Config, ConfigArrays
 
 ROOT = Path(__file__).resolve().parents[2]
