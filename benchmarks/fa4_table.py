@@ -1,14 +1,14 @@
-"""The fa4 family against FlashAttention-4: the picks table of docs/model.md section 16, where
+"""The fa4 family against FlashAttention-4: the picks table of docs/model.md section 17, where
 FA4's own configuration ranks, and the predicted throughput against published measurements.
 
 Usage:
-    .venv/bin/python benchmarks/fa4_table.py [--section picks|agreement|published|all]
+    .venv/bin/python benchmarks/fa4_table.py [--section picks|published|all]
                                              [--hardware b200] [--json]
 
 The picks table: head dims 64, 128, (192, 128) and 256, causal and not, bf16 and fp8 on sm_100
-(bf16 on sm_120), at 8192 tokens with hidden 2048 (batch 2, heads = 2048 / head_dim), the
-exhaustive engine. FA4's own configuration (`fa4_choice`: what its interface picks, from
-`flash_attn/cute/interface.py` at 0251105a) and the published throughput
+(bf16 on sm_120), 16,384 tokens (batch 2 of seq_len 8192) with hidden 2048 (heads = 2048 /
+head_dim), the exhaustive engine. FA4's own configuration (`fa4_choice`: what its interface
+picks, from `flash_attn/cute/interface.py` at 0251105a) and the published throughput
 (`tests/data/fa4_published_tflops.json`) are measurements the model is checked against;
 neither is an input of the model.
 """
@@ -84,19 +84,45 @@ def rank_of(answer: SolveAnswer, wanted: dict[str, int]) -> int | None:
 
 
 def binding(answer: SolveAnswer) -> str:
-    """The winner's binding resources and limiting part, in words."""
+    """What limits the winner: the constraints without which a faster configuration would win
+    (the answer's binding constraints), else the resources it uses to the full (shared memory
+    aside: FA4's K/V ring is sized to fill it, its depth is reported apart)."""
+    if answer.binding_constraints:
+        return "binds: " + ", ".join(b.constraint for b in answer.binding_constraints)
     first = answer.candidates[0]
-    tight = [
+    full = [
         r.name
         for r in first.resources
-        if r.capacity and r.used >= 0.9 * r.capacity and r.name != "threads"
+        if r.capacity and r.used >= r.capacity and r.name not in ("threads", "shared_memory")
     ]
-    return ", ".join(tight) if tight else "none within 10 %"
+    return "full: " + ", ".join(full) if full else "none"
+
+
+def reason(answer: SolveAnswer) -> str:
+    """Why the winner, in words: what a faster configuration would need, and the softmax's
+    time against the MMAs' per K/V tile (sm_100)."""
+    first = answer.candidates[0]
+    used = {r.name: r for r in first.resources}
+    if answer.binding_constraints:
+        why = "; ".join(b.detail for b in answer.binding_constraints)
+    elif "tensor_memory" in used and used["tensor_memory"].used >= used["tensor_memory"].capacity:
+        why = (
+            "tensor memory full: a wider block_n or another Q tile would exceed "
+            f"{used['tensor_memory'].capacity} columns"
+        )
+    else:
+        why = "the fastest configuration of the space"
+    figures = first.figures
+    if "softmax_cycles_per_tile" in figures:
+        ratio = figures["softmax_cycles_per_tile"] / figures["tensor_cycles_per_tile"]
+        why += f"; softmax/MMA {ratio:.2f} per K/V tile"
+    return why
 
 
 def picks(hardware: str) -> list[dict[str, Any]]:
-    """One row per (head dims, dtype, causal): the model's pick, its prediction, the resources
-    within 10 % of their capacity, the bottleneck and the rank of FA4's own configuration."""
+    """One row per (head dims, dtype, causal): the model's pick, its prediction, what limits it
+    (`binding`), the K/V ring's depth, the bottleneck and the rank of FA4's own
+    configuration."""
     rows = []
     sm100 = cc_major(hardware) in (10, 11)
     for d, dv in HEAD_DIMS:
@@ -113,8 +139,10 @@ def picks(hardware: str) -> list[dict[str, Any]]:
                         "causal": causal,
                         "pick": first.parameters,
                         "tflops": round(first.predicted_tflops),
+                        "kv_stages": int(first.figures.get("kv_stages", first.num_stages or 0)),
                         "binding": binding(answer),
                         "bottleneck": first.bottleneck,
+                        "reason": reason(answer),
                         "fa4_choice": choice,
                         "fa4_rank": rank_of(answer, choice),
                         "feasible": answer.feasible_count,
@@ -156,16 +184,17 @@ def _text_picks(rows: list[dict[str, Any]], hardware: str) -> str:
     out = [
         f"## fa4 picks on {hardware}: {TOKENS} tokens, hidden {HIDDEN}, seq_len {PICKS_SEQ_LEN}",
         "",
-        "| head dims | dtype | causal | pick | TFLOP/s | binding (>= 90 %) | limited by | "
-        "FA4's rank |",
-        "|---|---|---|---|---|---|---|---|",
+        "| head dims | dtype | causal | pick | TFLOP/s | K/V stages | binding resource | "
+        "limited by | FA4's rank | reason |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        pick = " ".join(f"{k}={v}" for k, v in r["pick"].items() if k != "block_m")
+        pick = " ".join(f"{k}={v}" for k, v in r["pick"].items())
         rank = r["fa4_rank"] if r["fa4_rank"] is not None else f"> {TOP_K}"
         out.append(
             f"| {r['head_dims']} | {r['dtype']} | {'yes' if r['causal'] else 'no'} | {pick} | "
-            f"{r['tflops']} | {r['binding']} | {r['bottleneck']} | {rank} |"
+            f"{r['tflops']} | {r['kv_stages']} | {r['binding']} | {r['bottleneck']} | {rank} | "
+            f"{r['reason']} |"
         )
     return "\n".join(out)
 

@@ -72,8 +72,9 @@ class SmLimits(BaseModel):
         min_length=1, max_length=64, description="shared-memory sizes an SM can be configured to"
     )
     # Tensor memory (TMEM, compute capability 10.x: the tcgen05 accumulators): lanes x columns
-    # of 32-bit cells per SM, allocated in columns (CUTLASS tmem_allocator_sm100.hpp: 128 x 512).
-    # None on parts without it.
+    # of 32-bit cells per SM, allocated in columns (CUTLASS tmem_allocator_sm100.hpp: 128 x 512,
+    # allocations of 32 to 512 columns). None on parts without it. Bounds: at least one
+    # 32-column allocation and one warp's 32 lanes; at most 8x sm_100's columns and lanes.
     tensor_memory_lanes: int | None = Field(
         None, ge=32, le=1024, description="tensor-memory lanes (rows of 32-bit cells) per SM"
     )
@@ -138,6 +139,7 @@ class CudaThroughput(BaseModel):
         gt=0, le=100_000, description="dense FP16/BF16 tensor peak with FP32 accumulate"
     )
     tensor_fp8_dense_tflops: float | None = Field(None, gt=0, le=200_000)
+    # Bound: twice the FP8 field's (FP4 runs at two to four times the FP8 rate on every part)
     tensor_fp4_dense_tflops: float | None = Field(
         None,
         gt=0,

@@ -1,6 +1,6 @@
 """The cost model of FlashAttention-4's sm_100 forward kernel (the `fa4` family on compute
 capability 10.x): predicted time of every candidate, with its parts. Formulas, constants and
-sources: docs/model.md section 16.3.
+sources: docs/model.md section 17.3.
 
 One period of one CTA is one K/V tile for its q Q tiles (q = q_stage, block_m = 128 rows each),
 in SM cycles:
@@ -45,7 +45,7 @@ from .shape import kernel_head_dims
 if TYPE_CHECKING:
     from ...candidates import CandidateTable, Evaluation
 
-# ---- model constants (docs/model.md 16.3) ---------------------------------------------------
+# ---- model constants (docs/model.md 17.3) ---------------------------------------------------
 # FP32-pipe operations per score of the softmax with packed f32x2 instructions (softmax.py:
 # scale_subtract_rowmax is one fma_packed_f32x2 per two scores; the row max, the row sum and
 # the conversion to 16 bits likewise take half an instruction per score): 0.5 x 4.
@@ -64,7 +64,7 @@ FRAGMENT_COLUMNS = 32
 # by d / (d + dv)). Calibrated on FA4's measured B200 forward (bf16, two Q tiles of 128 rows,
 # block_n 128, 8k-16k keys: head dim 64 at about 1230 TFLOP/s, Dao-AILab/flash-attention PR
 # #2605; head dim 128 at 1535, PR #2280): both take T1 + about 0.72 X1 per Q tile and K/V tile
-# beyond the fixed cost below (docs/model.md 16.3).
+# beyond the fixed cost below (docs/model.md 17.3).
 SOFTMAX_HIDDEN_FRACTION = 0.28
 # Per period: the MMA warp's and the softmax warpgroups' mbarrier waits and arrivals that no
 # other work covers (about four round trips of a block barrier; estimate).

@@ -1,7 +1,7 @@
 """FlashAttention-4's decode registration (`fa4`, decode): 1 to 64 query rows per sequence
 against the cache, through the split-KV and pack-GQA path of the device's design (split.py):
 split ranges of keys merged by FA4's combine kernel on sm_100, one unsplit pass on sm_120
-(FA4 does not split there). Formulas: docs/model.md sections 13 and 16.5."""
+(FA4 does not split there). Formulas: docs/model.md sections 13 and 17.4."""
 
 from __future__ import annotations
 

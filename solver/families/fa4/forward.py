@@ -7,7 +7,7 @@ configuration's own parameters say which design made it (`common_fields`, `label
 
 Sources: Dao-AILab/flash-attention@0251105a `flash_attn/cute/` (`interface.py`: which kernel
 each architecture runs), Zadouri et al., "FlashAttention-4" (2026). Formulas: docs/model.md
-section 16.
+section 17.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What an fa4 CTA needs of an sm_100 SM (docs/model.md 16.2): tensor-memory columns (two S
+"""What an fa4 CTA needs of an sm_100 SM (docs/model.md 17.2): tensor-memory columns (two S
 buffers and one O accumulator per Q tile), shared memory (Q and O per Q tile, the K/V ring whose
 depth FA4 derives from what is left, the barriers), the setmaxnreg budgets of the warp roles,
 the threads, and one CTA per SM.
@@ -47,7 +47,7 @@ UNEVEN_DIMS = (192, 128)
 SETMAXNREG_MIN = 24
 SETMAXNREG_MAX = 256
 SETMAXNREG_STEP = 8
-# Register demand per thread of each role (docs/model.md 16.2). A softmax thread owns one row:
+# Register demand per thread of each role (docs/model.md 17.2). A softmax thread owns one row:
 # the block_n FP32 scores it loads from TMEM, plus one 32-column fragment of P being converted
 # and stored, the row max, sum and scale, the pipeline phases and addresses.
 SOFTMAX_FIXED_REGS = 40
@@ -125,7 +125,7 @@ def smem_budget(sm: SmLimits, max_smem: int | None) -> int:
 
 def smem_layout(cfg: ConfigArrays, problem: AttentionProblem, budget_bytes: int) -> SmemLayout:
     """Q and O per Q tile, the K/V ring FA4 derives from what the budget (`smem_budget`) leaves,
-    and the reserve (docs/model.md 16.2). Where fewer than two stages fit, the layout is the one
+    and the reserve (docs/model.md 17.2). Where fewer than two stages fit, the layout is the one
     with two, which exceeds the budget."""
     d, dv = kernel_head_dims(problem)
     e = problem.dtype.bytes
@@ -181,7 +181,7 @@ class RoleRegisters:
 def role_registers(cfg: ConfigArrays, problem: AttentionProblem, sm: SmLimits) -> RoleRegisters:
     """Softmax demand (block_n + 40), correction 64, the other roles 32, rounded to
     setmaxnreg's step; the softmax budget is what the per-CTA pool (regs_per_sm / 128 per
-    thread of a warpgroup) leaves after the others, at most 256 (docs/model.md 16.2)."""
+    thread of a warpgroup) leaves after the others, at most 256 (docs/model.md 17.2)."""
     n = len(cfg)
     warpgroups = cfg["num_warps"] // (WARPGROUP_THREADS // sm.warp_size_threads)
     softmax = np.asarray(cfg["q_stage"], dtype=np.int64)  # one softmax warpgroup per Q tile

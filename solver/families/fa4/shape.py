@@ -6,7 +6,7 @@ rules between them (`Fa4Shape`: the 2-CTA conditions and the dedicated hd256 ker
 Sources: Dao-AILab/flash-attention@0251105a `flash_attn/cute/interface.py` (`_validate_head_dims`,
 the 2-CTA conditions at 822-835, the hd256 routing at 839-840), `flash_fwd_sm100.py` (warp roles
 300-320, the tilers 197-201, `q_stage in [1, 2]`, block_n in 32-column fragments),
-`sm100_hd256_2cta_fmha_forward.py` (its asserts, lines 62-132). Formulas: docs/model.md 16.
+`sm100_hd256_2cta_fmha_forward.py` (its asserts, lines 62-132). Formulas: docs/model.md 17.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ cta_group (block_m = 128 and num_warps are fixed by the kernel; the K/V ring's d
 derived from the shared memory left, as FA4 derives it). Sources: Dao-AILab/flash-attention@
 0251105a `flash_attn/cute/flash_fwd_sm100.py`, `sm100_hd256_2cta_fmha_forward.py`,
 `interface.py`; Zadouri et al., "FlashAttention-4" (2026); NVIDIA/cutlass `tmem_allocator_
-sm100.hpp`; PTX ISA (tcgen05, setmaxnreg). Formulas: docs/model.md section 16.
+sm100.hpp`; PTX ISA (tcgen05, setmaxnreg). Formulas: docs/model.md section 17.
 """
 
 from __future__ import annotations

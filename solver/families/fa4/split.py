@@ -1,6 +1,6 @@
 """FlashAttention-4's split-KV and pack-GQA paths (the `split_kv.SplitKv` objects the `fa4`
 family's designs hold): against a longer cache (forward phase, `seq_len_kv > seq_len`) and in
-its decode phase. Formulas: docs/model.md sections 13 and 16.5.
+its decode phase. Formulas: docs/model.md sections 13 and 17.4.
 
 - **sm_100.** The interface splits the keys into `num_splits` ranges (up to 128: its
   `num_splits_heuristic(..., 128)`), each range a CTA writing an FP32 partial O merged by its
@@ -14,7 +14,7 @@ its decode phase. Formulas: docs/model.md sections 13 and 16.5.
 
 Neither design has a paged-KV path here: FA4's paged cache (TMA for a page of block_n keys, a
 row gather otherwise) is not modelled, so `--page-size` is refused naming the families that
-have one. FA4's own split heuristic is compared with the model's in docs/model.md 16.5; it is
+have one. FA4's own split heuristic is compared with the model's in docs/model.md 17.4; it is
 not a rule here.
 """
 
