@@ -147,7 +147,7 @@ def test_cli_ranks_fa4_tiles_on_sm120_without_tensor_memory(
             assert c["threads_per_block"] == 32 * c["num_warps"] <= 1024
 
 
-@pytest.mark.parametrize("hardware", ["b200", "rtx-5090"])
+@pytest.mark.parametrize("hardware", [*SM100, *SM120])
 def test_the_same_answers_over_grpc(stub: pb_grpc.TileSolveServiceStub, hardware: str) -> None:
     for d, dv in HEAD_DIMS:
         for causal in (False, True):
@@ -159,7 +159,7 @@ def test_the_same_answers_over_grpc(stub: pb_grpc.TileSolveServiceStub, hardware
             answer, _ = wire.answer_from_proto(response)
             assert answer.candidates == solve(problem, hardware, options).candidates
             names = {r.name for r in response.candidates[0].resources}
-            assert ("tensor_memory" in names) == (hardware == "b200")
+            assert ("tensor_memory" in names) == (hardware in SM100)
 
 
 @pytest.mark.parametrize("hardware", [*SM100, *SM120])
