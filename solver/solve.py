@@ -31,7 +31,10 @@ from .validate import check_config, fresh_times_us, same_time
 # 0.6.0: decode and split-KV (num_splits, pack_gqa, page_size), the flashinfer family.
 # 0.7.0: fa3 decode and split-KV (Hopper's decode default), ascend decode (IncreFlashAttention);
 #        forward answers without a longer cache unchanged.
-MODEL_VERSION = "0.7.0"
+# 0.8.0: the fa4 family (FlashAttention-4: tcgen05, tensor memory, 2-CTA on sm_100; its mma.sync
+#        kernel on sm_120), the default on compute capability 10.x and 12.0; answers on other
+#        devices unchanged.
+MODEL_VERSION = "0.8.0"
 
 
 def model_version(spec: HardwareSpec) -> str:
