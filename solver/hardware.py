@@ -12,7 +12,7 @@ import re
 import tomllib
 from functools import cache
 from importlib import resources
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -54,8 +54,10 @@ class SmLimits(BaseModel):
     smem_per_block_optin_bytes: int = Field(ge=1024, le=16 << 20)
     smem_alloc_granularity_bytes: int = Field(ge=1, le=65536)
     reserved_smem_per_block_bytes: int = Field(ge=0, le=65536)
-    smem_carveout_options_kib: tuple[int, ...] = Field(
-        min_length=1, max_length=64, description="shared-memory sizes an SM can be configured to"
+    smem_carveout_options_kib: tuple[Annotated[int, Field(ge=0, le=16 << 10)], ...] = Field(
+        min_length=1,
+        max_length=64,
+        description="shared-memory sizes an SM can be configured to, KiB (0 to 16 MiB each)",
     )
 
     @property
@@ -95,26 +97,43 @@ class CudaThroughput(BaseModel):
 
     model_config = _FROZEN
 
-    sm_count: int = Field(ge=1, le=4096)
-    boost_clock_mhz: float = Field(gt=0, le=10_000)
+    sm_count: int = Field(ge=1, le=4096, description="streaming multiprocessors (1 to 4096)")
+    boost_clock_mhz: float = Field(
+        ge=100, le=10_000, description="SM boost clock, MHz (100 MHz to 10 GHz)"
+    )
     tensor_fp16_dense_tflops: float = Field(
-        gt=0, le=100_000, description="dense FP16/BF16 tensor peak with FP32 accumulate"
+        ge=0.1,
+        le=100_000,
+        description="dense FP16/BF16 tensor peak with FP32 accumulate, TFLOP/s (0.1 to 100,000)",
     )
-    tensor_fp8_dense_tflops: float | None = Field(None, gt=0, le=200_000)
-    fp32_tflops: float = Field(gt=0, le=10_000, description="non-tensor FP32 FMA peak")
+    tensor_fp8_dense_tflops: float | None = Field(
+        None, ge=0.1, le=200_000, description="dense FP8 tensor peak, TFLOP/s (0.1 to 200,000)"
+    )
+    fp32_tflops: float = Field(
+        ge=0.01, le=10_000, description="non-tensor FP32 FMA peak, TFLOP/s (0.01 to 10,000)"
+    )
     sfu_ops_per_clk_per_sm: int = Field(
-        ge=1, le=1024, description="special-function (exp2) results per cycle per SM"
+        ge=1, le=1024, description="special-function (exp2) results per cycle per SM (1 to 1024)"
     )
-    smem_bandwidth_bytes_per_clk_per_sm: int = Field(ge=1, le=4096)
+    smem_bandwidth_bytes_per_clk_per_sm: int = Field(
+        ge=1, le=4096, description="shared-memory bandwidth, bytes/cycle per SM (1 to 4096)"
+    )
     mma_sync_efficiency: float = Field(
         1.0,
-        gt=0,
+        ge=0.01,
         le=1,
-        description="fraction of the tensor peak reachable with warp-level mma.sync (Ampere-style)",
+        description="fraction of the tensor peak reachable with warp-level mma.sync "
+        "(Ampere-style), 0.01 to 1",
     )
-    l2_hit_latency_cycles: int = Field(ge=1, le=10_000)
-    dram_latency_cycles: int = Field(ge=1, le=20_000)
-    barrier_cycles: int = Field(ge=0, le=10_000, description="cost of one __syncthreads")
+    l2_hit_latency_cycles: int = Field(
+        ge=1, le=10_000, description="L2 hit latency, cycles (1 to 10,000)"
+    )
+    dram_latency_cycles: int = Field(
+        ge=1, le=20_000, description="DRAM access latency, cycles (1 to 20,000)"
+    )
+    barrier_cycles: int = Field(
+        ge=0, le=10_000, description="cost of one __syncthreads, cycles (0 to 10,000)"
+    )
 
     def tensor_flops_per_clk_per_sm(self, dtype_bytes: int) -> float:
         """Dense tensor FLOP per cycle per SM for an input element size (1 = fp8, 2 = fp16)."""
@@ -134,19 +153,28 @@ class MemorySystem(BaseModel):
 
     model_config = _FROZEN
 
-    memory_bytes: int = Field(ge=1 << 20, le=1 << 44)
-    dram_bandwidth_gb_per_s: float = Field(gt=0, le=100_000)
-    l2_bytes: int = Field(ge=0, le=1 << 34)
+    memory_bytes: int = Field(
+        ge=1 << 20, le=1 << 44, description="device memory, bytes (1 MiB to 16 TiB)"
+    )
+    dram_bandwidth_gb_per_s: float = Field(
+        ge=1, le=100_000, description="DRAM peak bandwidth, GB/s (1 GB/s to 100 TB/s)"
+    )
+    l2_bytes: int = Field(ge=0, le=1 << 34, description="L2 cache, bytes (0 to 16 GiB)")
     l2_bandwidth_bytes_per_clk: float = Field(
-        gt=0, le=1 << 20, description="aggregate L2 read bandwidth per core clock"
+        ge=1,
+        le=1 << 20,
+        description="aggregate L2 read bandwidth per core clock, bytes/cycle (1 to 1 Mi)",
     )
     dram_achievable_fraction: float = Field(
-        gt=0,
+        ge=0.01,
         le=1,
-        description="share of the DRAM peak a streaming kernel sustains (STREAM-like copy)",
+        description="share of the DRAM peak a streaming kernel sustains (STREAM-like copy), "
+        "0.01 to 1",
     )
     l2_achievable_fraction: float = Field(
-        gt=0, le=1, description="share of the L2 read bandwidth streaming reads sustain"
+        ge=0.01,
+        le=1,
+        description="share of the L2 read bandwidth streaming reads sustain, 0.01 to 1",
     )
 
     @property
@@ -172,9 +200,9 @@ class AscendCore(BaseModel):
         ge=1, le=1024, description="AI cores; on split parts the cube cores (= aic_count)"
     )
     cube_fp16_tflops: float = Field(
-        gt=0,
+        ge=0.1,
         le=100_000,
-        description="dense FP16 cube peak, TFLOP/s; must match "
+        description="dense FP16 cube peak, TFLOP/s (0.1 to 100,000); must match "
         "aic_count x cube_fp16_macs_per_cycle x 2 x cube_clock_mhz within 1 %",
     )
     l1_bytes: int = Field(
@@ -212,8 +240,12 @@ class AscendCore(BaseModel):
     )
 
     # ---- clocks
-    cube_clock_mhz: float = Field(gt=0, le=10_000, description="cube (AIC) clock, MHz")
-    vector_clock_mhz: float = Field(gt=0, le=10_000, description="vector (AIV) clock, MHz")
+    cube_clock_mhz: float = Field(
+        ge=100, le=10_000, description="cube (AIC) clock, MHz (100 MHz to 10 GHz)"
+    )
+    vector_clock_mhz: float = Field(
+        ge=100, le=10_000, description="vector (AIV) clock, MHz (100 MHz to 10 GHz)"
+    )
 
     # ---- compute rates, per core per cycle
     cube_fp16_macs_per_cycle: int = Field(
@@ -230,7 +262,10 @@ class AscendCore(BaseModel):
         description="FP16 elements per cycle per vector unit (CANN ini vec_calc_size)",
     )
     cube_fp16_gemm_measured_tflops: float | None = Field(
-        None, gt=0, le=100_000, description="a measured dense FP16 GEMM rate, TFLOP/s"
+        None,
+        ge=0.1,
+        le=100_000,
+        description="a measured dense FP16 GEMM rate, TFLOP/s (0.1 to 100,000)",
     )
 
     # ---- transfer rates, bytes per cycle per core (CANN ini [AICoreMemoryRates])

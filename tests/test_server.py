@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -510,6 +511,27 @@ def test_mutual_tls_requires_a_client_certificate(pki: Pki) -> None:
             certificate_chain=pki.client_cert,
         )
         assert _list_hardware_over_tls(server.port, identified) > 0
+
+
+def test_a_key_that_is_not_the_certificates_is_named(pki: Pki) -> None:
+    """A server key that does not match its certificate exits 2 naming both files (gRPC's own
+    words were "Failed to bind to address", exit 1: issue 22); so does a file that is not PEM."""
+    cases = {
+        "mismatch": (pki.server_cert, pki.client_key_file, "is not the private key of"),
+        "not PEM": (Path(__file__), pki.server_key, "not a usable PEM"),
+    }
+    for cert, key, words in cases.values():
+        result = subprocess.run(
+            [sys.executable, "-m", "tilesolve.server.main", "--port", "0",
+             "--tls-cert", str(cert), "--tls-key", str(key)],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode == 2, result.stderr
+        assert words in lines[-1] and str(key) in lines[-1], lines
+        assert "bind" not in result.stderr
+    with pytest.raises(ValueError, match="is not the private key of"):
+        ServerConfig(tls_cert=pki.server_cert, tls_key=pki.client_key_file).check()
 
 
 # ---- the process: graceful shutdown and structured logs ----------------------------------
