@@ -13,6 +13,7 @@ processes share the port (server/supervisor.py) and the signal drains them all.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
@@ -300,8 +301,10 @@ def _check_profile(path: str, parser: argparse.ArgumentParser) -> None:
         parser.error(f"--profile: cannot read {path!r}: {exc.strerror or exc}")
     except InvalidRequestError as exc:
         parser.error("--profile: " + "; ".join(v.description for v in exc.violations))
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         parser.error(f"--profile: {path} is not JSON: {exc}")
+    except ValueError as exc:  # too large, not UTF-8, nested too deep
+        parser.error(f"--profile: {exc}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -40,7 +40,13 @@ class SmLimits(BaseModel):
     model_config = _FROZEN
 
     compute_capability: str = Field(pattern=r"^\d{1,2}\.\d$", description="e.g. '8.0'")
-    warp_size_threads: int = Field(32, ge=1, le=128)
+    warp_size_threads: int = Field(
+        32,
+        ge=8,
+        le=128,
+        description="threads of a warp (8 to 128: SIMD widths of real parts; 32 on every "
+        "NVIDIA GPU; the kernels' copy layouts need at least 8 threads per row of a tile)",
+    )
     max_threads_per_block: int = Field(ge=32, le=4096)
     max_threads_per_sm: int = Field(ge=32, le=8192)
     max_blocks_per_sm: int = Field(ge=1, le=256)

@@ -16,6 +16,7 @@ table), the request in one DATA frame, and RST_STREAM.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import threading
@@ -153,10 +154,8 @@ class RapidReset:
         return sent
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         self.sock.close()
         self._reader.join(timeout=5)
 

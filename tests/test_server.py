@@ -14,9 +14,9 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import grpc
