@@ -26,6 +26,7 @@ from .cli_common import (
     print_json,
     print_lines,
 )
+from .files import replace_file
 
 if TYPE_CHECKING:
     from tilesolve.solver.apps.calibrate import Calibration
@@ -137,7 +138,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     source = {"file": Path(args.measurements).name, "sha256": digest, "rows": len(mine)}
     profile = profile_of(result, ",".join(kernels), source)
     try:
-        output.write_text(json.dumps(profile.model_dump(mode="json"), indent=2) + "\n")
+        replace_file(output, json.dumps(profile.model_dump(mode="json"), indent=2) + "\n")
     except OSError as exc:
         raise CliInputError(
             [ErrorLine("output", f"cannot write {str(output)!r}: {exc.strerror or exc}")]

@@ -9,15 +9,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .cli_common import CliInputError, ErrorLine
+from .files import MIB, check_nesting, read_text
 
 if TYPE_CHECKING:
     from tilesolve.solver import CudaDevice, HardwareSpec, SolveAnswer
 
 FORMATS = ("table", "json", "triton")
+PROFILE_MAX_BYTES = 1 * MIB  # a profile is a few constants and their provenance
 
 
 def add_profile_argument(group: Any) -> None:
@@ -51,12 +52,10 @@ def load_profile(path: str) -> CudaDevice:
     from tilesolve.solver import InvalidRequestError
     from tilesolve.solver.apps.calibrate import parse_profile, profile_device
 
+    text = read_text(path, "profile", PROFILE_MAX_BYTES)
+    check_nesting(path, text, "json")
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise CliInputError(
-            [ErrorLine("profile", f"cannot read {path!r}: {exc.strerror or exc}")]
-        ) from None
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise CliInputError(
             [ErrorLine("profile", f"{path} is not JSON: line {exc.lineno}: {exc.msg}")]

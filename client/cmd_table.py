@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +30,7 @@ from .cli_common import (
 )
 from .cli_remote import Remote, add_remote_arguments, asking, cli_field, remote_settings
 from .cmd_portfolio import add_parallel_arguments, parallel_settings, parse_percent
+from .files import MIB, check_nesting, read_text, replace_file
 from .inputs import read_grid
 
 if TYPE_CHECKING:
@@ -47,6 +46,7 @@ _SUFFIX_FORMAT = {
     ".py": "python",
 }
 SERVER_CHUNK = 200  # problems per SolveBatch call (at most the server's max_batch_size)
+TABLE_MAX_BYTES = 64 * MIB  # a table to --check: the largest grid's, with room to spare
 
 
 def add_table_parser(subparsers: Any) -> None:
@@ -239,7 +239,8 @@ def _versions(remote: Remote | None) -> tuple[str, str]:
 
 
 def _write_if_changed(path: str, text: str, field: str) -> bool:
-    """Replace `path` atomically when its bytes differ; True when it was written."""
+    """Replace `path` atomically (files.replace_file) when its bytes differ; True when it was
+    written."""
     target = Path(path)
     try:
         if target.read_text(encoding="utf-8") == text:
@@ -248,10 +249,7 @@ def _write_if_changed(path: str, text: str, field: str) -> bool:
         pass
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.replace(tmp, target)
+        replace_file(target, text)
     except OSError as exc:
         raise CliInputError(
             [ErrorLine(field, f"cannot write {path!r}: {exc.strerror or exc}")]
@@ -284,13 +282,12 @@ def cmd_table(args: argparse.Namespace) -> int:
         raise CliInputError([ErrorLine("max_slowdown", "needs --max-configs")])
     existing = None
     if args.check is not None:
+        existing = read_text(args.check, "check", TABLE_MAX_BYTES)
+        # What read_metadata parses as JSON: a JSON table whole, another its first line.
+        parsed = existing if existing.lstrip().startswith("{") else existing.split("\n", 1)[0]
+        check_nesting(args.check, parsed, "json")
         try:
-            existing = Path(args.check).read_text(encoding="utf-8")
             metadata = read_metadata(existing)
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CliInputError(
-                [ErrorLine("check", f"cannot read {args.check!r}: {exc}")]
-            ) from None
         except TableFileError as exc:
             raise CliInputError([ErrorLine("check", f"{args.check}: {exc}")]) from None
         fmt = metadata["format"]

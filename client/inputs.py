@@ -1,5 +1,7 @@
 """Reading the files `portfolio` and `table` take: a shapes file (CSV or JSON) and a grid file
-(TOML or JSON). Every bad value is reported as `error: FILE:LINE: FIELD: ...` and exit 2.
+(TOML or JSON). Every bad value is reported as `error: FILE:LINE: FIELD: ...` and exit 2; so is
+a file past a limit (`files.py`): a grid over 1 MiB, a shapes file over 16 MiB, brackets nested
+more than 64 deep, a CSV cell over 4096 characters, more problems than `--max-problems`.
 
 Shapes: one problem per CSV row (a header row names the columns) or per object of a JSON
 array. Columns are the problem's fields by their JSON or CLI names (`seq_len` or `seq-len`):
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .cli_common import CliInputError, ErrorLine
+from .files import MIB, check_nesting, csv_field_error, csv_fields, read_text
 
 if TYPE_CHECKING:
     from tilesolve.solver.apps.dispatch_table import Grid
@@ -40,7 +43,8 @@ PROBLEM_COLUMNS = (
     "phase",
 )
 WEIGHT_COLUMNS = ("weight", "count")
-MAX_FILE_BYTES = 64 * 1024 * 1024
+GRID_MAX_BYTES = 1 * MIB  # a grid is a few lists of sizes
+SHAPES_MAX_BYTES = 16 * MIB  # 5,000 problems (the most a portfolio takes) of a few hundred bytes
 
 
 @dataclass(frozen=True)
@@ -53,22 +57,6 @@ class Shapes:
 
     def where(self, index: int) -> str:
         return f"{self.path}:{self.lines[index]}"
-
-
-def _read_text(path: str, field: str) -> str:
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise CliInputError(
-            [ErrorLine(field, f"cannot read {path!r}: {exc.strerror or exc}")]
-        ) from None
-    if len(data) > MAX_FILE_BYTES:
-        raise CliInputError([ErrorLine(field, f"{path!r} is over 64 MiB")])
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise CliInputError([ErrorLine(f"{path}:{line}", "not UTF-8 text")]) from None
 
 
 def _column(name: str) -> str:
@@ -149,8 +137,13 @@ def _weight(name: str, value: Any) -> float | str:
 def read_shapes(path: str, max_problems: int) -> Shapes:
     """The weighted problems of a CSV or JSON shapes file (CliInputError naming line and
     field for every bad value)."""
-    text = _read_text(path, "shapes")
-    rows = _json_rows(path, text) if _looks_json(path, text) else _csv_rows(path, text)
+    text = read_text(path, "shapes", SHAPES_MAX_BYTES)
+    if _looks_json(path, text):
+        check_nesting(path, text, "json")
+        rows = _json_rows(path, text)
+    else:
+        with csv_fields():
+            rows = _csv_rows(path, text)
     violations: list[ErrorLine] = []
     problems: list[WeightedProblem] = []
     lines: list[int] = []
@@ -189,11 +182,10 @@ def _csv_rows(path: str, text: str) -> list[tuple[int, dict[str, Any]]]:
     if not content:
         return []
     header_line, header = content[0]
-    reader = csv.reader(io.StringIO(header))
-    columns = next(reader)
+    columns = _csv_line(path, header_line, header)
     out = []
     for n, line in content[1:]:
-        values = next(csv.reader(io.StringIO(line)), [])
+        values = _csv_line(path, n, line)
         if len(values) != len(columns):
             raise CliInputError(
                 [
@@ -206,6 +198,14 @@ def _csv_rows(path: str, text: str) -> list[tuple[int, dict[str, Any]]]:
             )
         out.append((n, dict(zip(columns, values, strict=True))))
     return out
+
+
+def _csv_line(path: str, number: int, line: str) -> list[str]:
+    """The fields of one CSV line; CliInputError naming the line for a field over the limit."""
+    try:
+        return next(csv.reader(io.StringIO(line)), [])
+    except csv.Error as exc:
+        raise CliInputError([ErrorLine(f"{path}:{number}", csv_field_error(exc))]) from None
 
 
 def _json_rows(path: str, text: str) -> list[tuple[int, dict[str, Any]]]:
@@ -253,8 +253,10 @@ def read_grid(path: str, hardware: list[str] | None = None) -> Grid:
     from tilesolve.solver.apps.dispatch_table import Grid
     from tilesolve.solver.violations import violations_from_validation
 
-    text = _read_text(path, "grid")
+    text = read_text(path, "grid", GRID_MAX_BYTES)
     suffix = Path(path).suffix.lower()
+    if suffix in (".toml", ".json"):
+        check_nesting(path, text, suffix[1:])
     if suffix == ".toml":
         try:
             data: Any = tomllib.loads(text)

@@ -16,17 +16,23 @@ harness for the record and ignored here):
     time_us      the median time in microseconds: a positive number when status is ok
 
 Every bad cell is reported with its row (the file's line number, the header being row 1) and
-column; the CLI prints them all and exits 2.
+column; the CLI prints them (the first 20, and how many more) and exits 2. So is a file past a
+limit: over 256 MiB, a cell over 4096 characters, more than 100,000 rows (a sweep measures a
+few thousand; the limit keeps the rows read, and the memory they take, bounded).
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import math
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from .files import MIB, csv_field_error, csv_fields, replace_file
 
 if TYPE_CHECKING:
     from tilesolve.solver.apps.measured import Measurement
@@ -64,6 +70,8 @@ _TRUE = ("true", "1", "yes")
 _FALSE = ("false", "0", "no")
 _DTYPES = ("fp16", "bf16", "fp8")
 MAX_REPORTED = 20  # bad cells listed before the rest are counted
+MAX_ROWS = 100_000  # measurement rows one file may hold
+MAX_BYTES = 256 * MIB
 
 
 @dataclass(frozen=True)
@@ -98,8 +106,16 @@ def read_measurements(path: str | Path) -> list[Measurement]:
     """The rows of a measurements CSV, checked; MeasurementsError names every bad cell."""
     origin = str(path)
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
+        if os.stat(path).st_size > MAX_BYTES:
+            raise MeasurementsError(
+                origin, [CellError(0, "(file)", f"over {MAX_BYTES // MIB} MiB, the limit")]
+            )
+        with open(path, encoding="utf-8", newline="") as handle, csv_fields():
             return parse_measurements(handle, origin)
+    except UnicodeDecodeError as exc:
+        raise MeasurementsError(
+            origin, [CellError(0, "(file)", f"not UTF-8 text: {exc.reason}")]
+        ) from None
     except OSError as exc:
         raise MeasurementsError(
             origin, [CellError(0, "(file)", exc.strerror or str(exc))]
@@ -127,7 +143,10 @@ def parse_measurements(lines: Iterable[str], origin: str = "measurements") -> li
     from tilesolve.solver.violations import violations_from_validation
 
     reader = csv.DictReader(lines)
-    header = [h.strip() for h in (reader.fieldnames or [])]
+    try:
+        header = [h.strip() for h in (reader.fieldnames or [])]
+    except csv.Error as exc:
+        return _raise(origin, [CellError(1, "(header)", csv_field_error(exc))])
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
         have = ", ".join(header) if header else "nothing (an empty file)"
@@ -143,17 +162,35 @@ def parse_measurements(lines: Iterable[str], origin: str = "measurements") -> li
             ],
         )
     reader.fieldnames = header
-    errors: list[CellError] = []
+    errors: list[CellError] = []  # the first MAX_REPORTED
+    found = 0  # bad cells in all
     rows: list[Measurement] = []
     hardware_names: dict[str, str | None] = {}  # as written -> canonical (None: unknown)
     unknown_why: dict[str, str] = {}
-    for record in reader:
+    records = iter(reader)
+    while True:
+        try:
+            record = next(records)
+        except StopIteration:
+            break
+        except csv.Error as exc:  # raised before the reader counts the line it is on
+            errors.insert(0, CellError(reader.line_num + 1, "(row)", csv_field_error(exc)))
+            found += 1
+            break
         row = reader.line_num
+        if len(rows) + found >= MAX_ROWS:
+            too_many = f"more than {MAX_ROWS} rows, the limit; give a sample of the sweep"
+            errors.insert(0, CellError(row, "(rows)", too_many))
+            found += 1
+            break
         cells = {k: (v or "").strip() for k, v in record.items() if k is not None}
-        bad = len(errors)
+        bad = found
 
         def err(column: str, message: str, row: int = row) -> None:
-            errors.append(CellError(row, column, message))
+            nonlocal found
+            found += 1
+            if len(errors) < MAX_REPORTED:
+                errors.append(CellError(row, column, message))
 
         ints: dict[str, int] = {}
         for column in _INT_COLUMNS:
@@ -202,7 +239,7 @@ def parse_measurements(lines: Iterable[str], origin: str = "measurements") -> li
             else:
                 if not math.isfinite(time_us) or time_us <= 0:
                     err("time_us", f"must be a positive number of microseconds; got {text}")
-        if len(errors) > bad:
+        if found > bad:
             continue
         assert canonical is not None
         heads = ints["heads"]
@@ -228,14 +265,16 @@ def parse_measurements(lines: Iterable[str], origin: str = "measurements") -> li
         tile = Tile(ints["block_m"], ints["block_n"], ints["num_warps"], ints["num_stages"])
         rows.append(Measurement(row, shape, tile, status, time_us))
     if errors:
-        return _raise(origin, errors)
+        return _raise(origin, errors, found)
     if not rows:
         return _raise(origin, [CellError(2, "(rows)", "no measurements after the header")])
     return rows
 
 
-def _raise(origin: str, errors: list[CellError]) -> list[Measurement]:
-    raise MeasurementsError(origin, errors[:MAX_REPORTED], max(0, len(errors) - MAX_REPORTED))
+def _raise(origin: str, errors: list[CellError], found: int = 0) -> list[Measurement]:
+    """Raise MeasurementsError with the first MAX_REPORTED `errors` of `found` in all."""
+    shown = errors[:MAX_REPORTED]
+    raise MeasurementsError(origin, shown, max(found, len(errors)) - len(shown))
 
 
 CSV_COLUMNS = (
@@ -265,30 +304,36 @@ def write_measurements(
     """Rows as a CSV the readers take (the harness's columns; `extra` adds constant columns
     such as device_name)."""
     extra = extra or {}
-    with open(path, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow([*extra, *CSV_COLUMNS])
-        for m in rows:
-            s, t = m.shape, m.tile
-            writer.writerow(
-                [
-                    *extra.values(),
-                    s.hardware,
-                    s.kernel,
-                    s.batch,
-                    s.heads,
-                    s.kv_heads,
-                    s.seq_len,
-                    s.seq_len_kv,
-                    s.head_dim,
-                    s.head_dim_v,
-                    s.dtype,
-                    "true" if s.causal else "false",
-                    t.block_m,
-                    t.block_n,
-                    t.num_warps,
-                    t.num_stages,
-                    m.status,
-                    "" if m.time_us is None else f"{m.time_us:.3f}",
-                ]
-            )
+    replace_file(path, _csv_text(rows, extra))
+
+
+def _csv_text(rows: Sequence[Measurement], extra: dict[str, str]) -> str:
+    """The rows as CSV text: a header, then one line per row (csv's CRLF line ends)."""
+    handle = io.StringIO(newline="")
+    writer = csv.writer(handle)
+    writer.writerow([*extra, *CSV_COLUMNS])
+    for m in rows:
+        s, t = m.shape, m.tile
+        writer.writerow(
+            [
+                *extra.values(),
+                s.hardware,
+                s.kernel,
+                s.batch,
+                s.heads,
+                s.kv_heads,
+                s.seq_len,
+                s.seq_len_kv,
+                s.head_dim,
+                s.head_dim_v,
+                s.dtype,
+                "true" if s.causal else "false",
+                t.block_m,
+                t.block_n,
+                t.num_warps,
+                t.num_stages,
+                m.status,
+                "" if m.time_us is None else f"{m.time_us:.3f}",
+            ]
+        )
+    return handle.getvalue()

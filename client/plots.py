@@ -12,7 +12,9 @@ from __future__ import annotations
 import math
 import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from .files import replace_file
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -72,9 +74,14 @@ def _new_figure(width: float, height: float) -> Figure:
 
 
 def _save(fig: Figure, path: Path) -> None:
+    """Draw `fig` into `path`, replacing it atomically (files.replace_file)."""
     fmt = plot_format(path)
     metadata = {"Software": "tilesolve"} if fmt == "png" else {"Creator": "tilesolve"}
-    fig.savefig(path, format=fmt, dpi=DPI, metadata=metadata)
+
+    def draw(handle: BinaryIO) -> None:
+        fig.savefig(handle, format=fmt, dpi=DPI, metadata=metadata)
+
+    replace_file(path, draw)
 
 
 # ---- the solve heatmap ---------------------------------------------------------------------

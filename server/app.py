@@ -39,6 +39,7 @@ from tilesolve.solver.solve import model_version
 from tilesolve.v1 import tilesolve_pb2 as pb
 
 from .config import ServerConfig, bracketed
+from .logs import THROTTLE, install_throttle
 from .profile import load_profile_file
 from .service import TileSolveServicer
 from .solving import ProcessSolvers, Solvers, ThreadSolvers
@@ -47,6 +48,9 @@ logger = logging.getLogger("tilesolve.server")
 T = TypeVar("T")
 KEEPALIVE_S = 60  # the server pings each connection this often ...
 KEEPALIVE_TIMEOUT_S = 20  # ... and drops one whose peer does not answer within this
+# A new connection's TLS handshake must end within this (gRPC's default: 120 s, during which a
+# silent socket holds a file descriptor); a plaintext one is closed when idle.
+HANDSHAKE_TIMEOUT_S = 10
 
 SERVICE_NAME: str = pb.DESCRIPTOR.services_by_name["TileSolveService"].full_name
 HEALTH_SERVICE_NAME: str = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
@@ -166,7 +170,14 @@ class TileSolveServer:
                 ("grpc.keepalive_time_ms", KEEPALIVE_S * 1000),
                 ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_S * 1000),
                 ("grpc.http2.max_pings_without_data", 0),
+                # Streams open at once on one connection, counted until gRPC frees them: a
+                # client that opens and resets streams (HTTP/2 rapid reset) holds at most
+                # this many, and the rest are refused in gRPC's core, before any of them
+                # costs this process a task (docs/reliability.md, "Rapid reset").
+                ("grpc.max_concurrent_streams", config.max_streams_per_connection),
+                ("grpc.server_handshake_timeout_ms", HANDSHAKE_TIMEOUT_S * 1000),
                 *self._connection_age_options(),
+                *self._connection_idle_options(),
             ],
         )
         self.servicer = TileSolveServicer(self.solvers, config, self._key_salt)
@@ -201,6 +212,11 @@ class TileSolveServer:
             ("grpc.max_connection_age_grace_ms", int(self.config.connection_age_grace_s * 1000)),
         ]
 
+    def _connection_idle_options(self) -> list[tuple[str, int]]:
+        """GOAWAY to a connection that carried no call for max_connection_idle_s (none when 0)."""
+        idle_s = self.config.max_connection_idle_s
+        return [("grpc.max_connection_idle_ms", max(int(idle_s * 1000), 1))] if idle_s > 0 else []
+
     def start(self) -> None:
         self._call(self.server.start())
 
@@ -222,6 +238,7 @@ class TileSolveServer:
             logger.warning("grace period over: %d calls answered UNAVAILABLE", cut)
         await stopping
         await self.solvers.close()
+        THROTTLE.flush()  # what the log throttle left out and has not said yet
 
     def drain(self, delay_s: float, grace_s: float) -> None:
         """Drain as `serve` does on a signal (see the module's docstring); returns when the
@@ -259,6 +276,7 @@ def create_server(config: ServerConfig) -> TileSolveServer:
     import tilesolve.solver.ip_model  # noqa: F401  (ortools: the first Solve should not pay)
 
     config.check()
+    install_throttle()
     credentials = _credentials(config)
     load_catalog()  # validates every catalog file; a broken one stops startup here
     # Asked first, so a busy port is one clear line (gRPC only says "failed to bind" and logs).

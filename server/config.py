@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -56,6 +57,32 @@ def bracketed(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
+def tls_pair_problem(cert: Path | None, key: Path | None) -> str | None:
+    """Why the PEM certificate chain `cert` and private key `key` cannot serve TLS (unreadable,
+    not PEM, an encrypted key, a key that is not the certificate's), in one line; None when
+    they can, or when either is not given. gRPC itself only reports a failure to bind."""
+    if cert is None or key is None:
+        return None
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        # An encrypted key gets an empty password and fails: gRPC cannot use one either.
+        context.load_cert_chain(cert, key, password=b"")
+    except OSError as exc:
+        if not isinstance(exc, ssl.SSLError):
+            return f"cannot read the TLS files: {exc.strerror or exc}"
+        reason = exc.reason or str(exc)
+        if reason == "KEY_VALUES_MISMATCH":
+            return (
+                f"tls_key {str(key)!r} is not the private key of tls_cert {str(cert)!r} "
+                "(their public keys differ)"
+            )
+        return (
+            f"tls_cert {str(cert)!r} and tls_key {str(key)!r} are not a usable PEM "
+            f"certificate chain and unencrypted private key ({reason})"
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class ServerConfig:
     """Everything `tilesolve-server` can be told (the command line maps onto it one to one;
@@ -92,6 +119,19 @@ class ServerConfig:
     # since they connected; 0 = never. Calls in progress on the old connection get
     # `connection_age_grace_s` more to finish.
     max_connection_age_s: float = 300.0
+    # Seconds a connection may carry no call before the server closes it (HTTP/2 GOAWAY; a
+    # gRPC client reconnects on its next call); 0 = never. Idle sockets cannot pile up to the
+    # file-descriptor limit.
+    max_connection_idle_s: float = 120.0
+    # Streams one connection may have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS;
+    # RFC 9113 recommends no fewer than 100). gRPC counts a stream until it is freed, so a
+    # client that opens and resets streams (the rapid-reset attack) holds at most this many;
+    # a gRPC client queues its calls beyond it.
+    max_streams_per_connection: int = 100
+    # Bytes of requests and answers the calls in progress may hold at once (each call its
+    # request from arrival and its answer until gRPC has sent it); beyond it
+    # RESOURCE_EXHAUSTED. The deployment's memory limit is derived from it (docs/deploy.md).
+    max_inflight_bytes: int = 128 * MIB
     # PEM server certificate chain and private key: serve TLS instead of plaintext.
     tls_cert: Path | None = None
     tls_key: Path | None = None
@@ -124,6 +164,7 @@ class ServerConfig:
             "max_response_bytes": self.max_response_bytes,
             "default_deadline_s": self.default_deadline_s,
             "batch_budget_s": self.batch_budget_s,
+            "max_streams_per_connection": self.max_streams_per_connection,
         }
         for name, value in positive.items():
             if not value > 0:
@@ -132,8 +173,16 @@ class ServerConfig:
             raise ValueError("workers and cache_bytes must be >= 0")
         if self.drain_delay_s < 0 or self.grace_s < 0:
             raise ValueError("drain_delay_s and grace_s must be >= 0")
-        if not self.max_connection_age_s >= 0:
-            raise ValueError(f"max_connection_age_s must be >= 0; got {self.max_connection_age_s}")
+        for name in ("max_connection_age_s", "max_connection_idle_s"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be >= 0; got {getattr(self, name)}")
+        one_call = self.max_request_bytes + self.max_response_bytes
+        if self.max_inflight_bytes < one_call:
+            raise ValueError(
+                f"max_inflight_bytes ({self.max_inflight_bytes}) must hold one call of the "
+                f"largest request and response (max_request_bytes + max_response_bytes = "
+                f"{one_call})"
+            )
         if self.solve_in not in ("processes", "threads"):
             raise ValueError(f"solve_in must be 'processes' or 'threads'; got {self.solve_in!r}")
         if self.max_batch_size * RESERVED_ITEM_BYTES > self.max_response_bytes:
@@ -142,6 +191,10 @@ class ServerConfig:
                 f"{RESERVED_ITEM_BYTES} bytes for each of max_batch_size "
                 f"({self.max_batch_size}) requests"
             )
+
+        why = tls_pair_problem(self.tls_cert, self.tls_key)
+        if why is not None:
+            raise ValueError(why)
 
     @property
     def address(self) -> str:

@@ -2,10 +2,11 @@
 
 Invalid input is INVALID_ARGUMENT with a `google.rpc.BadRequest` detail (one field violation
 per bad field, paths as in the request: `problem.head_dim`); unknown hardware is NOT_FOUND,
-listing the known names; a solve that runs out of time is DEADLINE_EXCEEDED; anything else is
-INTERNAL, with the traceback logged on the server. The same `Failure` value feeds both a
-whole-call abort and one `SolveBatchItem`, and is cut to size on the way out (`bounded`,
-`limits.py`): nothing a client sent comes back unbounded.
+listing the known names; a solve that runs out of time is DEADLINE_EXCEEDED, one whose call was
+cancelled CANCELLED (not logged: its client decides how often); anything else is INTERNAL,
+with the traceback logged on the server. The same `Failure` value feeds both a whole-call
+abort and one `SolveBatchItem`, and is cut to size on the way out (`bounded`, `limits.py`):
+nothing a client sent comes back unbounded.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from tilesolve.solver.errors import (
     DeadlineExceededError,
     InvalidRequestError,
     ModelInvariantError,
+    SolveCancelledError,
     UnknownHardwareError,
 )
 
@@ -97,6 +99,8 @@ def failure_from(exc: Exception, method: str) -> Failure:
         return Failure(grpc.StatusCode.INVALID_ARGUMENT, _joined(violations), violations)
     if isinstance(exc, DeadlineExceededError):
         return Failure(grpc.StatusCode.DEADLINE_EXCEEDED, str(exc))
+    if isinstance(exc, SolveCancelledError):  # its call was cancelled: nobody reads this
+        return Failure(grpc.StatusCode.CANCELLED, str(exc))
     if isinstance(exc, ModelInvariantError):
         logger.error("model invariant broken in %s", method, exc_info=exc)
         return Failure(grpc.StatusCode.INTERNAL, f"internal error (a bug; please report): {exc}")

@@ -13,7 +13,9 @@ processes share the port (server/supervisor.py) and the signal drains them all.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -194,6 +196,32 @@ def build_parser() -> argparse.ArgumentParser:
         "max(--default-deadline, --batch-budget) to finish; 0 = never (default "
         f"{d.max_connection_age_s:g})",
     )
+    parser.add_argument(
+        "--max-connection-idle",
+        type=_seconds,
+        default=d.max_connection_idle_s,
+        metavar="SECONDS",
+        help="close a connection that carried no call for this long (a gRPC client "
+        f"reconnects on its next call); 0 = never (default {d.max_connection_idle_s:g})",
+    )
+    parser.add_argument(
+        "--max-streams-per-connection",
+        type=_int_in(1, 1 << 16),
+        default=d.max_streams_per_connection,
+        metavar="N",
+        help="HTTP/2 streams one connection may have open at once (a client that opens and "
+        "resets streams holds no more; gRPC clients queue calls beyond it) (default "
+        f"{d.max_streams_per_connection})",
+    )
+    parser.add_argument(
+        "--max-inflight-mib",
+        type=_int_in(1, 1 << 20),
+        default=d.max_inflight_bytes // MIB,
+        metavar="MIB",
+        help="memory the calls in progress may hold in requests and answers; beyond it "
+        "RESOURCE_EXHAUSTED (default "
+        f"{d.max_inflight_bytes // MIB}; at least --max-request-bytes + --max-response-bytes)",
+    )
     parser.add_argument("--tls-cert", type=_pem_file, metavar="PEM", help="server certificate")
     parser.add_argument("--tls-key", type=_pem_file, metavar="PEM", help="server private key")
     parser.add_argument(
@@ -244,6 +272,9 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
         drain_delay_s=args.drain_delay,
         grace_s=args.grace,
         max_connection_age_s=args.max_connection_age,
+        max_connection_idle_s=args.max_connection_idle,
+        max_streams_per_connection=args.max_streams_per_connection,
+        max_inflight_bytes=args.max_inflight_mib * MIB,
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
         tls_client_ca=args.tls_client_ca,
@@ -270,11 +301,17 @@ def _check_profile(path: str, parser: argparse.ArgumentParser) -> None:
         parser.error(f"--profile: cannot read {path!r}: {exc.strerror or exc}")
     except InvalidRequestError as exc:
         parser.error("--profile: " + "; ".join(v.description for v in exc.violations))
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         parser.error(f"--profile: {path} is not JSON: {exc}")
+    except ValueError as exc:  # too large, not UTF-8, nested too deep
+        parser.error(f"--profile: {exc}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # gRPC's C core writes a line to stderr for each failed TLS handshake (at its INFO level),
+    # out of Python logging's reach: a client could fill the log at will. Errors only, unless
+    # the environment asks for more (read when grpc is first imported, below).
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     # Before anything starts a thread (numpy's BLAS does on import): every thread then
     # inherits the mask, and only `serve`'s sigwait takes SIGTERM/SIGINT (see app.serve).
     previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})

@@ -13,11 +13,22 @@ from pathlib import Path
 from tilesolve.solver import CudaDevice, HardwareSpec, get_hardware
 from tilesolve.solver.apps.calibrate import parse_profile, profile_device
 
+# A profile is a few constants and where they come from (a few KiB).
+PROFILE_MAX_BYTES = 1024 * 1024
+
 
 def load_profile_file(path: str | Path) -> CudaDevice:
-    """The calibrated device of a profile file. Raises OSError, ValueError (not JSON) or the
-    solver's InvalidRequestError (not a profile, or one fitted against another model)."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    """The calibrated device of a profile file. Raises OSError, ValueError (over
+    PROFILE_MAX_BYTES, not UTF-8 JSON, nested deeper than Python's parser goes) or the solver's
+    InvalidRequestError (not a profile, or one fitted against another model)."""
+    with open(path, "rb") as handle:
+        raw = handle.read(PROFILE_MAX_BYTES + 1)
+    if len(raw) > PROFILE_MAX_BYTES:
+        raise ValueError(f"{path} is over {PROFILE_MAX_BYTES} bytes, the limit for a profile")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise ValueError(f"{path}: brackets nested too deep for a profile") from None
     return profile_device(parse_profile(data, str(path)), str(path))
 
 

@@ -13,6 +13,8 @@ The bounds (`ServerConfig`, `config.py`), each with the status and a message nam
 
 - calls in progress at once, beyond `max_concurrent_rpcs`: RESOURCE_EXHAUSTED (health checks
   and reflection are not counted);
+- bytes of requests and answers the calls in progress hold, beyond `max_inflight_bytes`
+  (`budget.py`): RESOURCE_EXHAUSTED (a SolveBatch answers what fits and the rest in place);
 - strings, lists and maps of a request over their sizes (`limits.py`): INVALID_ARGUMENT;
 - a call without a deadline gets `default_deadline_s`; DEADLINE_EXCEEDED when it passes;
 - a SolveBatch stops solving when its time budget (`batch_budget_s`, or its deadline if
@@ -20,17 +22,24 @@ The bounds (`ServerConfig`, `config.py`), each with the status and a message nam
   in place with DEADLINE_EXCEEDED or RESOURCE_EXHAUSTED, so the answers already found are kept
   and the response stays within the limit; one Solve answer above the limit is
   RESOURCE_EXHAUSTED;
-- while the server drains and its grace period ends, calls still running: UNAVAILABLE.
+- while the server drains and its grace period ends, calls still running: UNAVAILABLE (a
+  SolveBatch keeps the answers it has and answers the rest so in place).
+
+Before a cold solve queues for a solver, every check that needs none runs here
+(`tilesolve.solver.solve.check_request`: hardware and kernel names, compatibility, pins), so a
+bad request is refused at once, not after the cold solves queued before it.
 
 A call that is cancelled (by its client, or by its deadline) cancels its solve. Errors become
 statuses in `errors.py`; answers are cached in `cache.py`; each call writes one structured log
 line (method, status code, latency, cache hit, peer) on the `tilesolve.server` logger, aborted
-and cancelled calls included.
+and cancelled calls included; the lines of calls that did not end OK are throttled per method
+and code (`logs.py`), since a client decides how many of those there are.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 import time
@@ -56,11 +65,13 @@ from tilesolve.solver import (
 )
 from tilesolve.solver.apps.portfolio import solve_portfolio
 from tilesolve.solver.occupancy import occupancy_device
+from tilesolve.solver.solve import check_request
 from tilesolve.v1 import tilesolve_pb2 as pb
 
+from .budget import CallBytes, InFlightBytes
 from .cache import LruCache, discard_unknown_fields, request_key
 from .config import RESERVED_ITEM_BYTES, ServerConfig
-from .errors import Failure, RequestFailed, abort, bounded, failure_from
+from .errors import Failure, RequestFailed, abort, bounded, failure_from, with_request_paths
 from .limits import request_violations
 from .solving import Solvers
 
@@ -70,6 +81,8 @@ logger = logging.getLogger("tilesolve.server")
 BATCH_REPLY_MARGIN_S = 0.2
 
 _DRAINED = "the drain's grace period ended"  # the message of the drain's cancellations
+# The bytes the current call holds (each call runs in its own task, with its own context).
+_CALL_BYTES: contextvars.ContextVar[CallBytes] = contextvars.ContextVar("call_bytes")
 
 
 class _Aborted(Exception):
@@ -124,6 +137,8 @@ def rpc(request_type: type[Message]) -> Callable[[Method], Callable[..., Awaitab
                     (time.perf_counter() - started) * 1e3,
                     note,
                     context.peer(),
+                    # lines of calls that did not end OK are throttled (logs.py)
+                    extra={"throttle": None if code == "OK" else f"{name} {code}"},
                 )
 
         return wrapper
@@ -170,6 +185,7 @@ class TileSolveServicer:
         # Serialized, proven SolveResponses by canonical request (see cache.py).
         self.cache = LruCache(self.config.cache_bytes)
         self.in_flight = 0
+        self.in_flight_bytes = InFlightBytes(self.config.max_inflight_bytes)
         self._calls: set[asyncio.Task[Any]] = set()
         self._closing = False
         catalog = load_catalog()
@@ -202,6 +218,10 @@ class TileSolveServicer:
                     "(max_concurrent_rpcs); retry with backoff",
                 )
             )
+        share = self.in_flight_bytes.call()
+        context.add_done_callback(lambda _: share.end())
+        if not share.take_request(len(raw)):
+            raise _Aborted(self._over_budget(f"its request of {len(raw)} bytes"))
         try:
             request = request_type.FromString(raw)
         except DecodeError:
@@ -216,8 +236,14 @@ class TileSolveServicer:
         assert task is not None
         self.in_flight += 1
         self._calls.add(task)
+        _CALL_BYTES.set(share)
         try:
-            return await method(self, request, context)
+            response, note = await method(self, request, context)
+            size = len(response) if isinstance(response, bytes) else response.ByteSize()
+            # What a SolveBatch held for its items as it went is this answer already.
+            if size > share.answer and not share.take_answer(size - share.answer):
+                raise _Aborted(self._over_budget(f"its answer of {size} bytes"))
+            return response, note
         except asyncio.CancelledError as exc:
             if exc.args == (_DRAINED,):
                 task.uncancel()
@@ -228,8 +254,18 @@ class TileSolveServicer:
         except Exception as exc:  # every failure becomes a status; none escapes to grpc
             raise _Aborted(failure_from(exc, name)) from None
         finally:
+            share.drop_request()
             self._calls.discard(task)
             self.in_flight -= 1
+
+    def _over_budget(self, what: str) -> Failure:
+        limit = self.config.max_inflight_bytes
+        return Failure(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            f"the calls in progress already hold {self.in_flight_bytes.held} bytes of requests "
+            f"and answers: {what} would pass the server's limit of {limit} bytes "
+            "(max_inflight_bytes); retry with backoff",
+        )
 
     @staticmethod
     def _shutting_down() -> Failure:
@@ -290,12 +326,17 @@ class TileSolveServicer:
             limit = wire.time_limit_from_proto(request.options)
             if limit is not None:
                 return wire.cache_hit_response(cached, limit), True
-        # Decoded once, here (microseconds): a value out of range is refused at once, not
-        # after waiting for a solver behind the cold solves queued before it.
+        # Decoded and checked once, here (a fraction of a millisecond): a value out of range,
+        # an unknown name, an incompatible dtype or a pin outside its domain is refused at
+        # once, not after waiting for a solver behind the cold solves queued before it.
         try:
             call = wire.solve_request_from_proto(request)
         except Exception as exc:
             raise RequestFailed(failure_from(exc, "Solve")) from None
+        try:
+            check_request(*call)
+        except InvalidRequestError as exc:
+            raise RequestFailed(failure_from(with_request_paths(exc), "Solve")) from None
         outcome = await self.solvers.run(call, deadline)
         if outcome.failure is not None:
             raise RequestFailed(outcome.failure)
@@ -354,11 +395,19 @@ class TileSolveServicer:
             f"{config.max_response_bytes} bytes (max_response_bytes); send it in another "
             "SolveBatch",
         )
+        out_of_memory = Failure(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            f"not solved: the calls in progress hold the server's limit of "
+            f"{config.max_inflight_bytes} bytes of requests and answers (max_inflight_bytes); "
+            "send it again later",
+        )
+        share = _CALL_BYTES.get()
         parts: list[bytes] = []
         used = hits = 0
         cut: Failure | None = None
         for index, one in enumerate(request.requests):
             left_after = count - index - 1
+            held = False  # whether the budget holds this item's bytes yet
             if cut is None and time.monotonic() >= end:
                 cut = out_of_time
             if cut is not None:
@@ -370,6 +419,16 @@ class TileSolveServicer:
                 except TimeoutError:
                     cut = out_of_time
                     item = _failed_item(cut)
+                except asyncio.CancelledError as exc:
+                    if exc.args != (_DRAINED,):
+                        raise  # the client is gone: nobody to answer
+                    # The drain's grace period ended: keep the answers found, say so for
+                    # the rest.
+                    task = asyncio.current_task()
+                    assert task is not None
+                    task.uncancel()
+                    cut = self._shutting_down()
+                    item = _failed_item(cut)
                 except Exception as exc:  # one bad problem must not fail the batch
                     item = _failed_item(failure_from(exc, "SolveBatch"))
                 else:
@@ -379,7 +438,12 @@ class TileSolveServicer:
                 if used + framed + left_after * RESERVED_ITEM_BYTES > config.max_response_bytes:
                     cut = out_of_room
                     item = _failed_item(cut)
+                elif cut is None and not (held := share.take_answer(framed)):
+                    cut = out_of_memory
+                    item = _failed_item(cut)
             part = wire.batch_entry(item)
+            if not held:  # an item saying why it is not answered: a few hundred bytes
+                share.take_answer(len(part), force=True)
             used += len(part)
             parts.append(part)
         return b"".join(parts), f"{hits}/{count}"

@@ -88,6 +88,9 @@ def worker_arguments(config: ServerConfig, log_level: str) -> list[str]:
         "--drain-delay", repr(config.drain_delay_s),
         "--grace", repr(config.grace_s),
         "--max-connection-age", repr(config.max_connection_age_s),
+        "--max-connection-idle", repr(config.max_connection_idle_s),
+        "--max-streams-per-connection", str(config.max_streams_per_connection),
+        "--max-inflight-mib", str(config.max_inflight_bytes // MIB),
         "--log-level", log_level,
     ]  # fmt: skip
     for flag, path in (

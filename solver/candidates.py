@@ -97,6 +97,33 @@ def ordered_constraints(
     return (*legality, Pins(), *rest, Divisibility())
 
 
+@dataclass(frozen=True)
+class RequestSpace:
+    """A request's decision variables, their configurations and its resolved pins."""
+
+    params: tuple[Param, ...]
+    cfg: ConfigArrays
+    common: dict[str, IntArray]
+    pins: dict[str, int]
+
+
+def request_space(
+    family: KernelFamily,
+    hardware: HardwareSpec,
+    problem: AttentionProblem,
+    options: SolveOptions,
+    cfg: ConfigArrays | None = None,
+) -> RequestSpace:
+    """The request's parameters and space (the whole product of the domains unless `cfg` is
+    given), its pins resolved against them: InvalidRequestError for a pin outside its domain,
+    unknown or unpinnable (and for a page size the family's rule refuses)."""
+    params = family.request_params(problem, hardware, options)
+    if cfg is None:
+        cfg = ConfigArrays.product(params)
+    common = family.common_fields(cfg)
+    return RequestSpace(params, cfg, common, resolve_pins(family, params, common, options))
+
+
 def evaluation(
     family: KernelFamily,
     hardware: HardwareSpec,
@@ -104,15 +131,12 @@ def evaluation(
     options: SolveOptions,
     cfg: ConfigArrays | None = None,
 ) -> Evaluation:
-    """The request's space (the whole product of the domains unless `cfg` is given), with
-    resolved pins and resources."""
-    params = family.request_params(problem, hardware, options)
-    if cfg is None:
-        cfg = ConfigArrays.product(params)
-    common = family.common_fields(cfg)
-    pins = resolve_pins(family, params, common, options)
-    res = family.resources(hardware, problem, options, cfg)
-    return Evaluation(family, hardware, problem, options, params, cfg, common, pins, res)
+    """The request's space (`request_space`) with its resources."""
+    space = request_space(family, hardware, problem, options, cfg)
+    res = family.resources(hardware, problem, options, space.cfg)
+    return Evaluation(
+        family, hardware, problem, options, space.params, space.cfg, space.common, space.pins, res
+    )
 
 
 def build_candidate_table(

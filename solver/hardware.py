@@ -12,7 +12,7 @@ import re
 import tomllib
 from functools import cache
 from importlib import resources
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -54,7 +54,13 @@ class SmLimits(BaseModel):
     model_config = _FROZEN
 
     compute_capability: str = Field(pattern=r"^\d{1,2}\.\d$", description="e.g. '8.0'")
-    warp_size_threads: int = Field(32, ge=1, le=128)
+    warp_size_threads: int = Field(
+        32,
+        ge=8,
+        le=128,
+        description="threads of a warp (8 to 128: SIMD widths of real parts; 32 on every "
+        "NVIDIA GPU; the kernels' copy layouts need at least 8 threads per row of a tile)",
+    )
     max_threads_per_block: int = Field(ge=32, le=4096)
     max_threads_per_sm: int = Field(ge=32, le=8192)
     max_blocks_per_sm: int = Field(ge=1, le=256)
@@ -68,18 +74,26 @@ class SmLimits(BaseModel):
     smem_per_block_optin_bytes: int = Field(ge=1024, le=16 << 20)
     smem_alloc_granularity_bytes: int = Field(ge=1, le=65536)
     reserved_smem_per_block_bytes: int = Field(ge=0, le=65536)
-    smem_carveout_options_kib: tuple[int, ...] = Field(
-        min_length=1, max_length=64, description="shared-memory sizes an SM can be configured to"
+    smem_carveout_options_kib: tuple[Annotated[int, Field(ge=0, le=16 << 10)], ...] = Field(
+        min_length=1,
+        max_length=64,
+        description="shared-memory sizes an SM can be configured to, KiB (0 to 16 MiB each)",
     )
     # Tensor memory (TMEM, compute capability 10.x: the tcgen05 accumulators): lanes x columns
     # of 32-bit cells per SM, allocated in columns (CUTLASS tmem_allocator_sm100.hpp: 128 x 512,
     # allocations of 32 to 512 columns). None on parts without it. Bounds: at least one
     # 32-column allocation and one warp's 32 lanes; at most 8x sm_100's columns and lanes.
     tensor_memory_lanes: int | None = Field(
-        None, ge=32, le=1024, description="tensor-memory lanes (rows of 32-bit cells) per SM"
+        None,
+        ge=32,
+        le=1024,
+        description="tensor-memory lanes (rows of 32-bit cells) per SM, count (32 to 1024)",
     )
     tensor_memory_columns: int | None = Field(
-        None, ge=32, le=4096, description="allocatable tensor-memory columns per SM"
+        None,
+        ge=32,
+        le=4096,
+        description="allocatable tensor-memory columns per SM, count (32 to 4096)",
     )
 
     @model_serializer(mode="wrap")
@@ -133,34 +147,51 @@ class CudaThroughput(BaseModel):
 
     model_config = _FROZEN
 
-    sm_count: int = Field(ge=1, le=4096)
-    boost_clock_mhz: float = Field(gt=0, le=10_000)
-    tensor_fp16_dense_tflops: float = Field(
-        gt=0, le=100_000, description="dense FP16/BF16 tensor peak with FP32 accumulate"
+    sm_count: int = Field(ge=1, le=4096, description="streaming multiprocessors (1 to 4096)")
+    boost_clock_mhz: float = Field(
+        ge=100, le=10_000, description="SM boost clock, MHz (100 MHz to 10 GHz)"
     )
-    tensor_fp8_dense_tflops: float | None = Field(None, gt=0, le=200_000)
+    tensor_fp16_dense_tflops: float = Field(
+        ge=0.1,
+        le=100_000,
+        description="dense FP16/BF16 tensor peak with FP32 accumulate, TFLOP/s (0.1 to 100,000)",
+    )
+    tensor_fp8_dense_tflops: float | None = Field(
+        None, ge=0.1, le=200_000, description="dense FP8 tensor peak, TFLOP/s (0.1 to 200,000)"
+    )
+    fp32_tflops: float = Field(
+        ge=0.01, le=10_000, description="non-tensor FP32 FMA peak, TFLOP/s (0.01 to 10,000)"
+    )
     # Bound: twice the FP8 field's (FP4 runs at two to four times the FP8 rate on every part)
     tensor_fp4_dense_tflops: float | None = Field(
         None,
-        gt=0,
+        ge=0.1,
         le=400_000,
-        description="dense FP4 tensor peak (no sparsity), TFLOP/s; None where the part has no "
-        "FP4 tensor path or no figure is known",
+        description="dense FP4 tensor peak (no sparsity), TFLOP/s (0.1 to 400,000); None where "
+        "the part has no FP4 tensor path or no figure is known",
     )
-    fp32_tflops: float = Field(gt=0, le=10_000, description="non-tensor FP32 FMA peak")
     sfu_ops_per_clk_per_sm: int = Field(
-        ge=1, le=1024, description="special-function (exp2) results per cycle per SM"
+        ge=1, le=1024, description="special-function (exp2) results per cycle per SM (1 to 1024)"
     )
-    smem_bandwidth_bytes_per_clk_per_sm: int = Field(ge=1, le=4096)
+    smem_bandwidth_bytes_per_clk_per_sm: int = Field(
+        ge=1, le=4096, description="shared-memory bandwidth, bytes/cycle per SM (1 to 4096)"
+    )
     mma_sync_efficiency: float = Field(
         1.0,
-        gt=0,
+        ge=0.01,
         le=1,
-        description="fraction of the tensor peak reachable with warp-level mma.sync (Ampere-style)",
+        description="fraction of the tensor peak reachable with warp-level mma.sync "
+        "(Ampere-style), 0.01 to 1",
     )
-    l2_hit_latency_cycles: int = Field(ge=1, le=10_000)
-    dram_latency_cycles: int = Field(ge=1, le=20_000)
-    barrier_cycles: int = Field(ge=0, le=10_000, description="cost of one __syncthreads")
+    l2_hit_latency_cycles: int = Field(
+        ge=1, le=10_000, description="L2 hit latency, cycles (1 to 10,000)"
+    )
+    dram_latency_cycles: int = Field(
+        ge=1, le=20_000, description="DRAM access latency, cycles (1 to 20,000)"
+    )
+    barrier_cycles: int = Field(
+        ge=0, le=10_000, description="cost of one __syncthreads, cycles (0 to 10,000)"
+    )
 
     @model_serializer(mode="wrap")
     def _without_absent_fp4(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -184,19 +215,28 @@ class MemorySystem(BaseModel):
 
     model_config = _FROZEN
 
-    memory_bytes: int = Field(ge=1 << 20, le=1 << 44)
-    dram_bandwidth_gb_per_s: float = Field(gt=0, le=100_000)
-    l2_bytes: int = Field(ge=0, le=1 << 34)
+    memory_bytes: int = Field(
+        ge=1 << 20, le=1 << 44, description="device memory, bytes (1 MiB to 16 TiB)"
+    )
+    dram_bandwidth_gb_per_s: float = Field(
+        ge=1, le=100_000, description="DRAM peak bandwidth, GB/s (1 GB/s to 100 TB/s)"
+    )
+    l2_bytes: int = Field(ge=0, le=1 << 34, description="L2 cache, bytes (0 to 16 GiB)")
     l2_bandwidth_bytes_per_clk: float = Field(
-        gt=0, le=1 << 20, description="aggregate L2 read bandwidth per core clock"
+        ge=1,
+        le=1 << 20,
+        description="aggregate L2 read bandwidth per core clock, bytes/cycle (1 to 1 Mi)",
     )
     dram_achievable_fraction: float = Field(
-        gt=0,
+        ge=0.01,
         le=1,
-        description="share of the DRAM peak a streaming kernel sustains (STREAM-like copy)",
+        description="share of the DRAM peak a streaming kernel sustains (STREAM-like copy), "
+        "0.01 to 1",
     )
     l2_achievable_fraction: float = Field(
-        gt=0, le=1, description="share of the L2 read bandwidth streaming reads sustain"
+        ge=0.01,
+        le=1,
+        description="share of the L2 read bandwidth streaming reads sustain, 0.01 to 1",
     )
 
     @property
@@ -222,9 +262,9 @@ class AscendCore(BaseModel):
         ge=1, le=1024, description="AI cores; on split parts the cube cores (= aic_count)"
     )
     cube_fp16_tflops: float = Field(
-        gt=0,
+        ge=0.1,
         le=100_000,
-        description="dense FP16 cube peak, TFLOP/s; must match "
+        description="dense FP16 cube peak, TFLOP/s (0.1 to 100,000); must match "
         "aic_count x cube_fp16_macs_per_cycle x 2 x cube_clock_mhz within 1 %",
     )
     l1_bytes: int = Field(
@@ -262,8 +302,12 @@ class AscendCore(BaseModel):
     )
 
     # ---- clocks
-    cube_clock_mhz: float = Field(gt=0, le=10_000, description="cube (AIC) clock, MHz")
-    vector_clock_mhz: float = Field(gt=0, le=10_000, description="vector (AIV) clock, MHz")
+    cube_clock_mhz: float = Field(
+        ge=100, le=10_000, description="cube (AIC) clock, MHz (100 MHz to 10 GHz)"
+    )
+    vector_clock_mhz: float = Field(
+        ge=100, le=10_000, description="vector (AIV) clock, MHz (100 MHz to 10 GHz)"
+    )
 
     # ---- compute rates, per core per cycle
     cube_fp16_macs_per_cycle: int = Field(
@@ -280,7 +324,10 @@ class AscendCore(BaseModel):
         description="FP16 elements per cycle per vector unit (CANN ini vec_calc_size)",
     )
     cube_fp16_gemm_measured_tflops: float | None = Field(
-        None, gt=0, le=100_000, description="a measured dense FP16 GEMM rate, TFLOP/s"
+        None,
+        ge=0.1,
+        le=100_000,
+        description="a measured dense FP16 GEMM rate, TFLOP/s (0.1 to 100,000)",
     )
 
     # ---- transfer rates, bytes per cycle per core (CANN ini [AICoreMemoryRates])

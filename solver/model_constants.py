@@ -34,10 +34,10 @@ class ModelConstants(BaseModel):
 
     matrix_efficiency: float = Field(
         1.0,
-        gt=0,
+        ge=0.01,
         le=1,
-        description="achieved fraction of the matrix rate the family's instruction reaches "
-        "(wgmma: the dense peak; mma.sync: the peak x mma_sync_efficiency); 1.0 = as "
+        description="achieved fraction (0.01 to 1) of the matrix rate the family's instruction "
+        "reaches (wgmma: the dense peak; mma.sync: the peak x mma_sync_efficiency); 1.0 = as "
         "catalogued (model.md 5.1)",
     )
     instruction_level_parallelism: float = Field(

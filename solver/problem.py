@@ -27,6 +27,9 @@ MAX_HEAD_DIM = 1024
 # minutes per call on the fastest catalogued GPU and hours on slower ones (the model's own
 # times: about 3 minutes on a B200, 15 hours on a T4); beyond it a request is a typo.
 MAX_SCORE_ENTRIES = 1 << 50
+# The shortest CP-SAT time limit: below a millisecond (a denormal 5e-324 s, say) a search is
+# only its set-up, and a request for it is a typo.
+MIN_TIME_LIMIT_S = 0.001
 
 
 class DType(StrEnum):
@@ -177,7 +180,12 @@ class SolveOptions(BaseModel):
     min_blocks_per_sm: int | None = Field(
         None, ge=1, le=64, description="require at least this many resident blocks per SM"
     )
-    time_limit_s: float = Field(10.0, gt=0, le=600, description="CP-SAT wall-clock limit")
+    time_limit_s: float = Field(
+        10.0,
+        ge=MIN_TIME_LIMIT_S,
+        le=600,
+        description="CP-SAT wall-clock limit, seconds (1 ms to 600 s)",
+    )
     choose_page_size: bool = Field(
         False,
         description="paged KV cache with the page size as a decision (--page-size auto); "

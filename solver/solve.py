@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+
+import numpy as np
 
 from .answer import Candidate, ResourceUse, SolveAnswer, Status
 from .cancel import Cancellation
-from .candidates import CandidateTable, build_candidate_table
+from .candidates import CandidateTable, build_candidate_table, request_space
 from .constraints import ConstraintKind
 from .errors import (
     DeadlineExceededError,
@@ -17,12 +20,13 @@ from .errors import (
 )
 from .exhaustive import solve_exhaustive
 from .explain import binding_constraints, funnel, infeasibility, notes, reasons
+from .family import KernelFamily
 from .hardware import CATALOG_VERSION, CudaDevice, HardwareSpec, get_hardware
 from .model_constants import calibration_digest
 from .problem import AttentionProblem, Engine, SolveOptions
 from .registry import get_family, paged_kv_families, with_alternatives
 from .split_kv import paging_requested, split_fields
-from .validate import check_config, fresh_times_us, same_time
+from .validate import broken_figures, check_config, fresh_times_us, same_time
 
 # 0.2.0: family interface; achievable bandwidth, launch, iteration and window-L2 terms.
 # 0.3.0: the ascend family (CUDA answers unchanged).
@@ -50,10 +54,26 @@ def resolve_hardware(hardware: str | HardwareSpec) -> HardwareSpec:
     return hardware if isinstance(hardware, HardwareSpec) else get_hardware(hardware)
 
 
-def prepare(
+@dataclass(frozen=True)
+class CheckedRequest:
+    """A request that passed every check that needs no search: its device and its family."""
+
+    hardware: HardwareSpec
+    family: KernelFamily
+
+
+def check_request(
     problem: AttentionProblem, hardware: str | HardwareSpec, options: SolveOptions
-) -> CandidateTable:
-    """Check the request against the family and evaluate the whole search space."""
+) -> CheckedRequest:
+    """Every check of a request that needs no search, in the order `solve` reports them: the
+    hardware (a catalog name, an alias or an `smNN` name; UnknownHardwareError, or
+    InvalidRequestError for an ambiguous one), the kernel family for the phase on the device,
+    the family's rules for the problem (device kind, compute capability, dtype, head dims,
+    dropout) and for the options (min_blocks_per_sm, a paged cache), then the pins against the
+    declared domains. Raises InvalidRequestError naming every bad field of the first step that
+    has one. It evaluates no configuration (a fraction of a millisecond), so the server runs it
+    on its event loop before a request waits for a solver; `prepare` runs it too, so the rules
+    are stated once."""
     spec = resolve_hardware(hardware)
     family = get_family(options.kernel, problem.phase, spec)
     violations = family.problem_violations(problem, spec)
@@ -72,7 +92,16 @@ def prepare(
         violations.append(_no_paged_path(family.name, problem, spec, options))
     if violations:
         raise InvalidRequestError(with_alternatives(violations, problem, spec))
-    return build_candidate_table(family, spec, problem, options)
+    request_space(family, spec, problem, options)  # the pins (and a paged cache's page size)
+    return CheckedRequest(spec, family)
+
+
+def prepare(
+    problem: AttentionProblem, hardware: str | HardwareSpec, options: SolveOptions
+) -> CandidateTable:
+    """Check the request (`check_request`) and evaluate the whole search space."""
+    checked = check_request(problem, hardware, options)
+    return build_candidate_table(checked.family, checked.hardware, problem, options)
 
 
 def _no_paged_path(
@@ -117,7 +146,14 @@ def _candidate(table: CandidateTable, i: int, rank: int, winner: int) -> Candida
 
 
 def _validate(table: CandidateTable, ranked: list[int]) -> None:
-    """Re-check every returned candidate apart from the table and the engine."""
+    """Re-check every returned candidate apart from the table and the engine, and the figures
+    of every feasible configuration (the ranking's times, the answer's figures)."""
+    broken = broken_figures(table.perf, np.flatnonzero(table.feasible))
+    if broken:
+        raise ModelInvariantError(
+            f"{table.family.name} on {table.hardware.name}: figures of feasible "
+            f"configurations that are not finite and positive: {', '.join(broken)}"
+        )
     configs = [table.cfg.config(i) for i in ranked]
     request = (table.family, table.hardware, table.problem, table.options)
     for config in configs:

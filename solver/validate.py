@@ -5,13 +5,19 @@ the constraint objects or any engine: the declared domains, the family's own sta
 rules (`KernelFamily.check`, e.g. the CUDA families' scalar occupancy calculation), the pins
 and divisibility. `solve` runs it on every candidate it returns and fails loudly if an engine
 ever returns a configuration the rules reject, or figures that differ from a fresh evaluation.
+`broken_figures` states what every figure of an answer must be (finite, not negative; a time
+positive): an answer that breaks it would not even encode, so it is a broken model invariant,
+never an answer.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .candidates import evaluation
+from .cost import Perf
 from .family import KernelFamily
 from .hardware import HardwareSpec
 from .problem import AttentionProblem, SolveOptions
@@ -63,6 +69,38 @@ def fresh_times_us(
     cfg = ConfigArrays.from_configs(names, configs)
     perf = family.evaluate(evaluation(family, hardware, problem, options, cfg))
     return [float(t) for t in perf.time_us]
+
+
+# The figures every Perf carries for each configuration; a family's own `figures` come beside.
+PERF_FIGURES = (
+    "time_us",
+    "tflops",
+    "compute_us",
+    "load_us",
+    "overlap",
+    "arithmetic_intensity",
+    "hbm_bytes",
+    "waves",
+    "tail_efficiency",
+    "padding_waste",
+    "mma_utilization",
+)
+
+
+def broken_figures(perf: Perf, indices: np.ndarray | list[int]) -> list[str]:
+    """The figures of the configurations at `indices` that are not finite or are negative,
+    or a time that is not positive, as 'name (value)' (empty when every one is sound)."""
+    named = {name: getattr(perf, name) for name in PERF_FIGURES}
+    named.update({f"figures.{name}": values for name, values in perf.figures.items()})
+    broken = []
+    for name, column in named.items():
+        values = np.asarray(column, dtype=np.float64)[indices]
+        bad = ~np.isfinite(values) | (values < 0)
+        if name == "time_us":
+            bad |= values == 0
+        if bad.any():
+            broken.append(f"{name} ({values[bad][0]!r})")
+    return broken
 
 
 def same_time(a: float, b: float) -> bool:

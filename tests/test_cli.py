@@ -459,8 +459,12 @@ def test_bad_param_is_exit_2(
 def test_time_limit_without_an_answer_is_not_reported_as_infeasible(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """A CP-SAT run cut off before its first solution proves nothing: exit 3, not 1."""
+    """A CP-SAT run cut off before its first solution proves nothing: exit 3, not 1. A limit
+    below the schema's 1 ms (a denormal, say) is refused: exit 2 naming the field."""
     code, out, err = run(capsys, *QUICK_START, "--time-limit", "0.00001", "--json")
+    assert code == 2 and out == ""
+    assert_error(err, "time_limit_s")
+    code, out, err = run(capsys, *QUICK_START, "--time-limit", "0.001", "--json")
     assert code in (0, 3), err
     if code == 3:
         assert out == ""

@@ -372,9 +372,10 @@ def test_deadlines_shorter_than_the_solve() -> None:
 
 def test_sigterm_turns_health_not_serving_keeps_answering_then_exits_0_on_time() -> None:
     """SIGTERM: NOT_SERVING while calls are still answered for --drain-delay; then no new
-    calls; calls in flight finish within --grace, the one that cannot gets UNAVAILABLE;
-    exit 0 within drain-delay + grace (the server before: never NOT_SERVING, exit 1.7 s
-    late, 8 of 32 queued calls cut)."""
+    calls; calls in flight finish within --grace, the batch that cannot keeps the answers it
+    found and gets UNAVAILABLE in place for the rest (issue 22; before it, the whole batch was
+    UNAVAILABLE); exit 0 within drain-delay + grace (the server before issue 12: never
+    NOT_SERVING, exit 1.7 s late, 8 of 32 queued calls cut)."""
     delay, grace = 1.5, 3.0
     server = ServerProcess("--drain-delay", str(delay), "--grace", str(grace))
     try:
@@ -396,20 +397,23 @@ def test_sigterm_turns_health_not_serving_keeps_answering_then_exits_0_on_time()
         code = server.wait(timeout=delay + grace + 10)
         took = time.monotonic() - signalled
         finished = [call.result(timeout=1).status for call in in_flight]
-        with pytest.raises(grpc.RpcError) as cut:
-            endless.result(timeout=1)
+        cut = [item.code for item in endless.result(timeout=1).items]
+        last = endless.result().items[-1].message
         channel.close()
     finally:
         server.stop()
+    kept = cut.count(0)
     figure(
         f"drain (delay {delay:g} s, grace {grace:g} s): NOT_SERVING while answering, "
-        f"6/6 in flight finished, 1 over-long batch UNAVAILABLE, exit {code} after {took:.2f} s"
+        f"6/6 in flight finished, an over-long batch kept {kept} answers and said UNAVAILABLE "
+        f"for {len(cut) - kept}, exit {code} after {took:.2f} s"
     )
     assert during == [NOT_SERVING] * 5 and served.status == pb.SOLVE_STATUS_OPTIMAL
     assert refused.value.code() is grpc.StatusCode.UNAVAILABLE
     assert finished == [pb.SOLVE_STATUS_OPTIMAL] * 6
-    assert cut.value.code() is grpc.StatusCode.UNAVAILABLE
-    assert "shutting down" in (cut.value.details() or "")
+    unavailable = grpc.StatusCode.UNAVAILABLE.value[0]
+    assert 0 < kept < 1000 and cut == [0] * kept + [unavailable] * (1000 - kept)
+    assert "shutting down" in last
     assert code == 0 and took < delay + grace + 1.5
 
 
@@ -654,6 +658,53 @@ def _not_zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
     except OSError:
         return False
+
+
+def test_requests_that_no_solver_can_answer_are_refused_before_the_queue() -> None:
+    """An unknown hardware name, an ambiguous sm80, an unknown kernel, fp8 on an A100 and a
+    pin outside its domain, each behind 40 queued cold solves on one solver: refused in under
+    20 ms (issue 22; before: 258-526 ms, after every queued solve; only range checks ran
+    before the queue)."""
+    with ServerProcess("--workers", "1") as server:
+        channel, stub, _ = stubs(server.target)
+        stub.Solve(cold_request(0), timeout=30)  # the channel and the solver warm
+        refusals = {
+            "unknown hardware": (pb.SolveRequest(hardware=pb.HardwareRef(name="a1000"),
+                                                 problem=cold_request(1).problem),
+                                 grpc.StatusCode.NOT_FOUND, "hardware"),
+            "ambiguous sm80": (pb.SolveRequest(hardware=pb.HardwareRef(name="sm80"),
+                                               problem=cold_request(1).problem),
+                               grpc.StatusCode.INVALID_ARGUMENT, "hardware"),
+            "unknown kernel": (cold_request(1, kernel="fa9"),
+                               grpc.StatusCode.INVALID_ARGUMENT, "options.kernel"),
+            "fp8 on a100": (pb.SolveRequest(hardware=pb.HardwareRef(name="a100"),
+                                            problem=pb.AttentionProblem(
+                                                seq_len=1024, head_dim=128,
+                                                dtype=pb.DATA_TYPE_FP8)),
+                            grpc.StatusCode.INVALID_ARGUMENT, "problem.dtype"),
+            "block_m=7": (cold_request(1, block_m=7),
+                          grpc.StatusCode.INVALID_ARGUMENT, "options.block_m"),
+        }  # fmt: skip
+        busy = [stub.Solve.future(slow_request(700 + i), timeout=120) for i in range(40)]
+        time.sleep(0.3)
+        waited: dict[str, float] = {}
+        for label, (request, code, field) in refusals.items():
+            started = time.perf_counter()
+            with pytest.raises(grpc.RpcError) as refused:
+                stub.Solve(request, timeout=30)
+            waited[label] = time.perf_counter() - started
+            assert refused.value.code() is code, (label, refused.value)
+            assert field in (refused.value.details() or ""), (label, refused.value.details())
+        still_busy = sum(not call.done() for call in busy)
+        for call in busy:
+            call.result()
+        channel.close()
+    figure(
+        f"refused behind {still_busy} queued cold solves (one solver): "
+        + ", ".join(f"{label} {seconds * 1e3:.1f} ms" for label, seconds in waited.items())
+    )
+    assert still_busy >= 20
+    assert max(waited.values()) < 0.020, waited
 
 
 def test_an_out_of_range_solve_is_refused_without_waiting_for_a_solver() -> None:

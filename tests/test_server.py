@@ -16,6 +16,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -164,6 +165,24 @@ def test_invalid_problems_name_the_field(
     )
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert field in violations(error), violations(error)
+
+
+@pytest.mark.parametrize("seconds", [5e-324, 1e-9, 0.000999, 0.0])
+def test_a_tiny_or_denormal_time_limit_is_refused_naming_it(
+    stub: pb_grpc.TileSolveServiceStub, seconds: float
+) -> None:
+    """time_limit_s below 1 ms (a denormal, a nanosecond, just under, zero) is INVALID_ARGUMENT
+    naming the field (issue 22: they were accepted); 1 ms itself is accepted (an answer, or
+    DEADLINE_EXCEEDED when CP-SAT finds nothing that soon: a documented outcome)."""
+    error = call_error(stub.Solve, request(options=pb.SolveOptions(time_limit_s=seconds)))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "options.time_limit_s" in violations(error), violations(error)
+    try:
+        answer = stub.Solve(request(options=pb.SolveOptions(time_limit_s=0.001)))
+    except grpc.RpcError as cut_short:
+        assert cut_short.code() == grpc.StatusCode.DEADLINE_EXCEEDED, cut_short
+    else:
+        assert answer.options.time_limit_s == 0.001
 
 
 def test_kv_heads_must_divide_heads(stub: pb_grpc.TileSolveServiceStub) -> None:
@@ -510,6 +529,27 @@ def test_mutual_tls_requires_a_client_certificate(pki: Pki) -> None:
             certificate_chain=pki.client_cert,
         )
         assert _list_hardware_over_tls(server.port, identified) > 0
+
+
+def test_a_key_that_is_not_the_certificates_is_named(pki: Pki) -> None:
+    """A server key that does not match its certificate exits 2 naming both files (gRPC's own
+    words were "Failed to bind to address", exit 1: issue 22); so does a file that is not PEM."""
+    cases = {
+        "mismatch": (pki.server_cert, pki.client_key_file, "is not the private key of"),
+        "not PEM": (Path(__file__), pki.server_key, "not a usable PEM"),
+    }
+    for cert, key, words in cases.values():
+        result = subprocess.run(
+            [sys.executable, "-m", "tilesolve.server.main", "--port", "0",
+             "--tls-cert", str(cert), "--tls-key", str(key)],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode == 2, result.stderr
+        assert words in lines[-1] and str(key) in lines[-1], lines
+        assert "bind" not in result.stderr
+    with pytest.raises(ValueError, match="is not the private key of"):
+        ServerConfig(tls_cert=pki.server_cert, tls_key=pki.client_key_file).check()
 
 
 # ---- the process: graceful shutdown and structured logs ----------------------------------

@@ -158,7 +158,9 @@ def evaluate(ev: Evaluation) -> Perf:
     cluster_rows = cta_rows * cfg["cta_group"]
     n_m = ceil_div(sq, cluster_rows)  # cluster tiles per head
     n_kv = ceil_div(sk, cfg["block_n"])
-    slots = np.asarray(n_sm // cfg["cta_group"], dtype=np.int64)
+    # At least one slot: a cluster wider than the part cannot launch (Fa4Shape refuses it),
+    # and its figures stay finite.
+    slots = np.asarray(np.maximum(n_sm // cfg["cta_group"], 1), dtype=np.int64)
     if problem.causal:
         total_iters, diag_iters = causal_iterations(n_m, q * cg * bm, bn, n_kv, sk - sq)
     else:

@@ -74,7 +74,7 @@ SHAPE_RULE = (
     "cta_group 2 (the 2-CTA cluster) only without a causal mask, without split-KV, for padded "
     "head dims (128 or 192, 128) and more than 2 x block_m query rows (with packed GQA: "
     "block_m a multiple of the group); head dims (256, 256) run the dedicated kernel: "
-    "128 x 128 tiles, cta_group 2, one Q tile per CTA"
+    "128 x 128 tiles, cta_group 2, one Q tile per CTA; a cluster needs as many SMs as CTAs"
 )
 
 
@@ -236,6 +236,7 @@ class Fa4Shape(Constraint):
 
     def rules(self, ev: Evaluation) -> list[Rule]:
         ok = shape_ok(ev.cfg, ev.problem)
+        ok &= ev.cfg["cta_group"] <= cuda_device(ev.hardware).throughput.sm_count
         return [Rule("fa4_illegal", np.asarray(~ok, dtype=np.int64), "<=", 0)]
 
     def detail(self, ev: Evaluation, i: int) -> str:
