@@ -31,7 +31,10 @@ from .validate import check_config, fresh_times_us, same_time
 # 0.6.0: decode and split-KV (num_splits, pack_gqa, page_size), the flashinfer family.
 # 0.7.0: fa3 decode and split-KV (Hopper's decode default), ascend decode (IncreFlashAttention);
 #        forward answers without a longer cache unchanged.
-MODEL_VERSION = "0.7.0"
+# 0.8.0: the triton family's shared memory, registers and spills as the Triton compiler allocates
+#        them (families/triton_compiler), spills costed not refused, the cost of pipeline stages;
+#        other families' answers unchanged.
+MODEL_VERSION = "0.8.0"
 
 
 def model_version(spec: HardwareSpec) -> str:

@@ -37,7 +37,7 @@ from tilesolve.solver.families.triton_compiler.loops import AttentionKernel
 from tilesolve.solver.families.triton_compiler.registers import (
     LoopRegisters,
     loop_registers,
-    path_key,
+    path_keys,
     target_family,
 )
 from tilesolve.solver.families.triton_compiler.shared_memory import shared_bytes
@@ -122,7 +122,7 @@ def load(path: Path) -> dict[str, Rows]:
         g["targets"].append(row["target"])
         g["splits"].append(row["split"])
         g["terms"].append([_terms(t) for t in loops])
-        g["paths"].append([PATHS.index(path_key(t.path)[0]) for t in loops])
+        g["paths"].append([PATHS.index(str(path_keys(t.path)[0])) for t in loops])
         g["cap"].append(int(target.register_cap(warps * 32)[0]))
         g["regs"].append(int(row["regs"]))
         g["spills"].append(int(row["spill_store_bytes"]) > 0)

@@ -204,6 +204,11 @@ class FlashForwardFamily(CudaFamily):
     def tile_params(self, problem: AttentionProblem, hardware: HardwareSpec) -> tuple[Param, ...]:
         """The tile's decision variables (the split-KV ones are added by `split_kv`)."""
 
+    def spill_traffic_regs(self, spill_regs: IntArray) -> IntArray:
+        """Registers per thread stored and reloaded each iteration for `spill_regs` spilled
+        ones (by default each spilled register once)."""
+        return spill_regs
+
     @abstractmethod
     def prefetch_iterations(self, cfg: ConfigArrays) -> IntArray:
         """Iterations of compute available to hide one K/V tile load (0 = none)."""
@@ -366,7 +371,8 @@ def forward_perf(
 
     # ---- one iteration, one round of resident blocks ----------------------------------
     extras = family.kernel_extras(cfg, problem, device)
-    it = _iteration_cycles(family, device, problem, cfg, blocks, res.spill_regs, dram_miss, extras)
+    spill = family.spill_traffic_regs(res.spill_regs)
+    it = _iteration_cycles(family, device, problem, cfg, blocks, spill, dram_miss, extras)
     round_full, overlap = family.iteration_round(
         it.compute, it.tile_load, it.tile_bytes, blocks.astype(np.float64), cfg, device
     )

@@ -42,6 +42,7 @@ from ..cuda.timing import (
     makespan_cycles,
     sm_perf,
 )
+from ..triton_compiler.registers import spill_traffic_regs
 from .forward import TENSOR_CORE_MIN_CC_MAJOR, triton_matrix_unit, uses_warpgroup_mma
 from .stages import stage_round
 
@@ -145,7 +146,7 @@ def backward_perf(
         matrix_flops=2.0 * n1 * m1 * (2.0 * d + 2.0 * dv),  # K Q^T, P^T dO, V dO^T, dS^T Q
         matrix_rate=rate1,
         smem_bytes=(readers1 * m1 * (2.0 * d + 2.0 * dv) + n1 * (d + dv) + m1 * (d + dv)) * elem,
-        spill_regs=res.spill_regs,
+        spill_regs=spill_traffic_regs(res.spill_regs),
         scores=scores1,
         alu_ops=scores1 * BWD_ALU_OPS_PER_SCORE,
         extra_issue=np.zeros(len(cfg)),
@@ -162,7 +163,7 @@ def backward_perf(
         matrix_flops=2.0 * m2 * n2 * (2.0 * d + dv),  # Q K^T, dO V^T, dS K
         matrix_rate=rate2,
         smem_bytes=(readers2 * n2 * (2.0 * d + dv) + m2 * (d + dv) + n2 * (d + dv)) * elem,
-        spill_regs=res.spill_regs,
+        spill_regs=spill_traffic_regs(res.spill_regs),
         scores=scores2,
         alu_ops=scores2 * BWD_ALU_OPS_PER_SCORE,
         extra_issue=np.zeros(len(cfg)),

@@ -27,7 +27,7 @@ from ...split_kv import SplitKv
 from ..cuda.forward import FlashForwardFamily, standard_tile_params
 from ..cuda.resources import RegisterUse, cuda_device
 from ..triton_compiler.loops import AttentionKernel
-from ..triton_compiler.registers import register_estimate
+from ..triton_compiler.registers import register_estimate, spill_traffic_regs
 from ..triton_compiler.shared_memory import shared_bytes
 from ..triton_compiler.target import CompilerTarget, warpgroup_path
 from .loops import forward_kernel
@@ -195,6 +195,11 @@ class TritonFlashAttention(FlashForwardFamily):
         """False: Q stays in shared memory and each iteration's first dot reads it from there
         (`ttg.local_load` inside the loop on mma.sync; wgmma's A operand)."""
         return False
+
+    def spill_traffic_regs(self, spill_regs: IntArray) -> IntArray:
+        """ptxas's spill code grows faster than the registers spilled
+        (`triton_compiler.registers.spill_traffic_regs`)."""
+        return spill_traffic_regs(spill_regs)
 
     def prefetch_iterations(self, cfg: ConfigArrays) -> IntArray:
         return np.asarray(cfg.num_stages - 1, dtype=np.int64)

@@ -29,7 +29,12 @@ Size = IntArray | int
 
 
 def as_array(value: Size, n: int) -> IntArray:
-    """A size as an int64 column of length n."""
+    """A size as an int64 column of length n (the array itself when it is one already: callers
+    never write into it)."""
+    if isinstance(value, np.ndarray) and value.shape == (n,) and value.dtype == np.int64:
+        return value
+    if isinstance(value, int):
+        return np.full(n, value, dtype=np.int64)
     return np.broadcast_to(np.asarray(value, dtype=np.int64), (n,)).astype(np.int64)
 
 

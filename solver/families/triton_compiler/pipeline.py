@@ -31,7 +31,7 @@ from ...space import FloatArray, IntArray
 # unloaded figures, and loaded latencies of GPU memory systems are known to exceed them by a
 # similar share.
 LOAD_LATENCY_SPREAD = 0.5
-BISECTION_STEPS = 40
+NEWTON_STEPS = 12  # from below the root; converged to rounding long before
 
 
 def exposed_load_cycles(slack: FloatArray, load: FloatArray) -> FloatArray:
@@ -51,19 +51,23 @@ def pipelined_round(
     compute or the bandwidth), one block's `compute` cycles per iteration, `load` cycles per
     tile, and `stages` pipeline stages; and the wait per round.
 
-    s >= 2: W = work + exposed((s - 1) W), solved by bisection (the right side decreases in W).
+    s >= 2: W = work + exposed((s - 1) W). While the slack (s - 1) W is below the load the
+    wait is linear and W = (work + load + spread) / s exactly; past it W solves W = work +
+    spread exp(-((s - 1) W - load) / spread), found by Newton's method from max(work, load /
+    (s - 1)), which lies below the root: the left side minus the right is increasing and
+    concave in W, so the steps rise to the root without passing it.
     s = 1: the other blocks' compute (work - compute) is the only slack. The wait is counted
     in whole cycles."""
     s = stages.astype(np.float64)
+    ahead = np.maximum(s - 1.0, 1.0)
     unpipelined = work + exposed_load_cycles(np.maximum(work - compute, 0.0), load)
-    low = np.asarray(work, dtype=np.float64).copy()
-    high = low + load * (1.0 + LOAD_LATENCY_SPREAD)
-    for _ in range(BISECTION_STEPS):
-        mid = 0.5 * (low + high)
-        above = mid - work - exposed_load_cycles((s - 1.0) * mid, load) > 0.0
-        high = np.where(above, mid, high)
-        low = np.where(above, low, mid)
-    pipelined = 0.5 * (low + high)
+    spread = np.maximum(LOAD_LATENCY_SPREAD * load, 1e-9)
+    linear = (work + load + spread) / np.maximum(s, 1.0)
+    w = np.maximum(work, load / ahead)
+    for _ in range(NEWTON_STEPS):
+        delay = spread * np.exp(-np.maximum(ahead * w - load, 0.0) / spread)
+        w = w - (w - work - delay) / (1.0 + ahead * delay / spread)
+    pipelined = np.where((s - 1.0) * linear < load, linear, w)
     # A wait of less than a cycle per round is none: whole cycles keep stage counts that hide
     # the load equally well at exactly the same time (no sub-nanosecond ranking noise).
     wait = np.floor(np.where(stages > 1, pipelined, unpipelined) - work)

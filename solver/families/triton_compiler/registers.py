@@ -41,6 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from ...space import BoolArray, FloatArray, IntArray
 from .loops import AttentionKernel, DotLoop, as_array
@@ -122,6 +123,24 @@ REGISTER_CONSTANTS: dict[str, dict[str, PathConstants]] = {
 }
 
 
+# How ptxas's spill code grows with the registers it must spill: the spill stores it emits, in
+# bytes per thread, are about 4 s + (4 s)^2 / SPILL_GROWTH_BYTES for s registers spilled (past a
+# few hundred bytes it spills hot values, accumulators and scores, more than once), fitted on
+# the fit split's spilling rows (sm80-sm120; median actual/estimate 0.95 there, 0.88 on
+# validation, a factor of about 2 either way: docs/model.md 16.7).
+SPILL_GROWTH_BYTES = 1000.0
+SPILL_WORD_BYTES = 4
+
+
+def spill_traffic_regs(spilled: IntArray) -> IntArray:
+    """The registers whose store and reload per iteration carry the spill code's traffic: the
+    spill stores ptxas emits for `spilled` registers per thread, in 4-byte words (the loop
+    body's spill stores run once per iteration, each with a reload)."""
+    words = spilled.astype(np.float64) * SPILL_WORD_BYTES
+    stores = words + words * words / SPILL_GROWTH_BYTES
+    return np.asarray(np.ceil(stores / SPILL_WORD_BYTES), dtype=np.int64)
+
+
 @dataclass(frozen=True)
 class LoopRegisters:
     """The terms of one loop, registers per thread (arrays over the candidates)."""
@@ -171,10 +190,10 @@ def target_family(target: CompilerTarget) -> str:
     return {9: "sm90", 10: "sm100"}.get(target.cc_major, "sm120")
 
 
-def path_key(path: IntArray) -> list[str]:
-    """The constants' lowering key of each candidate."""
-    keys = np.where(warpgroup_path(path), "warpgroup", np.where(path == DotPath.FMA, "fma", "mma"))
-    return [str(k) for k in keys]
+def path_keys(path: IntArray) -> npt.NDArray[np.str_]:
+    """The constants' lowering key of each candidate ("mma", "warpgroup" or "fma")."""
+    fma = path == DotPath.FMA
+    return np.where(warpgroup_path(path), "warpgroup", np.where(fma, "fma", "mma"))
 
 
 def loop_registers(
@@ -243,7 +262,7 @@ def loop_registers(
 
 def _weighted(terms: LoopRegisters, constants: dict[str, PathConstants], part: str) -> FloatArray:
     out = np.zeros(len(terms.path))
-    keys = np.array(path_key(terms.path))
+    keys = path_keys(terms.path)
     for key, chosen in constants.items():
         mask = keys == key
         if mask.any():
