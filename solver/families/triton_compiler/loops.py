@@ -13,8 +13,8 @@ and which are alive at the same time.
 
 The triton family describes its forward and backward kernels with these (`families/triton/
 loops.py`); a template kernel such as FlexAttention's can describe its own loops the same way and
-get the shared memory and registers back (`shared_memory.shared_bytes`, `registers.
-register_demand`). Formulas and the evidence behind them: docs/model.md sections 16.2, 16.7.
+get the shared memory, registers and spills back (`allocation.allocate`). Formulas and the
+evidence behind them: docs/model.md sections 16.2, 16.7.
 """
 
 from __future__ import annotations
