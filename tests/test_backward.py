@@ -353,15 +353,16 @@ def test_phase_both_exits_with_the_worse_code(capsys: pytest.CaptureFixture[str]
 @pytest.mark.parametrize(
     ("extra", "field", "words"),
     [
-        (["--phase", "backward", "--kernel", "fa3"], "phase", "not modelled yet for kernel 'fa3'"),
+        (["--phase", "backward", "--kernel", "flashinfer"], "phase", "not modelled yet"),
         (["--phase", "backward", "--kernel", "triton", "--dropout"], "dropout", "fa2"),
         (["--phase", "both", "--kernel", "triton", "--dropout"], "dropout", "backward pass"),
         (["--phase", "decode", "--phase", "backward"], "phase", "decode has no backward pass"),
         (["--phase", "both", "--phase", "decode"], "phase", "decode has no backward pass"),
         (["--phase", "decode"], "seq_len", "1 to 64 query rows"),
-        (["--phase", "backward", "--num-warps", "4"], "num_warps", "allowed: 8"),
+        (["--phase", "backward", "--kernel", "fa2", "--num-warps", "4"], "num_warps", "allowed: 8"),
+        (["--phase", "backward", "--num-warps", "4"], "num_warps", "allowed: 12, 16"),
         (["--phase", "backward", "--kernel", "triton", "--dtype", "fp8"], "dtype", "fp16"),
-        (["--phase", "backward", "--param", "is_v_in_regs=2"], "param", "allowed: 0, 1"),
+        (["--phase", "backward", "--kernel", "fa2", "--param", "is_v_in_regs=2"], "param", "0, 1"),
         (["--phase", "both", "--explain"], "phase", "one pass"),
         (["--phase", "forward", "--param", "is_v_in_regs=1"], "param", "is_v_in_regs"),
     ],
@@ -387,7 +388,7 @@ def test_backward_for_a_family_without_one_names_those_with_one(
 ) -> None:
     code, _, err = cli(capsys, "solve", *SHAPE, "--kernel", "toy", "--phase", "backward")
     assert code == 2 and "error: phase:" in err
-    assert "not modelled yet for kernel 'toy'" in err and "fa2, triton" in err
+    assert "not modelled yet for kernel 'toy'" in err and "fa2, fa3, triton" in err
     with pytest.raises(InvalidRequestError) as caught:
         solve(training_shape(64), "l4", SolveOptions(kernel="toy"))
     assert "families with a backward model on l4: fa2, triton" in str(caught.value)
@@ -540,12 +541,13 @@ def test_memory_backward_cli_and_over_grpc(target: str, capsys: pytest.CaptureFi
     assert code == 2 and "--phase" in err and "decode" in err
 
 
-def test_backward_without_kernel_on_hopper_stands_in_for_fa3(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    """fa3, Hopper's default, has no backward model yet: the first registered family that
-    has one stands in, and the answer says so."""
-    code, out, _ = cli(capsys, "solve", *SHAPE, "--phase", "backward", "--json")
-    answer = json.loads(out)
-    assert code == 0 and answer["kernel"] == "fa2"
-    assert "standing in for h100-sxm's default fa3" in answer["kernel_reason"]
+def test_backward_without_kernel_stands_in_for_a_default_without_one() -> None:
+    """A device whose default family has no backward model (here an a100 whose catalog
+    default were flashinfer) gets the first registered family that has one, and the answer
+    says so; on Hopper the default fa3 answers the backward itself (tests/test_fa3_backward)."""
+    device = get_hardware("a100-80gb").model_copy(update={"default_kernel": "flashinfer"})
+    answer = solve(training_shape(128), device, SolveOptions())
+    assert answer.kernel == "fa2"
+    assert "standing in for a100-80gb's default flashinfer" in answer.kernel_reason
+    hopper = solve(training_shape(128), "h100-sxm", SolveOptions())
+    assert hopper.kernel == "fa3" and "standing in" not in hopper.kernel_reason

@@ -21,12 +21,12 @@ import numpy as np
 
 from ...candidates import evaluation
 from ...constraints import Constraint, ConstraintKind, Rule
-from ...cost import KvReuse, Perf, kv_reuse
+from ...cost import L2_USABLE_FRACTION, KvReuse, Perf, causal_iterations, kv_reuse
 from ...family import kib
 from ...hardware import CudaDevice, HardwareSpec
 from ...model_constants import model_constants
 from ...problem import AttentionProblem, Phase, SolveOptions
-from ...space import BoolArray, Config, ConfigArrays, FloatArray, IntArray
+from ...space import BoolArray, Config, ConfigArrays, FloatArray, IntArray, Param, ceil_div
 from .constraints import Alignment, MaxSmem, Registers, ResidentBlocks, SharedMemory, Threads
 from .family import CudaFamily
 from .resources import WARP_LANES, CudaResources, cuda_device, register_cap
@@ -89,6 +89,21 @@ def backward_flops(problem: AttentionProblem) -> float:
     2.5 times the forward's when d = dv (FlashAttention-2 paper, sec. 4.1)."""
     d, dv = problem.head_dim, problem.head_dim_v_eff
     return problem.flops * (3.0 * d + 2.0 * dv) / (d + dv)
+
+
+def key_block_iterations(
+    problem: AttentionProblem, n_m: IntArray, bm: FloatArray, bn: FloatArray, n_kv: IntArray
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Iterations of the key blocks of one head over the query blocks that see them: their
+    total and the diagonal ones among them (the forward's pairs, `cost.causal_iterations`),
+    and the longest key block's (key block 0 under a causal mask)."""
+    sq, sk = problem.seq_len, problem.seq_len_kv_eff
+    if problem.causal:
+        total, diagonal = causal_iterations(n_m, bm, bn, n_kv, sk - sq)
+        first = np.clip(np.floor(-(sk - sq) / bm), 0, n_m)  # key block 0's first query block
+        return total, diagonal, np.asarray(n_m - first)
+    total = (n_m * n_kv).astype(np.float64)
+    return total, np.zeros_like(total), n_m.astype(np.float64)
 
 
 def mma_stage_regs(rows: FloatArray, cols: FloatArray) -> FloatArray:
@@ -201,6 +216,23 @@ def streamed_reuse(
     )
 
 
+def query_stream_reuse(
+    problem: AttentionProblem,
+    device: CudaDevice,
+    row_bytes: float,
+    tile_bytes: FloatArray,
+    n_kv: IntArray,
+    passes_per_head: FloatArray,
+    slots: IntArray,
+) -> KvReuse:
+    """The L2 reuse of a backward's streamed query rows (Q, dO, LSE and D, `row_bytes` each,
+    per query head) across the key blocks of a head that walk them in step."""
+    head_bytes = float(problem.seq_len) * row_bytes
+    return streamed_reuse(
+        problem, True, head_bytes, tile_bytes, n_kv, passes_per_head, slots, device.memory.l2_bytes
+    )
+
+
 def bandwidth_kernel_us(device: CudaDevice, hbm_bytes: float) -> float:
     """A helper kernel that streams `hbm_bytes` (preprocess, dQ conversion, GQA reduction):
     its DRAM time at the achievable bandwidth plus the launch floor, microseconds."""
@@ -208,6 +240,53 @@ def bandwidth_kernel_us(device: CudaDevice, hbm_bytes: float) -> float:
         return 0.0
     launch_us = model_constants(device).kernel_launch_us
     return hbm_bytes / device.memory.achievable_dram_bytes_per_s * 1e6 + launch_us
+
+
+def resident_kv_bytes(
+    problem: AttentionProblem, d: int | float, dv: int | float, n_kv: IntArray, slots: IntArray
+) -> FloatArray:
+    """DRAM bytes of the resident K and V: once per key block, per KV head when the query
+    heads of a GQA group run together (their blocks fit the slots), else per query head."""
+    group = problem.heads // problem.kv_heads_eff
+    kv_reads = np.where(group * n_kv <= slots, 1.0, float(group))
+    elem = problem.dtype.bytes
+    return np.asarray(
+        problem.batch
+        * problem.kv_heads_eff
+        * float(problem.seq_len_kv_eff)
+        * (d + dv)
+        * elem
+        * kv_reads
+    )
+
+
+def dq_accumulator_dram_bytes(
+    problem: AttentionProblem,
+    d: int | float,
+    total_iters: FloatArray,
+    adds_per_iteration: FloatArray,
+    n_kv: IntArray,
+    slots: IntArray,
+    l2_bytes: int,
+) -> tuple[FloatArray, FloatArray]:
+    """The fp32 dQ accumulator the key blocks add `adds_per_iteration` bytes into per
+    iteration (FlashAttention-2's atomics, FlashAttention-3's TMA reduce-adds): its DRAM bytes
+    (first touch and final write-back of each line, plus a round trip for the share of adds
+    whose line L2 evicted between two key blocks' visits: the accumulators of the heads in
+    flight against the usable L2) and the bytes added in all."""
+    heads_total = problem.batch * problem.heads
+    dq_head_bytes = float(problem.seq_len) * d * 4
+    atomic_total = heads_total * total_iters * adds_per_iteration
+    heads_in_flight = np.minimum(heads_total, ceil_div(slots, n_kv) + 1).astype(np.float64)
+    dq_miss = np.clip(
+        1.0 - L2_USABLE_FRACTION * l2_bytes / (heads_in_flight * dq_head_bytes),
+        0.0,
+        1.0,
+    )
+    dram = 2.0 * heads_total * dq_head_bytes + 2.0 * dq_miss * np.maximum(
+        atomic_total - heads_total * dq_head_bytes, 0.0
+    )
+    return np.asarray(dram), np.asarray(atomic_total)
 
 
 def gqa_reduce_bytes(problem: AttentionProblem, d: int, dv: int) -> float:
@@ -307,6 +386,9 @@ class CudaBackwardFamily(CudaFamily):
     inner_params: ClassVar[tuple[str, ...]] = ()
     inner_constraint: ClassVar[str] = "inner_choice"
     inner_short: ClassVar[str] = "inner"
+    # Spilled registers per thread a configuration may have and still fit (the inner choice
+    # prefers configurations within it); fa3's setmaxnreg budgets tolerate none.
+    max_spill_regs: ClassVar[int] = BACKWARD_MAX_SPILL_REGS
 
     def constraints(
         self, hardware: HardwareSpec, problem: AttentionProblem, options: SolveOptions
@@ -338,7 +420,7 @@ class CudaBackwardFamily(CudaFamily):
         device = cuda_device(hardware)
         base = super().resources(hardware, problem, options, cfg)
         perf = self.backward_cost(device, problem, cfg, base)
-        fits = _fits(base, options)
+        fits = backward_fits(base, options, self.max_spill_regs)
         aligned = self.alignment_ok(cfg, problem, device)
         rank = inner_rank(cfg, self.inner_params, options, aligned, fits, perf.time_us)
         values = {f.name: getattr(base, f.name) for f in fields(CudaResources)}
@@ -383,31 +465,31 @@ class CudaBackwardFamily(CudaFamily):
         enumeration order)."""
         device = cuda_device(hardware)
         pins = options.parameter_pins
-        variants: list[dict[str, int]] = [{}]
-        for param in self.params(problem, hardware):
-            if param.name in self.inner_params and param.name not in pins:
-                variants = [{**v, param.name: x} for v in variants for x in param.domain]
-            else:
-                variants = [{**v, param.name: config[param.name]} for v in variants]
-        if len(variants) == 1:  # every inner parameter pinned
+        # the configuration's outer values with every unpinned inner domain, in enumeration order
+        variant_params = [
+            p
+            if p.name in self.inner_params and p.name not in pins
+            else Param(p.name, (config[p.name],), p.doc)
+            for p in self.params(problem, hardware)
+        ]
+        everything = ConfigArrays.product(variant_params)
+        if len(everything) == 1:  # every inner parameter pinned
             return []
-        names = list(variants[0])
-        everything = ConfigArrays.from_configs(names, [Config.of(**v) for v in variants])
         aligned = np.flatnonzero(self.alignment_ok(everything, problem, device))
-        variants = [variants[i] for i in aligned]
-        if not variants:
+        if not len(aligned):
             return []
-        cfg = ConfigArrays.from_configs(names, [Config.of(**v) for v in variants])
+        cfg = everything.take(aligned)
         res = backward_resources(evaluation(self, hardware, problem, options, cfg))
         need = max(1, options.min_blocks_per_sm or 1)
         best: tuple[int, int, int] | None = None
         chosen: dict[str, int] | None = None
-        for i, values in enumerate(variants):
+        for i in range(len(cfg)):
+            values = cfg.config(i).as_dict()
             smem = int(res.smem_bytes[i])
             breaks = (
                 smem > res.smem_limit_bytes
                 or (options.max_smem is not None and smem > options.max_smem)
-                or int(res.spill_regs[i]) > BACKWARD_MAX_SPILL_REGS
+                or int(res.spill_regs[i]) > self.max_spill_regs
                 or int(res.occupancy.blocks_per_sm[i]) < need
                 or int(res.threads[i]) > res.max_threads
             )
@@ -445,12 +527,13 @@ class CudaBackwardFamily(CudaFamily):
         return lines
 
 
-def _fits(res: CudaResources, options: SolveOptions) -> BoolArray:
-    """Which configurations every capacity limit and user cap admits."""
+def backward_fits(res: CudaResources, options: SolveOptions, max_spill_regs: int) -> BoolArray:
+    """Which configurations every capacity limit and user cap admits (at most
+    `max_spill_regs` spilled registers per thread)."""
     need = max(1, options.min_blocks_per_sm or 1)
     ok = (
         (res.smem_bytes <= res.smem_limit_bytes)
-        & (res.spill_regs <= BACKWARD_MAX_SPILL_REGS)
+        & (res.spill_regs <= max_spill_regs)
         & (res.occupancy.blocks_per_sm >= need)
         & (res.threads <= res.max_threads)
     )

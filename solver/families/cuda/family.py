@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -54,6 +54,8 @@ class CudaFamily(KernelFamily):
 
     device_kind = "cuda"
     alignment_rule: str
+    # The name of the legality constraint that states `alignment_ok` (in the validator's words)
+    shape_constraint: ClassVar[str] = "alignment"
 
     # ---- what a CUDA family states -----------------------------------------------------------
     @abstractmethod
@@ -172,6 +174,30 @@ class CudaFamily(KernelFamily):
             f"about {res.regs_demand[i]} registers per thread{spill}",
         ]
 
+    def check_tile(
+        self,
+        device: CudaDevice,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        one: ConfigArrays,
+    ) -> tuple[list[str], int, int]:
+        """The tile rules of one configuration (`one`: its single-row columns): its shape
+        (reported under `shape_constraint`), threads per block, shared memory and the user's
+        cap; the broken rules, its threads and its shared-memory bytes."""
+        sm = device.sm
+        problems: list[str] = []
+        if not bool(self.alignment_ok(one, problem, device)[0]):
+            problems.append(f"{self.shape_constraint}: {self.alignment_rule}")
+        threads = int(one.num_warps[0]) * sm.warp_size_threads
+        if threads > sm.max_threads_per_block:
+            problems.append(f"threads: {threads} > {sm.max_threads_per_block}")
+        smem = int(self.smem_bytes(one, problem)[0])
+        if smem > sm.smem_per_block_optin_bytes:
+            problems.append(f"shared_memory: {smem} > {sm.smem_per_block_optin_bytes}")
+        if options.max_smem is not None and smem > options.max_smem:
+            problems.append(f"max_smem: {smem} > {options.max_smem}")
+        return problems, threads, smem
+
     def check(
         self,
         hardware: HardwareSpec,
@@ -184,17 +210,7 @@ class CudaFamily(KernelFamily):
         device = cuda_device(hardware)
         sm = device.sm
         one = ConfigArrays.from_configs(config.as_dict(), [config])
-        problems: list[str] = []
-        if not bool(self.alignment_ok(one, problem, device)[0]):
-            problems.append(f"alignment: {self.alignment_rule}")
-        threads = config["num_warps"] * sm.warp_size_threads
-        if threads > sm.max_threads_per_block:
-            problems.append(f"threads: {threads} > {sm.max_threads_per_block}")
-        smem = int(self.smem_bytes(one, problem)[0])
-        if smem > sm.smem_per_block_optin_bytes:
-            problems.append(f"shared_memory: {smem} > {sm.smem_per_block_optin_bytes}")
-        if options.max_smem is not None and smem > options.max_smem:
-            problems.append(f"max_smem: {smem} > {options.max_smem}")
+        problems, threads, smem = self.check_tile(device, problem, options, one)
         demand = int(self.regs_demand(one, problem)[0])
         cap = int(register_cap(device, np.array([threads]), options.min_blocks_per_sm)[0])
         if demand - min(demand, cap) > MAX_SPILL_REGS:

@@ -12,9 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...cost import (
-    L2_USABLE_FRACTION,
     Perf,
-    causal_iterations,
     wave_schedule,
 )
 from ...hardware import CudaDevice
@@ -30,10 +28,13 @@ from ..cuda.backward import (
     backward_flops,
     bandwidth_kernel_us,
     chain,
+    dq_accumulator_dram_bytes,
     gqa_reduce_bytes,
+    key_block_iterations,
     loop_iteration,
     preprocess_bytes,
-    streamed_reuse,
+    query_stream_reuse,
+    resident_kv_bytes,
 )
 from ..cuda.resources import CudaResources
 from ..cuda.timing import (
@@ -87,28 +88,14 @@ def backward_perf(
     slots = blocks * n_sm
 
     # ---- iterations: the (query block, key block) pairs with unmasked scores ----------------
-    if problem.causal:
-        total_iters, diag_iters = causal_iterations(n_m, bm, bn, n_kv, sk - sq)
-        first = np.clip(np.floor(-(sk - sq) / bm), 0, n_m)  # key block 0's first query block
-        max_iters = n_m - first
-    else:
-        total_iters = (n_m * n_kv).astype(np.float64)
-        diag_iters = np.zeros_like(total_iters)
-        max_iters = n_m.astype(np.float64)
+    total_iters, diag_iters, max_iters = key_block_iterations(problem, n_m, bm, bn, n_kv)
     diag_mean = diag_iters / n_kv
 
     # ---- the streamed Q, dO, LSE and D: L2 reuse across the key blocks of a head ------------
     row_bytes = (d + dv) * elem + LSE_D_BYTES_PER_ROW
     tile_bytes = bm * row_bytes
-    reuse = streamed_reuse(
-        problem,
-        True,
-        float(sq) * row_bytes,
-        tile_bytes,
-        n_kv,
-        total_iters / n_m,
-        slots,
-        device.memory.l2_bytes,
+    reuse = query_stream_reuse(
+        problem, device, row_bytes, tile_bytes, n_kv, total_iters / n_m, slots
     )
 
     # ---- one iteration ---------------------------------------------------------------------
@@ -185,23 +172,11 @@ def backward_perf(
         cycles = makespan_cycles(False, ctas, slots, waves, full * ctas, last, full, last)
 
     # ---- DRAM traffic of the main kernel ------------------------------------------------------
-    group = problem.heads // problem.kv_heads_eff
-    kv_reads = np.where(group * n_kv <= slots, 1.0, float(group))  # GQA heads together in L2
-    kv_bytes = problem.batch * problem.kv_heads_eff * float(sk) * (d + dv) * elem * kv_reads
+    kv_bytes = resident_kv_bytes(problem, d, dv, n_kv, slots)
     q_bytes = problem.batch * problem.heads * float(sq) * row_bytes * reuse.dram_reads_per_kv_head
     dkdv_bytes = float(heads_total) * sk * (d + dv) * elem
-    dq_head_bytes = float(sq) * d * FP32_BYTES
-    atomic_total = heads_total * total_iters * atomic_bytes
-    heads_in_flight = np.minimum(heads_total, ceil_div(slots, n_kv) + 1).astype(np.float64)
-    dq_miss = np.clip(
-        1.0 - L2_USABLE_FRACTION * device.memory.l2_bytes / (heads_in_flight * dq_head_bytes),
-        0.0,
-        1.0,
-    )
-    # first touch and final write-back of each accumulator line, plus the round trips of
-    # atomics whose line was evicted between two key blocks' visits
-    dq_bytes = 2.0 * heads_total * dq_head_bytes + 2.0 * dq_miss * np.maximum(
-        atomic_total - heads_total * dq_head_bytes, 0.0
+    dq_bytes, atomic_total = dq_accumulator_dram_bytes(
+        problem, d, total_iters, atomic_bytes, n_kv, slots, device.memory.l2_bytes
     )
     main_bytes = kv_bytes + q_bytes + dkdv_bytes + dq_bytes
     dram_bound = main_bytes / dram_bytes_per_clk(device)
