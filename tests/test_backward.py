@@ -32,7 +32,7 @@ from tilesolve.solver import (
     unregister,
 )
 from tilesolve.solver.apps.memory import floor_sum, q_rows_read
-from tilesolve.solver.families.cuda.backward import BACKWARD_MAX_SPILL_REGS, backward_flops
+from tilesolve.solver.families.cuda.backward import backward_flops
 from tilesolve.solver.registry import find_family
 from tilesolve.solver.validate import check_config
 from tilesolve.v1 import tilesolve_pb2 as pb
@@ -58,14 +58,11 @@ def training_shape(head_dim: int, **extra: Any) -> AttentionProblem:
 
 
 def _unsupported(kernel: str, hardware: str, head_dim: int, dropout: bool) -> bool:
-    """FlashAttention-2 refuses these backward passes on sm86/sm89 (flash_api.cpp mha_bwd:
-    head dim 224, or 256 with dropout, needs sm80 or sm90); the model finds them infeasible
-    for the same reason (shared memory)."""
-    return (
-        kernel == "fa2"
-        and hardware == "rtx-4090"
-        and (head_dim == 224 or (head_dim == 256 and dropout))
-    )
+    """FlashAttention-2 has no backward on sm86/sm89 for head dims above 192 with dropout
+    (v2.8.3 flash_bwd_launch_template.h run_mha_bwd_hdim256: `if constexpr (!Is_dropout)`;
+    head dims 193-224 run that kernel); the model finds them infeasible for the same reason
+    (shared memory)."""
+    return kernel == "fa2" and hardware == "rtx-4090" and head_dim > 192 and dropout
 
 
 # ---- rankings -------------------------------------------------------------------------------
@@ -89,7 +86,8 @@ def test_backward_ranks_tiles_for_every_head_dim(hardware: str, kernel: str, cau
         times = [c.predicted_time_us for c in answer.candidates]
         assert 1 <= len(times) <= 5 and times == sorted(times)
         best = answer.candidates[0]
-        assert best.spill_regs is not None and best.spill_regs <= BACKWARD_MAX_SPILL_REGS
+        tolerance = find_family(kernel, Phase.BACKWARD).max_spill_regs  # type: ignore[attr-defined]
+        assert best.spill_regs is not None and best.spill_regs <= tolerance
         assert best.parameters["block_m"] == best.block_m and best.reasons
         assert {r.name for r in best.resources} == {"shared_memory", "registers", "threads"}
         assert 0 < best.predicted_tflops < 1.0e3
@@ -178,29 +176,46 @@ def test_throughput_rises_with_sequence_length() -> None:
 # ---- FlashAttention-2's shipped backward tiles -----------------------------------------------
 
 
+def _kernel_head_dim(row: dict[str, Any]) -> int:
+    """The head dim of the kernel the row's release runs (rows before v2.8.3 name their own)."""
+    return int(row.get("kernel_head_dim", row["head_dim"]))
+
+
 def _pinned(row: dict[str, Any]) -> SolveOptions:
+    """The row's tile, layouts and options pinned; for head dims 160 and 224 (which two
+    releases run with different kernels, release.py) the row's kernel too."""
+    pins = {name: row[name] for name in FA2_OPTIONS}
+    if row["head_dim"] in (160, 224):
+        pins["kernel_head_dim"] = _kernel_head_dim(row)
     return SolveOptions(
         kernel="fa2",
         top_k=1,
         block_m=row["block_m"],
         block_n=row["block_n"],
         num_warps=row["num_warps"],
-        parameter_pins={name: row[name] for name in FA2_OPTIONS},
+        parameter_pins=pins,
     )
 
 
 def test_the_shipped_table_is_complete_and_sourced() -> None:
-    assert len(SHIPPED) == 45
+    assert len(SHIPPED) == 56
     for row in SHIPPED:
         assert row["repo"] == "Dao-AILab/flash-attention"
         assert row["path"] == "csrc/flash_attn/src/flash_bwd_launch_template.h"
-        assert len(row["commit"]) == 40 and row["function"] == f"run_mha_bwd_hdim{row['head_dim']}"
-    keys = {(r["arch"], r["head_dim"], r["dropout"]) for r in SHIPPED}
+        assert len(row["commit"]) == 40
+        assert row["function"] == f"run_mha_bwd_hdim{_kernel_head_dim(row)}"
+    keys = {(r["arch"], r["head_dim"], r["dropout"], _kernel_head_dim(r)) for r in SHIPPED}
     assert len(keys) == len(SHIPPED)
+    # v2.8.3's own tiles for the head dims it runs with a larger kernel, with their lines
+    current = [r for r in SHIPPED if r.get("release") == "v2.8.3"]
+    assert {(r["head_dim"], r["kernel_head_dim"]) for r in current} == {(160, 192), (224, 256)}
+    assert all(r["line"] > 0 for r in current)
 
 
 @pytest.mark.parametrize(
-    "row", SHIPPED, ids=lambda r: f"{r['arch']}-d{r['head_dim']}-p{r['dropout']:d}"
+    "row",
+    SHIPPED,
+    ids=lambda r: f"{r['arch']}-d{r['head_dim']}-k{_kernel_head_dim(r)}-p{r['dropout']:d}",
 )
 @pytest.mark.parametrize("causal", [False, True])
 def test_every_shipped_backward_tile_is_feasible_when_pinned(
@@ -215,7 +230,9 @@ def test_every_shipped_backward_tile_is_feasible_when_pinned(
 
 
 @pytest.mark.parametrize(
-    "row", SHIPPED, ids=lambda r: f"{r['arch']}-d{r['head_dim']}-p{r['dropout']:d}"
+    "row",
+    SHIPPED,
+    ids=lambda r: f"{r['arch']}-d{r['head_dim']}-k{_kernel_head_dim(r)}-p{r['dropout']:d}",
 )
 def test_every_shipped_tile_is_feasible_pinned_by_its_common_fields(row: dict[str, Any]) -> None:
     """--block-m/--block-n/--num-warps alone: the layouts and options left to the model."""
@@ -551,3 +568,29 @@ def test_backward_without_kernel_stands_in_for_a_default_without_one() -> None:
     assert "standing in for a100-80gb's default flashinfer" in answer.kernel_reason
     hopper = solve(training_shape(128), "h100-sxm", SolveOptions())
     assert hopper.kernel == "fa3" and "standing in" not in hopper.kernel_reason
+
+
+@pytest.mark.parametrize(("head_dim", "old", "new"), [(160, 160, 192), (200, 224, 256)])
+def test_head_dims_two_releases_run_differently_rank_the_current_kernel(
+    head_dim: int, old: int, new: int
+) -> None:
+    """Head dims 129-160 and 193-224 run the hdim192/hdim256 kernel since v2.8.0/v2.6.2 and
+    their own before: the model ranks the current release's unless the earlier is pinned."""
+    problem = AttentionProblem(batch=4, heads=8, seq_len=4096, head_dim=head_dim, phase="backward")
+    current = solve(problem, "a100-80gb", SolveOptions(kernel="fa2", top_k=5))
+    assert {c.parameters["kernel_head_dim"] for c in current.candidates} == {new}
+    earlier = SolveOptions(kernel="fa2", top_k=5, parameter_pins={"kernel_head_dim": old})
+    pinned = solve(problem, "a100-80gb", earlier)
+    assert {c.parameters["kernel_head_dim"] for c in pinned.candidates} == {old}
+    # one tile (64x64, layouts 4/4/4, one Q buffer) on either kernel: the earlier, narrower
+    # one takes less shared memory, by the difference of their head dims
+    smem = {}
+    for kernel_head_dim in (old, new):
+        pins = dict.fromkeys(LAYOUTS, 4) | {"is_v_in_regs": 0, "no_double_buffer": 1}
+        pins["kernel_head_dim"] = kernel_head_dim
+        tile = SolveOptions(kernel="fa2", block_m=64, block_n=64, parameter_pins=pins)
+        smem[kernel_head_dim] = solve(problem, "a100-80gb", tile).candidates[0].smem_bytes
+    # kSmemSize1colblock: Q and dO (64 rows each) and K and V (64 rows each), 2 bytes a value
+    assert smem[new] - smem[old] == 2 * (64 + 64 + 64 + 64) * (new - old)
+    plain = solve(training_shape(128), "a100-80gb", SolveOptions(kernel="fa2", top_k=1))
+    assert "kernel_head_dim" not in plain.candidates[0].parameters

@@ -472,3 +472,37 @@ def test_bad_decode_requests_are_invalid_argument(
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     found = violations(caught.value)
     assert field in found and words in found[field], found
+
+
+@pytest.mark.parametrize(
+    ("extra", "field", "phases"),
+    [
+        (["--num-splits", "4"], "num_splits", "the forward pass has"),
+        (["--param", "num_splits=4"], "num_splits", "the forward pass has"),
+        (["--phase", "backward", "--num-splits", "4"], "num_splits", "the backward pass has"),
+        (["--phase", "both", "--num-splits", "2"], "num_splits", "forward and backward passes"),
+        (["--phase", "backward", "--page-size", "256"], "page_size", "backward pass reads no"),
+        (["--phase", "both", "--page-size", "auto"], "page_size", "backward pass reads no"),
+    ],
+)
+def test_split_and_page_options_on_a_pass_without_them_exit_2_naming_the_phases(
+    capsys: pytest.CaptureFixture[str], extra: list[str], field: str, phases: str
+) -> None:
+    argv = ["solve", "--hardware", "a100-80gb", "--head-dim", "128", "--seq-len", "4096"]
+    code, out, err = run(capsys, *argv, *extra)
+    assert code == 2 and out == ""
+    assert f"{field}:" in err and phases in err and "--phase decode" in err
+    assert "has no parameter" not in err
+
+
+def test_split_options_where_the_pass_has_them_are_answered(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["solve", "--hardware", "a100-80gb", "--head-dim", "128", "--json", "--top-k", "1"]
+    for extra in (
+        ["--seq-len", "1", "--seq-len-kv", "8192", "--phase", "decode", "--num-splits", "4"],
+        ["--seq-len", "512", "--seq-len-kv", "16384", "--num-splits", "4"],
+    ):
+        code, out, _ = run(capsys, *argv, *extra)
+        assert code == 0
+        assert json.loads(out)["candidates"][0]["parameters"]["num_splits"] == 4

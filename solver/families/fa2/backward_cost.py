@@ -46,6 +46,7 @@ from ..cuda.timing import (
     round_cycles,
     sm_perf,
 )
+from .release import kernel_head_dim_column
 
 if TYPE_CHECKING:
     from .backward import FlashAttention2Backward
@@ -70,7 +71,10 @@ def backward_perf(
     """Predicted time and its parts of every configuration (docs/model.md 12.3-12.4)."""
     tp = device.throughput
     k = model_constants(device)
-    d, dv = family.kernel_head_dims(problem)
+    # each configuration's kernel head dim (release.py) for the tile's work; the current
+    # release's for the stored rows and the helper kernels
+    d = dv = kernel_head_dim_column(cfg, problem).astype(np.float64)
+    helper_d, helper_dv = family.kernel_head_dims(problem)
     elem = problem.dtype.bytes
     n_sm = tp.sm_count
     clock_hz = tp.boost_clock_mhz * 1e6
@@ -92,7 +96,8 @@ def backward_perf(
     diag_mean = diag_iters / n_kv
 
     # ---- the streamed Q, dO, LSE and D: L2 reuse across the key blocks of a head ------------
-    row_bytes = (d + dv) * elem + LSE_D_BYTES_PER_ROW
+    # (bytes of the stored rows: the problem's, whichever kernel loads them)
+    row_bytes = (helper_d + helper_dv) * elem + LSE_D_BYTES_PER_ROW
     tile_bytes = bm * row_bytes
     reuse = query_stream_reuse(
         problem, device, row_bytes, tile_bytes, n_kv, total_iters / n_m, slots
@@ -121,7 +126,7 @@ def backward_perf(
         BWD_ALU_OPS_PER_SCORE + (DROPOUT_OPS_PER_SCORE if problem.dropout > 0 else 0.0)
     )
     atomic_bytes = bm * d * FP32_BYTES
-    k_steps = (max(d, dv) + bm + np.maximum(bm, bn)) / MMA_K  # S|dP, then dV, then dQ|dK
+    k_steps = (np.maximum(d, dv) + bm + np.maximum(bm, bn)) / MMA_K  # S|dP, then dV, then dQ|dK
     it = loop_iteration(
         device,
         w,
@@ -184,9 +189,9 @@ def backward_perf(
     main_us = cycles / clock_hz * 1e6 + k.kernel_launch_us
 
     # ---- the helper kernels -----------------------------------------------------------------
-    pre_bytes = preprocess_bytes(problem, d, dv, clear_dq_accum=True)
-    convert_bytes = float(heads_total) * sq * d * (FP32_BYTES + elem)
-    reduce_bytes = gqa_reduce_bytes(problem, d, dv)
+    pre_bytes = preprocess_bytes(problem, helper_d, helper_dv, clear_dq_accum=True)
+    convert_bytes = float(heads_total) * sq * helper_d * (FP32_BYTES + elem)
+    reduce_bytes = gqa_reduce_bytes(problem, helper_d, helper_dv)
     pre_us = bandwidth_kernel_us(device, pre_bytes)
     convert_us = bandwidth_kernel_us(device, convert_bytes)
     helper_us = pre_us + convert_us + bandwidth_kernel_us(device, reduce_bytes)

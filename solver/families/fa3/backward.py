@@ -25,13 +25,13 @@ helper kernels), `mainloop_bwd_sm90_tma_gmma_ws.hpp`, `flash_bwd_kernel_sm90.h`,
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...constraints import Constraint
-from ...cost import Perf, tiles_per_head
+from ...cost import Perf, gather_perf, tiles_per_head
 from ...errors import FieldViolation
 from ...family import kib
 from ...hardware import CudaDevice, HardwareSpec
@@ -295,29 +295,11 @@ def _gqa(problem: AttentionProblem) -> bool:
 
 def _scatter(sub: Perf, rows: IntArray, n: int) -> Perf:
     """A Perf over all n configurations from one over the `rows` that tile: the others (never
-    legal, never ranked) carry the slowest legal time and zeros."""
-    slowest = float(sub.time_us.max()) if len(rows) else 1.0
-
-    def full(values: np.ndarray, fill: float) -> np.ndarray:
-        out = np.full(n, fill, dtype=np.float64)
-        out[rows] = values
-        return out
-
-    words = ["not a layout FA3 can tile"] * n
-    for j, i in enumerate(rows):
-        words[int(i)] = sub.bottleneck[j]
-    return Perf(
-        time_us=full(sub.time_us, slowest),
-        tflops=full(sub.tflops, 0.0),
-        compute_us=full(sub.compute_us, 0.0),
-        load_us=full(sub.load_us, 0.0),
-        overlap=full(sub.overlap, 0.0),
-        arithmetic_intensity=full(sub.arithmetic_intensity, 0.0),
-        hbm_bytes=full(sub.hbm_bytes, 0.0),
-        waves=full(sub.waves, 0.0),
-        tail_efficiency=full(sub.tail_efficiency, 0.0),
-        padding_waste=full(sub.padding_waste, 0.0),
-        mma_utilization=full(sub.mma_utilization, 0.0),
-        bottleneck=words,
-        figures={name: full(values, 0.0) for name, values in sub.figures.items()},
-    )
+    legal, never ranked) carry the slowest legal time (a cost must be positive) and zeros."""
+    full = gather_perf([(rows, sub)], n)
+    outside = np.ones(n, dtype=np.bool_)
+    outside[rows] = False
+    time_us = full.time_us.copy()
+    time_us[outside] = float(sub.time_us.max()) if len(rows) else 1.0
+    words = [w if w else "not a layout FA3 can tile" for w in full.bottleneck]
+    return replace(full, time_us=time_us, bottleneck=words)
