@@ -31,7 +31,10 @@ from .validate import check_config, fresh_times_us, same_time
 # 0.6.0: decode and split-KV (num_splits, pack_gqa, page_size), the flashinfer family.
 # 0.7.0: fa3 decode and split-KV (Hopper's decode default), ascend decode (IncreFlashAttention);
 #        forward answers without a longer cache unchanged.
-MODEL_VERSION = "0.7.0"
+# 0.8.0: training kernels as they are: the fa3 backward (Hopper's default backward); fa2's
+#        backward by release (kernel_head_dim) with ptxas-calibrated registers; decode tiles
+#        the decode kernels instantiate (fa2's split-KV kernel, flashinfer's layouts).
+MODEL_VERSION = "0.8.0"
 
 
 def model_version(spec: HardwareSpec) -> str:
