@@ -205,7 +205,7 @@ def shipped() -> list[str]:
     return lines
 
 
-def _fa3_pinned(row: dict[str, Any]) -> SolveOptions:
+def fa3_shipped_pins(row: dict[str, Any]) -> SolveOptions:
     """FA3's configuration of a row as pins (its atom layouts as the model's splits)."""
     w = row["num_mma_warpgroups"]
     pins = {name: row[name] for name in ("sdp_swap_ab", "dkv_swap_ab", "dq_swap_ab")}
@@ -250,7 +250,7 @@ def fa3_shipped() -> list[str]:
                 tiles = list(dict.fromkeys((c.block_m, c.block_n) for c in ranked.candidates))
                 tile = (row["block_m"], row["block_n"])
                 rank = tiles.index(tile) + 1 if tile in tiles else None
-                pinned = solve(problem, "h100-sxm", _fa3_pinned(row))
+                pinned = solve(problem, "h100-sxm", fa3_shipped_pins(row))
                 softcap = row["condition"].startswith("Is_causal && Has_softcap")
                 if not softcap:
                     total += 1

@@ -8,6 +8,7 @@ a check of the predictions."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,9 @@ from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
 from command_line import run as cli
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from backward_table import fa3_shipped_pins as shipped_pins
+
 DATA = Path(__file__).resolve().parent / "data"
 SHIPPED = json.loads((DATA / "fa3_backward_tiles.json").read_text())
 PUBLISHED = json.loads((DATA / "fa3_published_backward_tflops.json").read_text())
@@ -60,24 +64,6 @@ def paper_problem(
         dtype=dtype,
         causal=causal,
         phase="backward",
-    )
-
-
-def shipped_pins(row: dict[str, Any]) -> SolveOptions:
-    """FA3's configuration of a row as pins (its atom layouts as the model's splits)."""
-    w = row["num_mma_warpgroups"]
-    pins = {name: row[name] for name in ("sdp_swap_ab", "dkv_swap_ab", "dq_swap_ab")}
-    pins |= {name: row[name] for name in ("v_in_regs", "stages_do", "stages_ds")}
-    pins["sdp_split_m"] = int(row["atom_layout_m_sdp"] == w)
-    pins["dkv_split_n"] = int(row["atom_layout_n_dkv"] == w)
-    pins["dq_split_m"] = int(row["atom_layout_m_dq"] == w)
-    return SolveOptions(
-        kernel="fa3",
-        top_k=1,
-        block_m=row["block_m"],
-        block_n=row["block_n"],
-        num_warps=row["num_warps"],
-        parameter_pins=pins,
     )
 
 
