@@ -41,7 +41,10 @@ from .validate import broken_figures, check_config, fresh_times_us, same_time
 # 0.9.0: the triton family's shared memory, registers and spills as the Triton compiler allocates
 #        them (families/triton_compiler), spills costed not refused, the cost of pipeline stages;
 #        other families' answers unchanged.
-MODEL_VERSION = "0.9.0"
+# 0.10.0: training kernels as they are: the fa3 backward (Hopper's default backward); fa2's
+#        backward by release (kernel_head_dim) with ptxas-calibrated registers; decode tiles
+#        the decode kernels instantiate (fa2's split-KV kernel, flashinfer's layouts).
+MODEL_VERSION = "0.10.0"
 
 
 def model_version(spec: HardwareSpec) -> str:

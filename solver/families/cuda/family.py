@@ -61,6 +61,8 @@ class CudaFamily(KernelFamily):
     # constraint); None: spills are costed, never refused (a compiler that spills rather than
     # fails, with a register model that predicts the spill: the triton family).
     max_spill_regs: ClassVar[int | None] = MAX_SPILL_REGS
+    # The name of the legality constraint that states `alignment_ok` (in the validator's words)
+    shape_constraint: ClassVar[str] = "alignment"
 
     # ---- what a CUDA family states -----------------------------------------------------------
     @abstractmethod
@@ -201,6 +203,30 @@ class CudaFamily(KernelFamily):
             f"about {res.regs_demand[i]} registers per thread{spill}",
         ]
 
+    def check_tile(
+        self,
+        device: CudaDevice,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        one: ConfigArrays,
+    ) -> tuple[list[str], int, int]:
+        """The tile rules of one configuration (`one`: its single-row columns): its shape
+        (reported under `shape_constraint`), threads per block, shared memory and the user's
+        cap; the broken rules, its threads and its shared-memory bytes."""
+        sm = device.sm
+        problems: list[str] = []
+        if not bool(self.alignment_ok(one, problem, device)[0]):
+            problems.append(f"{self.shape_constraint}: {self.alignment_rule}")
+        threads = int(one.num_warps[0]) * sm.warp_size_threads
+        if threads > sm.max_threads_per_block:
+            problems.append(f"threads: {threads} > {sm.max_threads_per_block}")
+        smem = int(self.shared_memory(one, problem, device)[0])
+        if smem > sm.smem_per_block_optin_bytes:
+            problems.append(f"shared_memory: {smem} > {sm.smem_per_block_optin_bytes}")
+        if options.max_smem is not None and smem > options.max_smem:
+            problems.append(f"max_smem: {smem} > {options.max_smem}")
+        return problems, threads, smem
+
     def check(
         self,
         hardware: HardwareSpec,
@@ -213,17 +239,7 @@ class CudaFamily(KernelFamily):
         device = cuda_device(hardware)
         sm = device.sm
         one = ConfigArrays.from_configs(config.as_dict(), [config])
-        problems: list[str] = []
-        if not bool(self.alignment_ok(one, problem, device)[0]):
-            problems.append(f"alignment: {self.alignment_rule}")
-        threads = config["num_warps"] * sm.warp_size_threads
-        if threads > sm.max_threads_per_block:
-            problems.append(f"threads: {threads} > {sm.max_threads_per_block}")
-        smem = int(self.shared_memory(one, problem, device)[0])
-        if smem > sm.smem_per_block_optin_bytes:
-            problems.append(f"shared_memory: {smem} > {sm.smem_per_block_optin_bytes}")
-        if options.max_smem is not None and smem > options.max_smem:
-            problems.append(f"max_smem: {smem} > {options.max_smem}")
+        problems, threads, smem = self.check_tile(device, problem, options, one)
         regs = self.register_use(one, problem, device, options)
         demand, cap = int(regs.demand[0]), int(regs.cap[0])
         if self.max_spill_regs is not None and int(regs.spill[0]) > self.max_spill_regs:
