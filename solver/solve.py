@@ -151,9 +151,12 @@ def _candidate(table: CandidateTable, i: int, rank: int, winner: int) -> Candida
     )
 
 
-def _validate(table: CandidateTable, ranked: list[int]) -> None:
+def _validate(
+    table: CandidateTable, ranked: list[int], cancel: Cancellation | None = None
+) -> None:
     """Re-check every returned candidate apart from the table and the engine, and the figures
-    of every feasible configuration (the ranking's times, the answer's figures)."""
+    of every feasible configuration (the ranking's times, the answer's figures); a set
+    `cancel` stops it between candidates."""
     broken = broken_figures(table.perf, np.flatnonzero(table.feasible))
     if broken:
         raise ModelInvariantError(
@@ -163,6 +166,7 @@ def _validate(table: CandidateTable, ranked: list[int]) -> None:
     configs = [table.cfg.config(i) for i in ranked]
     request = (table.family, table.hardware, table.problem, table.options)
     for config in configs:
+        stop_if_cancelled(cancel)
         broken = check_config(*request, config)
         if broken:
             label = table.family.label(config)
@@ -204,6 +208,12 @@ def resolved_problem(problem: AttentionProblem) -> AttentionProblem:
     )
 
 
+def stop_if_cancelled(cancel: Cancellation | None) -> None:
+    """Raise SolveCancelledError once `cancel` is set (between the steps of a solve)."""
+    if cancel is not None and cancel.cancelled:
+        raise SolveCancelledError()
+
+
 def solve(
     problem: AttentionProblem,
     hardware: str | HardwareSpec,
@@ -213,7 +223,8 @@ def solve(
 ) -> SolveAnswer:
     """Rank the tile configurations of `problem` on `hardware` (the in-process API).
 
-    `cancel`, set from another thread, stops the CP-SAT search and raises
+    `cancel`, set from another thread, stops the CP-SAT search at once and the other steps
+    (building the table, re-checking the ranked configurations) when they end, and raises
     SolveCancelledError (the server's cancelled calls; see `solver/cancel.py`)."""
     options = options or SolveOptions()
     if options.engine is Engine.CPSAT:
@@ -221,19 +232,20 @@ def solve(
         from . import ip_model  # noqa: F401
     started = time.perf_counter()
     table = prepare(problem, hardware, options)
+    stop_if_cancelled(cancel)
     core = None
     if options.engine is Engine.CPSAT:
         from .ip_model import solve_cpsat
 
         result = solve_cpsat(table, options.top_k, options.time_limit_s, cancel)
-        if cancel is not None and cancel.cancelled:
-            raise SolveCancelledError()
+        stop_if_cancelled(cancel)
         ranked, proven, core = result.ranked, result.proven_optimal, result.conflicting
         if result.timed_out and not ranked:
             raise DeadlineExceededError(options.time_limit_s, int(table.feasible.sum()))
     else:
         ranked, proven = solve_exhaustive(table, options.top_k), True
-    _validate(table, ranked)
+    _validate(table, ranked, cancel)
+    stop_if_cancelled(cancel)
     feasible_count = int(table.feasible.sum())
     if ranked:
         status = Status.OPTIMAL if proven else Status.FEASIBLE
