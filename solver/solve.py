@@ -151,9 +151,7 @@ def _candidate(table: CandidateTable, i: int, rank: int, winner: int) -> Candida
     )
 
 
-def _validate(
-    table: CandidateTable, ranked: list[int], cancel: Cancellation | None = None
-) -> None:
+def _validate(table: CandidateTable, ranked: list[int], cancel: Cancellation | None = None) -> None:
     """Re-check every returned candidate apart from the table and the engine, and the figures
     of every feasible configuration (the ranking's times, the answer's figures); a set
     `cancel` stops it between candidates."""
