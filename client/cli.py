@@ -23,6 +23,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from . import terminal
 from .cli_common import (
     EXIT_CODES_EPILOG,
     EXIT_INTERNAL,
@@ -95,6 +96,7 @@ def _run(argv: Sequence[str] | None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error argparse has already printed
         return exc.code if isinstance(exc.code, int) else EXIT_INVALID
+    terminal.set_wide(bool(getattr(args, "wide", False)))
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)
@@ -134,6 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         print(f"internal error (please report): {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_INTERNAL
+    finally:
+        terminal.set_wide(False)  # one call's --wide (main may be called again in-process)
 
 
 if __name__ == "__main__":
