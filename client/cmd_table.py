@@ -30,7 +30,7 @@ from .cli_common import (
 )
 from .cli_remote import Remote, add_remote_arguments, asking, cli_field, remote_settings
 from .cmd_portfolio import add_parallel_arguments, parallel_settings, parse_percent
-from .files import MIB, check_nesting, read_text, replace_file
+from .files import MIB, check_nesting, output_folder, read_text, replace_file
 from .inputs import read_grid
 
 if TYPE_CHECKING:
@@ -69,6 +69,12 @@ def add_table_parser(subparsers: Any) -> None:
         help="output format (default: from --output's suffix, .h/.hpp cpp, .py python; else json)",
     )
     p.add_argument("--output", metavar="FILE", help="write here (only if changed); default stdout")
+    p.add_argument(
+        "--mkdir",
+        action="store_true",
+        help="create the folder of --output or --stamp if it is missing (default: a missing "
+        "folder is an error naming it)",
+    )
     p.add_argument(
         "--namespace",
         metavar="NAME",
@@ -248,7 +254,6 @@ def _write_if_changed(path: str, text: str, field: str) -> bool:
     except (OSError, UnicodeDecodeError):
         pass
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
         replace_file(target, text)
     except OSError as exc:
         raise CliInputError(
@@ -271,6 +276,9 @@ def cmd_table(args: argparse.Namespace) -> int:
 
     remote = remote_settings(args)
     workers, scheduler = parallel_settings(args, remote is not None)
+    for path, field in ((args.output, "output"), (args.stamp, "stamp")):
+        if path is not None:
+            output_folder(path, field, args.mkdir, "--mkdir")
     grid = read_grid(args.grid, _hardware(args.hardware))
     fmt = _format_for(args)
     namespace = _namespace(args.namespace)
