@@ -43,6 +43,7 @@ from .cmd_simulate import add_simulate_parser
 from .cmd_solve import add_solve_parser
 from .cmd_table import add_table_parser
 from .field_help import SchemaHelpFormatter
+from .suggest import unknown_option, with_suggestion
 
 # The entry point, and the names tests and callers use from here.
 __all__ = ["ErrorLine", "build_parser", "main", "server_violations"]
@@ -57,7 +58,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse, with usage errors in the CLI's one-line `error:` form instead of a usage dump."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_INVALID, f"error: {message} (see '{self.prog} --help')\n")
+        self.exit(EXIT_INVALID, f"error: {with_suggestion(message)} (see '{self.prog} --help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -92,8 +93,13 @@ def _report(lines: Sequence[ErrorLine]) -> int:
 
 def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
+    given = sys.argv[1:] if argv is None else list(argv)
+    unknown = unknown_option(parser, given)
+    if unknown is not None:  # before argparse, which would report a missing option instead
+        print(f"error: {unknown}", file=sys.stderr)
+        return EXIT_INVALID
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(given)
     except SystemExit as exc:  # --help, or a usage error argparse has already printed
         return exc.code if isinstance(exc.code, int) else EXIT_INVALID
     terminal.set_wide(bool(getattr(args, "wide", False)))

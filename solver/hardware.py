@@ -556,5 +556,7 @@ def get_hardware(name: str) -> HardwareSpec:
             ]
         )
     if canonical is None:
-        raise UnknownHardwareError(name, hardware_names())
+        catalog = load_catalog()
+        aliases = {n: list(catalog[n].aliases) for n in hardware_names()}
+        raise UnknownHardwareError(name, hardware_names(), aliases)
     return load_catalog()[canonical]
