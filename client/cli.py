@@ -23,11 +23,13 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from . import terminal
+from . import answer_cache, terminal
 from .cli_common import (
     EXIT_CODES_EPILOG,
+    EXIT_INFEASIBLE,
     EXIT_INTERNAL,
     EXIT_INVALID,
+    EXIT_OK,
     EXIT_UNAVAILABLE,
     CliExit,
     CliInputError,
@@ -91,7 +93,7 @@ def _report(lines: Sequence[ErrorLine]) -> int:
     return EXIT_INVALID
 
 
-def _run(argv: Sequence[str] | None) -> int:
+def _run(argv: Sequence[str] | None, use_cache: bool) -> int:
     parser = build_parser()
     given = sys.argv[1:] if argv is None else list(argv)
     unknown = unknown_option(parser, given)
@@ -108,11 +110,21 @@ def _run(argv: Sequence[str] | None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_INVALID
 
+    key = answer_cache.cache_key(args) if use_cache else None
+    cached = answer_cache.lookup(key) if key is not None else None
+    if cached is not None:  # a repeated question: its output, without loading the solver
+        return cached.replay()
+
     from tilesolve.solver import InvalidRequestError, TilesolveError
     from tilesolve.solver.errors import DeadlineExceededError
 
     try:
-        result: int = handler(args)
+        with answer_cache.recording() as (out, err):
+            result: int = handler(args)
+        if key is not None and result in (EXIT_OK, EXIT_INFEASIBLE):
+            answer_cache.store(
+                key, answer_cache.CachedRun(result, out.copy.getvalue(), err.copy.getvalue())
+            )
         return result
     except CliInputError as exc:
         return _report(exc.lines)
@@ -131,9 +143,11 @@ def _run(argv: Sequence[str] | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (the console script passes it to `sys.exit`)."""
+    """Run the CLI; returns the exit code (the console script passes it to `sys.exit`). The
+    console script (argv None: the process's own command line) uses the answer cache
+    (`answer_cache`); a call with an argument list from Python does not."""
     try:
-        return _run(argv)
+        return _run(argv, use_cache=argv is None)
     except BrokenPipeError:
         # stdout's reader went away (`| head`): silence the flush at interpreter exit.
         devnull = os.open(os.devnull, os.O_WRONLY)

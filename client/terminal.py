@@ -15,18 +15,25 @@ import os
 import shutil
 import sys
 from collections.abc import Sequence
+from functools import cache
+from typing import TYPE_CHECKING
 
-from rich import box
-from rich.console import Console, RenderableType
-from rich.table import Table
-from rich.text import Text
+if TYPE_CHECKING:  # rich is loaded by what renders (a cached answer is replayed without it)
+    from rich.box import Box
+    from rich.console import RenderableType
 
 DEFAULT_WIDTH = 80
 # `--wide`: what "unlimited" means to rich (one line per row, nothing wrapped).
 _UNLIMITED = 100_000
 
-# A header, a rule of '-' under it, rows: the tables of a plain-text report (no borders).
-_RULED = box.Box("    \n    \n -  \n    \n    \n    \n    \n    \n", ascii=True)
+
+@cache
+def _ruled() -> Box:
+    """A header, a rule of '-' under it, rows: the tables of a plain-text report (no borders)."""
+    from rich.box import Box
+
+    return Box("    \n    \n -  \n    \n    \n    \n    \n    \n", ascii=True)
+
 
 _wide = False
 
@@ -63,6 +70,8 @@ def colour() -> bool:
 def render(renderable: RenderableType, columns: int | None = None) -> list[str]:
     """`renderable` as lines of text at most `columns` wide (default: `width()`), coloured
     only where `colour()` says; trailing spaces removed."""
+    from rich.console import Console
+
     buffer = io.StringIO()
     coloured = colour()
     console = Console(
@@ -93,8 +102,11 @@ def table_lines(
     the columns in `wrap` (free text) are the ones that wrap when the table is too wide; the
     others keep each cell on one line, and a table they alone make wider than `columns` is
     printed at the width they need rather than cut (nothing is ever cut short)."""
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(
-        box=_RULED,
+        box=_ruled(),
         show_edge=False,
         pad_edge=False,
         padding=(0, 1, 0, 0),

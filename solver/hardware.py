@@ -27,9 +27,8 @@ from pydantic import (
 from .errors import FieldViolation, InvalidRequestError, UnknownHardwareError
 from .model_constants import ModelConstants
 
-# .2: Ascend core record; .3: achievable DRAM and L2 fractions; .4: fa3 is the cc 9.0 default;
-# .5: 910A and 310P3 vector and transfer rates (assumptions, marked unconfirmed)
-CATALOG_VERSION = "2026.11.5"
+# The catalog's version (and its history) is in versions.py; re-exported here.
+from .versions import CATALOG_VERSION as CATALOG_VERSION
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
