@@ -50,6 +50,11 @@ def add_parallel_arguments(parser: argparse.ArgumentParser) -> None:
         help="evaluate on a Dask distributed cluster instead, e.g. tcp://127.0.0.1:8786 "
         "(pip install 'tilesolve[dask]')",
     )
+    group.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar (one is drawn on stderr only when it is a terminal)",
+    )
 
 
 def parallel_settings(args: argparse.Namespace, remote: bool) -> tuple[int | None, str | None]:
@@ -248,6 +253,7 @@ def cmd_portfolio(args: argparse.Namespace) -> int:
 
     from .cli_common import bounded_int
     from .parallel import evaluator
+    from .progress import Meter, shown
 
     remote = remote_settings(args)
     workers, scheduler = parallel_settings(args, remote is not None)
@@ -269,7 +275,10 @@ def cmd_portfolio(args: argparse.Namespace) -> int:
                 answer = portfolio(client, request, args.hardware, timeout_s=budget)
         else:
             assert spec is not None
-            with evaluator(workers, scheduler) as map_fn:
+            with (
+                Meter("shapes evaluated", shown(args.quiet)) as meter,
+                evaluator(workers, scheduler, meter) as map_fn,
+            ):
                 answer = solve_portfolio(request, spec, map_fn=map_fn)
     except InvalidRequestError as exc:
         raise CliInputError(

@@ -161,16 +161,21 @@ def _local_document(
     slowdown: float | None,
     workers: int | None,
     scheduler: str | None,
+    quiet: bool,
 ) -> dict[str, Any]:
     from tilesolve.solver.apps.dispatch_table import build_dispatch_table, build_portfolio_table
 
     from .parallel import evaluator
+    from .progress import Meter, shown
 
     for name in grid.hardware:  # unknown names: exit 2 before any work
         from .cli_common import catalog_device
 
         catalog_device(name)
-    with evaluator(workers, scheduler) as map_fn:
+    with (
+        Meter("table cells evaluated", shown(quiet)) as meter,
+        evaluator(workers, scheduler, meter) as map_fn,
+    ):
         if max_configs is None:
             return build_dispatch_table(grid, map_fn=map_fn)
         return build_portfolio_table(grid, max_configs, max_slowdown=slowdown, map_fn=map_fn)[0]
@@ -321,7 +326,7 @@ def cmd_table(args: argparse.Namespace) -> int:
         if remote is not None:
             document = _remote_document(grid, max_configs, slowdown, remote)
         else:
-            document = _local_document(grid, max_configs, slowdown, workers, scheduler)
+            document = _local_document(grid, max_configs, slowdown, workers, scheduler, args.quiet)
     except InvalidRequestError as exc:
         raise CliInputError(
             [ErrorLine(f"{args.grid}: {v.field}", v.description) for v in exc.violations]
