@@ -136,7 +136,8 @@ def remote_settings(args: argparse.Namespace) -> Remote | None:
                 [
                     ErrorLine(
                         "server",
-                        f"{', '.join(given)} only apply to a server; add --server HOST:PORT "
+                        f"{', '.join(given)} only {'applies' if len(given) == 1 else 'apply'} "
+                        "to a server; add --server HOST:PORT "
                         "(without it the command runs in-process)",
                     )
                 ]

@@ -24,13 +24,18 @@ import numpy as np
 from ...cost import Perf
 from ...errors import FieldViolation
 from ...family import pow2_range
-from ...hardware import CudaDevice, HardwareSpec
+from ...hardware import CudaDevice, HardwareSpec, SmLimits
 from ...problem import AttentionProblem, DType
 from ...space import BoolArray, Config, ConfigArrays, IntArray, Param
 from ..cuda.backward import CudaBackwardFamily, per_thread
 from ..cuda.resources import FIXED_OVERHEAD_REGS, CudaResources, cuda_device
 from .backward_cost import BLK_SLICE_FACTOR, TL_DOT_MIN, backward_perf
-from .forward import TENSOR_CORE_MIN_CC_MAJOR, triton_kernel_head_dims, triton_violations
+from .forward import (
+    TENSOR_CORE_MIN_CC_MAJOR,
+    triton_kernel_head_dims,
+    triton_matrix_units,
+    triton_violations,
+)
 
 WARPS = pow2_range(2, 8)
 
@@ -43,6 +48,10 @@ class TritonFlashAttentionBackward(CudaBackwardFamily):
         "Triton fused-attention backward (the tutorial's dK/dV loop and dQ loop in one "
         "program, software-pipelined, no atomics)"
     )
+
+    def matrix_units(self, sm: SmLimits) -> str:
+        return triton_matrix_units(sm)
+
     alignment_rule = (
         "block_n a multiple of block_m and dq_block_m a multiple of dq_block_n (the tutorial's "
         "static asserts); the warps each own at least one 16x8 MMA tile of both loops' score "

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import FieldViolation
-from ...hardware import CudaDevice, HardwareSpec
+from ...hardware import CudaDevice, HardwareSpec, SmLimits
 from ...model_constants import model_constants
 from ...problem import AttentionProblem, DType
 from ...space import BoolArray, ConfigArrays, FloatArray, IntArray, Param
@@ -84,10 +84,20 @@ def uses_wgmma(rows: IntArray, num_warps: IntArray, device: CudaDevice) -> BoolA
 
 
 def triton_matrix_unit(device: CudaDevice) -> str:
-    """What runs tl.dot on the device, in the words of the bottleneck."""
+    """What runs tl.dot on the device, in the words of the bottleneck: below cc 8.0 the FP32
+    FMAs, and why (the device's tensor cores are there, Triton does not use them), with what
+    would use them (docs/model.md, the triton family's matrix rate)."""
     if device.sm.cc_major < TENSOR_CORE_MIN_CC_MAJOR:
-        return "FP32 FMAs (no tensor cores below cc 8.0)"
+        return (
+            "FP32 FMAs (Triton 3.2 and later emit no tensor-core MMA below cc 8.0; fa2, "
+            "which would use them, needs cc 8.0)"
+        )
     return "tensor cores"
+
+
+def triton_matrix_units(sm: SmLimits) -> str:
+    """What runs tl.dot, as the reasons name its busy fraction."""
+    return "FP32 FMA units" if sm.cc_major < TENSOR_CORE_MIN_CC_MAJOR else "tensor cores"
 
 
 class TritonFlashAttention(FlashForwardFamily):
@@ -95,6 +105,10 @@ class TritonFlashAttention(FlashForwardFamily):
 
     name = "triton"
     summary = "Triton fused attention (tl.dot, software-pipelined K/V, num_stages buffers)"
+
+    def matrix_units(self, sm: SmLimits) -> str:
+        return triton_matrix_units(sm)
+
     split_kv = SplitKv()  # FlashAttention-2's combine, no packing, no paged path
     alignment_rule = (
         "block_m and block_n multiples of 16; the warps must each own at least one 16x8 "
