@@ -285,6 +285,14 @@ def cmd_table(args: argparse.Namespace) -> int:
         if path is not None:
             output_folder(path, field, args.mkdir, "--mkdir")
     grid = read_grid(args.grid, _hardware(args.hardware))
+    unstated = [name for name in ("batch", "heads") if name not in grid.model_fields_set]
+    if unstated:
+        print(
+            f"note: {args.grid} gives no {' or '.join(unstated)}: every cell is solved for "
+            f"batch {grid.batch} and heads {grid.heads}, which leaves most of a GPU's SMs idle "
+            "and picks tiles for that; give the workload's batch and heads in the grid",
+            file=sys.stderr,
+        )
     fmt = _format_for(args)
     namespace = _namespace(args.namespace)
     max_configs = _max_configs(args.max_configs)

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..answer import SolveAnswer
 from ..errors import FieldViolation, InvalidRequestError
-from ..hardware import CATALOG_VERSION, HardwareSpec
+from ..hardware import CATALOG_VERSION, HardwareSpec, get_hardware
 from ..problem import AttentionProblem, DType, Engine, Phase, SolveOptions
 from ..solve import MODEL_VERSION, solve
 from ..space import COMMON_FIELDS
@@ -289,7 +289,28 @@ def table_document(
     }
     if portfolio is not None:
         metadata["portfolio"] = portfolio
-    return {"metadata": metadata, "entries": entries}
+    return {"metadata": metadata, "entries": entries, "aliases": device_aliases(grid, entries)}
+
+
+def device_aliases(grid: Grid, entries: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Every name a table's lookup accepts for its devices, lower-case, to the canonical name
+    its entries carry: the catalog's aliases and the grid's own spelling (a device the local
+    catalog does not hold, a server's own, is looked up by its canonical name only)."""
+    canonical = sorted({str(e["hardware"]) for e in entries})
+    out: dict[str, str] = {}
+    for name in canonical:
+        try:
+            spec = get_hardware(name)
+        except InvalidRequestError:
+            continue
+        for alias in (name, *spec.aliases):
+            out[alias.lower()] = name
+    for given in grid.hardware:
+        try:
+            out.setdefault(given.strip().lower(), get_hardware(given).name)
+        except InvalidRequestError:
+            continue
+    return dict(sorted(out.items()))
 
 
 def build_dispatch_table(
@@ -428,7 +449,9 @@ def emit(document: dict[str, Any], fmt: Format, namespace: str = "tilesolve_tabl
 
 def emit_json(document: dict[str, Any]) -> str:
     metadata = {**document["metadata"], "format": "json"}
-    return json.dumps({"metadata": metadata, "entries": document["entries"]}, indent=2) + "\n"
+    body = {"metadata": metadata, "entries": document["entries"]}
+    body["aliases"] = document.get("aliases", {})  # lower-case name -> the entries' name
+    return json.dumps(body, indent=2) + "\n"
 
 
 def _cpp_string(text: str) -> str:
@@ -437,6 +460,13 @@ def _cpp_string(text: str) -> str:
 
 def _cpp_number(value: float | None) -> str:
     return "-1.0" if value is None else repr(float(value))
+
+
+# What a table's header adds for a grid of one sequence of one head (the grid's defaults).
+_FEW_BLOCKS = (
+    " (one sequence of one head: too few blocks to fill a GPU, and tiles chosen for that;"
+    "\n// give the workload's batch and heads in the grid)"
+)
 
 
 def emit_cpp(document: dict[str, Any], namespace: str = "tilesolve_table") -> str:
@@ -462,6 +492,10 @@ def emit_cpp(document: dict[str, Any], namespace: str = "tilesolve_table") -> st
         )
     if not params:
         params.append('    {"", 0},  // placeholder: no entry has parameters')
+    aliases = [
+        f"    {{{_cpp_string(k)}, {_cpp_string(v)}}},"
+        for k, v in document.get("aliases", {}).items()
+    ] or ['    {"", ""},  // placeholder: no aliases']
     grid = meta["grid"]
     lines = [
         f"// {METADATA_TAG} {_metadata_line({**meta, 'namespace': namespace}, 'cpp')}",
@@ -469,7 +503,8 @@ def emit_cpp(document: dict[str, Any], namespace: str = "tilesolve_table") -> st
         f"// Model {meta['model_version']}, catalog {meta['catalog_version']}, grid sha256 "
         f"{meta['grid_sha256']}.",
         f"// Problem: batch {grid['batch']}, heads {grid['heads']}, kv_heads "
-        f"{grid['kv_heads'] if grid['kv_heads'] is not None else grid['heads']}; each bucket",
+        f"{grid['kv_heads'] if grid['kv_heads'] is not None else grid['heads']}"
+        f"{_FEW_BLOCKS if grid['batch'] * grid['heads'] == 1 else ''}; each bucket",
         "// [seq_len_min, seq_len_max] was solved at seq_len = solved_at. lookup() returns",
         "// nullptr for a shape outside the grid.",
         "#pragma once",
@@ -523,13 +558,44 @@ def emit_cpp(document: dict[str, Any], namespace: str = "tilesolve_table") -> st
         "",
         f"inline constexpr std::size_t kEntryCount = {len(entries)};",
         "",
-        "// The entry for a run-time shape, or nullptr when the grid does not cover it.",
+        "// Every name lookup() accepts for a device (lower-case) and the entries' name for it.",
+        "struct Alias {",
+        "  std::string_view name;",
+        "  std::string_view canonical;",
+        "};",
+        "",
+        "inline constexpr Alias kAliases[] = {",
+        *aliases,
+        "};",
+        "",
+        "// `a` equals `b` ignoring ASCII case (b is lower-case).",
+        "constexpr bool equal_folded(std::string_view a, std::string_view b) {",
+        "  if (a.size() != b.size()) return false;",
+        "  for (std::size_t i = 0; i < a.size(); ++i) {",
+        "    char c = a[i];",
+        "    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');",
+        "    if (c != b[i]) return false;",
+        "  }",
+        "  return true;",
+        "}",
+        "",
+        "// The entries' name for a device name or alias (in any case); itself if unknown.",
+        "constexpr std::string_view canonical(std::string_view hardware) {",
+        "  for (const Alias& a : kAliases) {",
+        "    if (!a.name.empty() && equal_folded(hardware, a.name)) return a.canonical;",
+        "  }",
+        "  return hardware;",
+        "}",
+        "",
+        "// The entry for a run-time shape, or nullptr when the grid does not cover it;",
+        "// `hardware` may be any catalog alias of a device (canonical()).",
         "constexpr const Entry* lookup(std::string_view hardware, int head_dim,",
         "                              std::string_view dtype, bool causal,",
         "                              std::string_view phase, std::int64_t seq_len) {",
+        "  hardware = canonical(hardware);",
         "  for (std::size_t i = 0; i < kEntryCount; ++i) {",
         "    const Entry& e = kEntries[i];",
-        "    if (e.hardware == hardware && e.head_dim == head_dim && e.dtype == dtype &&",
+        "    if (e.hardware == hardware && e.head_dim == head_dim && e.dtype == dtype &&"
         "        e.causal == causal && e.phase == phase && e.seq_len_min <= seq_len &&",
         "        seq_len <= e.seq_len_max) {",
         "      return &e;",
@@ -588,6 +654,9 @@ def emit_python(document: dict[str, Any]) -> str:
         *(f"    {_py(e)}," for e in document["entries"]),
         ")",
         "",
+        "# Every name lookup() accepts for a device (lower-case) -> the entries' name for it.",
+        f"ALIASES: dict[str, str] = {_py(document.get('aliases', {}))}",
+        "",
         "_Key = tuple[str, int, str, bool, str]",
         "_INDEX: dict[_Key, list[tuple[int, int, dict[str, Any]]]] = {}",
         "for _e in ENTRIES:",
@@ -600,7 +669,9 @@ def emit_python(document: dict[str, Any]) -> str:
         "def lookup(",
         "    hardware: str, head_dim: int, dtype: str, causal: bool, phase: str, seq_len: int",
         ") -> dict[str, Any] | None:",
-        '    """The entry for a run-time shape, or None when the grid does not cover it."""',
+        '    """The entry for a run-time shape, or None when the grid does not cover it;',
+        '    `hardware` may be any catalog alias of a device, in any case (ALIASES)."""',
+        "    hardware = ALIASES.get(hardware.strip().lower(), hardware)",
         "    rows = _INDEX.get((hardware, head_dim, dtype, causal, phase), [])",
         "    i = bisect.bisect_left([row[0] for row in rows], seq_len)",
         "    if i < len(rows) and rows[i][1] <= seq_len:",
