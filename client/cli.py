@@ -10,7 +10,7 @@ This module is the entry point: it builds the parser from the commands' modules 
 codes. Results go to stdout (a table, or exactly one JSON document with `--json`); errors go to
 stderr. The solver (numpy, pydantic, and lazily ortools) is imported only by the commands that
 use it, so `--help` starts fast; a command's own `--help` reads the options' ranges and values
-from the solver's schemas (`field_help`). Exit codes are the contract in README.md ("Exit
+from the solver's schemas (`field_help`). Exit codes are the contract in docs/cli.md ("Exit
 codes").
 What the commands share is in `cli_common`; `--server` is `cli_remote`.
 """

@@ -1,4 +1,4 @@
-"""`tilesolve-cli` against its contract (README.md, "CLI reference" and "Exit codes").
+"""`tilesolve-cli` against its contract (docs/cli.md, the CLI reference, and its "Exit codes").
 
 Most tests call `main([...])` in-process and read stdout/stderr with capsys; a few run the
 installed console script in a subprocess to check what a shell sees (exit status, no traceback,
