@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tilesolve.solver.apps.dispatch_table import Grid
+
 from command_line import run
 
 GRID = """\
@@ -72,3 +74,41 @@ def test_a_grid_without_batch_and_heads_is_stated(
     (tmp_path / "grid.toml").write_text(GRID)
     code, header, err = run(capsys, *argv)
     assert code == 0 and "gives no" not in err and "one sequence of one head" not in header
+
+
+DECODE_GRID = """\
+hardware = ["h100"]
+head_dim = [128]
+phase = ["decode"]
+seq_len = [2048, 8192, 32768]
+batch = 8
+heads = 32
+kv_heads = 8
+"""
+
+
+def test_a_decode_grid_is_keyed_on_the_cache_length(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "grid.toml").write_text(DECODE_GRID)
+    out = tmp_path / "t.py"
+    code, _, err = run(capsys, "table", "--grid", str(tmp_path / "grid.toml"), "--output", str(out))
+    assert code == 0, err
+    table = _module(out)
+    entry = table.lookup("h100", 128, "fp16", False, "decode", 20000)
+    assert entry is not None and (entry["seq_len_min"], entry["solved_at"]) == (8193, 32768)
+    code, answer, _ = run(
+        capsys,
+        *("solve", "--hardware", "h100", "--phase", "decode", "--seq-len", "1"),
+        *("--seq-len-kv", "32768", "--batch", "8", "--heads", "32", "--kv-heads", "8"),
+        *("--head-dim", "128", "--engine", "exhaustive", "--top-k", "1", "--json"),
+    )
+    best = json.loads(answer)["candidates"][0]
+    assert entry["parameters"] == best["parameters"]
+
+
+def test_grid_keys_added_later_leave_older_grids_hash_alone() -> None:
+    old = Grid.model_validate({"hardware": ["a100"], "head_dim": [64], "seq_len": [1024]})
+    assert "seq_len_kv" not in old.canonical() and "decode_seq_len" not in old.canonical()
+    longer = old.model_copy(update={"seq_len_kv": 8192})
+    assert longer.canonical()["seq_len_kv"] == 8192 and longer.sha256() != old.sha256()

@@ -2,7 +2,10 @@
 Python module that a build embeds, so that no service is needed at run time.
 
 A grid names devices, head dims, dtypes, causal or not, phases and seq_len buckets (upper
-bounds: bucket i holds the lengths above bucket i-1's bound up to its own). Each cell is one
+bounds: bucket i holds the lengths above bucket i-1's bound up to its own). A decode cell's
+buckets are the KV cache's length (its queries are the grid's `decode_seq_len`, default 1), so
+a serving table is keyed on the context length; forward and backward cells may state one
+`seq_len_kv` for every cell. Each cell is one
 `AttentionProblem` solved at a representative length the grid states (default: the bucket's
 upper bound), recorded in every entry. The table is a pure function of the grid and of the
 model and catalog versions: cells in a fixed order (devices, head dims, dtypes, causal, phases,
@@ -54,6 +57,8 @@ FORMATS = ("json", "cpp", "python")
 Format = Literal["json", "cpp", "python"]
 METADATA_TAG = "tilesolve-table:"
 _ENGINE = Engine.EXHAUSTIVE
+# Grid keys added after the first table format: left out of the canonical JSON at defaults.
+_LATER_KEYS = ("seq_len_kv", "decode_seq_len")
 
 
 class Grid(BaseModel):
@@ -76,6 +81,20 @@ class Grid(BaseModel):
     batch: int = Field(1, ge=1, le=1 << 16)
     heads: int = Field(1, ge=1, le=1024)
     kv_heads: int | None = Field(None, ge=1, le=1024)
+    seq_len_kv: int | None = Field(
+        None,
+        ge=1,
+        le=1 << 24,
+        description="forward and backward cells: the key/value length of every cell "
+        "(default: the cell's seq_len)",
+    )
+    decode_seq_len: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="decode cells: query tokens per step; their seq_len buckets are the KV "
+        "cache's length",
+    )
 
     @field_validator("head_dim", "seq_len")
     @classmethod
@@ -128,7 +147,13 @@ class Grid(BaseModel):
         return out
 
     def canonical(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        """The grid as JSON; the keys added after the format's first release (seq_len_kv,
+        decode_seq_len) only where set, so an older grid hashes as it always did."""
+        data = self.model_dump(mode="json")
+        for name in _LATER_KEYS:
+            if data[name] == type(self).model_fields[name].default:
+                del data[name]
+        return data
 
     def sha256(self) -> str:
         text = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
@@ -156,11 +181,13 @@ def cells(grid: Grid) -> list[Cell]:
         grid.hardware, grid.head_dim, grid.dtype, grid.causal, grid.phase, grid.buckets()
     )
     for hardware, head_dim, dtype, causal, phase, (lo, hi, at) in axes:
+        decode = phase is Phase.DECODE  # its buckets are the cache's length
         problem = AttentionProblem(
             batch=grid.batch,
             heads=grid.heads,
             kv_heads=grid.kv_heads,
-            seq_len=at,
+            seq_len=grid.decode_seq_len if decode else at,
+            seq_len_kv=at if decode else grid.seq_len_kv,
             head_dim=head_dim,
             dtype=dtype,
             causal=causal,
@@ -232,7 +259,9 @@ def _entry(cell: Cell, result: CellResult) -> dict[str, Any]:
         "phase": cell.phase,
         "seq_len_min": cell.seq_len_min,
         "seq_len_max": cell.seq_len_max,
-        "solved_at": cell.problem.seq_len,
+        "solved_at": cell.problem.seq_len_kv_eff
+        if cell.phase == Phase.DECODE.value
+        else cell.problem.seq_len,
         "status": result.status,
         "parameters": dict(result.parameters),
         **{name: common.get(name) for name in COMMON_FIELDS},
@@ -505,8 +534,8 @@ def emit_cpp(document: dict[str, Any], namespace: str = "tilesolve_table") -> st
         f"// Problem: batch {grid['batch']}, heads {grid['heads']}, kv_heads "
         f"{grid['kv_heads'] if grid['kv_heads'] is not None else grid['heads']}"
         f"{_FEW_BLOCKS if grid['batch'] * grid['heads'] == 1 else ''}; each bucket",
-        "// [seq_len_min, seq_len_max] was solved at seq_len = solved_at. lookup() returns",
-        "// nullptr for a shape outside the grid.",
+        "// [seq_len_min, seq_len_max] was solved at seq_len = solved_at (decode: the KV",
+        "// cache's length). lookup() returns nullptr for a shape outside the grid.",
         "#pragma once",
         "",
         "#include <cstddef>",
