@@ -171,6 +171,14 @@ def add_solve_parser(subparsers: Any) -> None:
         "pip install 'tilesolve[plot]'); with --server the heatmap is computed in-process "
         "from the same request",
     )
+    out.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="solve even if this question was answered before (default: a repeated question "
+        "is answered from $XDG_CACHE_HOME/tilesolve, else ~/.cache/tilesolve, keyed by the "
+        "options and the model and catalog versions)",
+    )
+    p.set_defaults(cacheable=True)
     add_remote_arguments(p)
 
 

@@ -749,8 +749,10 @@ def split_reason(table: CandidateTable, i: int) -> str:
     busy = figures["busy_unit_fraction"][i]
     pack = f"; the {group} query heads of a KV head share each block" if packed else ""
     if splits == 1:
-        return f"one split: each block streams all of its K/V ({busy:.0%} of the SMs busy){pack}"
+        return (
+            f"one split: each block streams all of its K/V (blocks on {busy:.0%} of the SMs){pack}"
+        )
     return (
-        f"{splits} splits of {int(figures['keys_per_split'][i])} keys ({busy:.0%} of the SMs "
-        f"busy), combine {figures['combine_us'][i]:.1f} us{pack}"
+        f"{splits} splits of {int(figures['keys_per_split'][i])} keys (blocks on {busy:.0%} of "
+        f"the SMs), combine {figures['combine_us'][i]:.1f} us{pack}"
     )

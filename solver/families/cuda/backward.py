@@ -524,7 +524,7 @@ class CudaBackwardFamily(CudaFamily):
             f"{res.occupancy.blocks_per_sm[i]} block(s)/SM limited by {limiters}; "
             f"{warps} of {sm.max_warps_per_sm} warps resident",
             f"{perf.overlap[i]:.0%} of each streamed {self.streamed_words} load hidden by "
-            f"compute; tensor cores busy {perf.mma_utilization[i]:.0%}",
+            f"compute; {self.matrix_units(sm)} busy {perf.mma_utilization[i]:.0%}",
             f"shared memory {kib(res.smem_bytes[i])} of {kib(sm.smem_per_block_optin_bytes)}; "
             f"about {res.regs_demand[i]} registers per thread{spill}",
         ]

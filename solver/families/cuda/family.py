@@ -20,7 +20,7 @@ import numpy as np
 from ...constraints import Constraint
 from ...cost import tiles_per_head
 from ...family import KernelFamily, kib
-from ...hardware import CudaDevice, HardwareSpec
+from ...hardware import CudaDevice, HardwareSpec, SmLimits
 from ...occupancy import occupancy, occupancy_arrays
 from ...problem import AttentionProblem, SolveOptions
 from ...space import BoolArray, Config, ConfigArrays, IntArray, ceil_div
@@ -187,6 +187,11 @@ class CudaFamily(KernelFamily):
             -common["block_m"],
         ]
 
+    def matrix_units(self, sm: SmLimits) -> str:
+        """What runs the GEMMs on `sm`, as the reasons name it (a family whose kernel does
+        not use the tensor cores there says so)."""
+        return "tensor cores"
+
     def reason_lines(self, table: CandidateTable, i: int) -> list[str]:
         res = cuda_resources(table)
         sm = cuda_device(table.hardware).sm
@@ -198,7 +203,7 @@ class CudaFamily(KernelFamily):
             f"{res.occupancy.blocks_per_sm[i]} block(s)/SM limited by {limiters}; "
             f"{warps} of {sm.max_warps_per_sm} warps resident",
             f"{perf.overlap[i]:.0%} of each K/V tile load hidden by compute; "
-            f"tensor cores busy {perf.mma_utilization[i]:.0%}",
+            f"{self.matrix_units(sm)} busy {perf.mma_utilization[i]:.0%}",
             f"shared memory {kib(res.smem_bytes[i])} of {kib(sm.smem_per_block_optin_bytes)}; "
             f"about {res.regs_demand[i]} registers per thread{spill}",
         ]
