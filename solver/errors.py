@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .names import did_you_mean
+from .names import close_names, did_you_mean
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,9 @@ class InvalidRequestError(TilesolveError):
 
 class UnknownHardwareError(InvalidRequestError):
     """The hardware name is not in the catalog: the message suggests the closest name or
-    alias (as the canonical name it stands for) and lists every name with its aliases."""
+    alias (as the canonical name it stands for), gives the aliases of the names close to it,
+    and lists every canonical name (every alias: `tilesolve-cli hardware list`; the whole
+    list with its aliases would outgrow the server's cap on a message, 1 KiB)."""
 
     def __init__(
         self, name: str, known: list[str], aliases: Mapping[str, Sequence[str]] | None = None
@@ -43,14 +45,18 @@ class UnknownHardwareError(InvalidRequestError):
         aliases = aliases or {}
         meaning = {alias: canonical for canonical in known for alias in aliases.get(canonical, ())}
         suggestion = did_you_mean(name, [*known, *meaning], meaning)
-        listed = ", ".join(
-            f"{n} (aliases {', '.join(aliases[n])})" if aliases.get(n) else n for n in known
-        )
+        near = [
+            f"{n} (aliases {', '.join(aliases[n])})"
+            for n in close_names(name, [*known, *meaning], meaning)
+            if aliases.get(n)
+        ]
+        close = f"; close to it: {'; '.join(near)}" if near else ""
         super().__init__(
             [
                 FieldViolation(
                     "hardware",
-                    f"unknown hardware {name!r}{suggestion}; known names: {listed}",
+                    f"unknown hardware {name!r}{suggestion}{close}; known names: "
+                    f"{', '.join(known)} (their aliases: tilesolve-cli hardware list)",
                 )
             ]
         )

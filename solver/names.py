@@ -27,3 +27,19 @@ def did_you_mean(
     """' (did you mean X?)' for the closest known name, or ''."""
     found = closest(word, choices, meaning)
     return f" (did you mean {found}?)" if found else ""
+
+
+def close_names(
+    word: str, choices: Iterable[str], meaning: Mapping[str, str] | None = None, n: int = 3
+) -> list[str]:
+    """Up to `n` known names close to `word` (case-insensitively; an alias counts as the name
+    it stands for in `meaning`), closest first, each once."""
+    folded = {choice.lower(): choice for choice in choices}
+    found: list[str] = []
+    for match in difflib.get_close_matches(
+        word.strip().lower(), list(folded), n=3 * n, cutoff=CUTOFF
+    ):
+        name = (meaning or {}).get(folded[match], folded[match])
+        if name not in found:
+            found.append(name)
+    return found[:n]
