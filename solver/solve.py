@@ -35,7 +35,9 @@ from .validate import broken_figures, check_config, fresh_times_us, same_time
 # 0.6.0: decode and split-KV (num_splits, pack_gqa, page_size), the flashinfer family.
 # 0.7.0: fa3 decode and split-KV (Hopper's decode default), ascend decode (IncreFlashAttention);
 #        forward answers without a longer cache unchanged.
-MODEL_VERSION = "0.7.0"
+# 0.8.0: the rocm device kind (AMD Instinct MI300X, MI325X, MI355X) and the ck family; answers
+#        on every other device unchanged.
+MODEL_VERSION = "0.8.0"
 
 
 def model_version(spec: HardwareSpec) -> str:
