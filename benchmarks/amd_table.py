@@ -1,4 +1,4 @@
-"""The picks table of the AMD Instinct parts (docs/model.md section 17.7): for each rocm
+"""The picks table of the AMD Instinct parts (docs/model.md section 18.7): for each rocm
 device, head dims 64, 128 and 256, fp16, bf16 and fp8, causal and not, the ck family's best
 configuration with its predicted TFLOP/s, the binding resource and the reason.
 

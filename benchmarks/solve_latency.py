@@ -24,7 +24,9 @@ the main set, which stays unchanged so that old figures remain comparable: Ascen
 
 A decode block (`build_decode_cases`, its own set and fingerprint) times the decode phase, where
 num_splits enlarges the space, against its own target: cold CP-SAT top-5 median under 20 ms and
-p95 under 50 ms.
+p95 under 50 ms. An fa4 block (`build_fa4_cases`, its own set and fingerprint: issue 25) times
+FlashAttention-4 on the five Blackwell parts, forward (the devices' default family) and decode,
+against the same target.
 
 An AMD block (`build_amd_cases`, its own set and fingerprint: the sets above are unchanged)
 times the AMD Instinct parts' default family (ck) over head dims 64, 128 and 256, fp16, bf16 and
@@ -66,6 +68,7 @@ TARGET_FA3_P95_MS = 50.0
 TARGET_BACKWARD_MEDIAN_MS = 20.0
 TARGET_BACKWARD_P95_MS = 50.0
 TARGET_DECODE_P95_MS = 50.0
+TARGET_FA4_P95_MS = 50.0
 TARGET_AMD_P95_MS = 50.0  # issue 26: the AMD families' cold CP-SAT p95
 
 # ---- the problem set ---------------------------------------------------------------------------
@@ -318,24 +321,32 @@ DECODE_FAMILY_ROWS = (
 )
 
 
+def _decode_shape(i: int) -> dict[str, Any]:
+    """The shape of the i-th decode step but its head dim and dtype: batch, heads, the query
+    rows and the cache by the decode rule."""
+    heads, kv_heads = DECODE_HEADS[(5 * i + 1) % len(DECODE_HEADS)]
+    seq_len_kv = DECODE_KV[(3 * i + 2) % len(DECODE_KV)]
+    return {
+        "batch": DECODE_BATCHES[(7 * i) % len(DECODE_BATCHES)],
+        "heads": heads,
+        "kv_heads": kv_heads,
+        "seq_len": min(DECODE_ROWS[(2 * i + 1) % len(DECODE_ROWS)], seq_len_kv),
+        "seq_len_kv": seq_len_kv,
+        "causal": i % 4 == 3,
+        "phase": "decode",
+    }
+
+
 def build_decode_cases() -> list[Case]:
     """The fixed decode set (identical on every run)."""
     cases: list[Case] = []
     for h, hw in enumerate(DECODE_HARDWARE):
         for j in range(DECODE_PER_HARDWARE):
             i = h * DECODE_PER_HARDWARE + j
-            heads, kv_heads = DECODE_HEADS[(5 * i + 1) % len(DECODE_HEADS)]
-            seq_len_kv = DECODE_KV[(3 * i + 2) % len(DECODE_KV)]
             problem = AttentionProblem(
-                batch=DECODE_BATCHES[(7 * i) % len(DECODE_BATCHES)],
-                heads=heads,
-                kv_heads=kv_heads,
-                seq_len=min(DECODE_ROWS[(2 * i + 1) % len(DECODE_ROWS)], seq_len_kv),
-                seq_len_kv=seq_len_kv,
+                **_decode_shape(i),
                 head_dim=DECODE_HEAD_DIMS[(5 * i) % len(DECODE_HEAD_DIMS)],
                 dtype="bf16" if i % 3 == 1 else "fp16",
-                causal=i % 4 == 3,
-                phase="decode",
             )
             kernel = ("fa2", "flashinfer")[i % 2]
             extra: tuple[tuple[str, Any], ...] = ()
@@ -350,18 +361,10 @@ def build_decode_cases() -> list[Case]:
     for h, (hw, kernel) in enumerate(DECODE_FAMILY_ROWS):
         for j in range(DECODE_PER_HARDWARE):
             i = (len(DECODE_HARDWARE) + h) * DECODE_PER_HARDWARE + j
-            heads, kv_heads = DECODE_HEADS[(5 * i + 1) % len(DECODE_HEADS)]
-            seq_len_kv = DECODE_KV[(3 * i + 2) % len(DECODE_KV)]
             problem = AttentionProblem(
-                batch=DECODE_BATCHES[(7 * i) % len(DECODE_BATCHES)],
-                heads=heads,
-                kv_heads=kv_heads,
-                seq_len=min(DECODE_ROWS[(2 * i + 1) % len(DECODE_ROWS)], seq_len_kv),
-                seq_len_kv=seq_len_kv,
+                **_decode_shape(i),
                 head_dim=DECODE_HEAD_DIMS[(5 * i) % len(DECODE_HEAD_DIMS)],
                 dtype="bf16" if i % 3 == 1 and hw != "ascend-310p3" else "fp16",
-                causal=i % 4 == 3,
-                phase="decode",
             )
             extra: tuple[tuple[str, Any], ...] = ()
             if i % 7 == 5:
@@ -369,6 +372,38 @@ def build_decode_cases() -> list[Case]:
             elif i % 7 == 6:
                 extra = (("parameter_pins", {"page_size": 256 if kernel == "fa3" else 128}),)
             cases.append(Case(f"decode-{i:02d}", hw, kernel, problem, extra))
+    return cases
+
+
+# ---- the fa4 block (issue 25) ---------------------------------------------------------------
+# FlashAttention-4 on the Blackwell parts, forward as the devices' default family (kernel None)
+# and decode, by the same kind of fixed rule: head dims the kernels take (FA4 has no dropout;
+# sm_120 takes no fp8), MHA and GQA, with and without a longer cache.
+FA4_SM100 = ("b200", "gb200", "b300")
+FA4_SM120 = ("rtx-5090", "rtx-pro-6000")
+FA4_HEAD_DIMS = ((64, None), (128, None), (192, 128), (256, None), (96, None), (80, None))
+FA4_FORWARD_PER_HARDWARE = 6
+FA4_DECODE_PER_HARDWARE = 2
+
+
+def build_fa4_cases() -> list[Case]:
+    """The fixed fa4 set (identical on every run)."""
+    cases: list[Case] = []
+    for h, hw in enumerate((*FA4_SM100, *FA4_SM120)):
+        sm100 = hw in FA4_SM100
+        for j in range(FA4_FORWARD_PER_HARDWARE):
+            i = 500 + h * FA4_FORWARD_PER_HARDWARE + j
+            shape = _shape(i, seq_stride=5)
+            shape["dropout"] = 0.0
+            head_dim, head_dim_v = FA4_HEAD_DIMS[(5 * i) % len(FA4_HEAD_DIMS)]
+            shape["head_dim"], shape["head_dim_v"] = head_dim, head_dim_v
+            dtypes = ("bf16", "fp8", "fp16") if sm100 else ("bf16", "fp16")
+            shape["dtype"] = dtypes[(i // 2) % len(dtypes)]
+            cases.append(Case(f"fa4-{i - 500:02d}", hw, None, AttentionProblem(**shape)))
+        for j in range(FA4_DECODE_PER_HARDWARE):
+            i = 600 + h * FA4_DECODE_PER_HARDWARE + j
+            problem = AttentionProblem(**_decode_shape(i), head_dim=(128, 64)[i % 2], dtype="bf16")
+            cases.append(Case(f"fa4-decode-{i - 600:02d}", hw, None, problem))
     return cases
 
 
@@ -435,6 +470,10 @@ def warm_up() -> None:
     for kernel, hardware in (("fa3", "h100-sxm"), ("ascend", "ascend-910b")):
         for engine in ENGINES:
             solve(step, hardware, SolveOptions(engine=engine, top_k=TOP_K, kernel=kernel))
+    for hardware in ("b200", "rtx-5090"):  # fa4's two kernels, forward and decode
+        for problem in (throwaway, step):
+            for engine in ENGINES:
+                solve(problem, hardware, SolveOptions(engine=engine, top_k=TOP_K, kernel="fa4"))
     for engine in ENGINES:
         solve(throwaway, "mi300x", SolveOptions(engine=engine, top_k=TOP_K))
 
@@ -821,6 +860,12 @@ def main(argv: list[str] | None = None) -> int:
         d for c in decode_cases if (d := disagreement(c, decode_results[c.name])) is not None
     ]
     decode_stats = summary(decode_cases, decode_results)
+    fa4_cases = build_fa4_cases()
+    fa4_results = run(fa4_cases, args.repeats, progress=sys.stderr.isatty())
+    fa4_disagreements = [
+        d for c in fa4_cases if (d := disagreement(c, fa4_results[c.name])) is not None
+    ]
+    fa4_stats = summary(fa4_cases, fa4_results)
     amd_cases = build_amd_cases()
     amd_results = run(amd_cases, args.repeats, progress=sys.stderr.isatty())
     amd_disagreements = [
@@ -842,6 +887,10 @@ def main(argv: list[str] | None = None) -> int:
             decode_stats,
             decode_disagreements,
         )
+        doc["fa4"] = to_json(
+            context(fa4_cases, args.repeats), fa4_cases, fa4_results, fa4_stats, fa4_disagreements
+        )
+        doc["fa4"]["target_p95_ms"] = TARGET_FA4_P95_MS
         doc["amd"] = to_json(
             context(amd_cases, args.repeats), amd_cases, amd_results, amd_stats, amd_disagreements
         )
@@ -865,14 +914,19 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print_decode_report(decode_cases, decode_results, decode_stats, decode_disagreements)
         print()
-        print_block_report(
-            "amd", amd_cases, amd_results, amd_stats, amd_disagreements, TARGET_AMD_P95_MS
+        print_decode_report(
+            fa4_cases, fa4_results, fa4_stats, fa4_disagreements, "fa4", TARGET_FA4_P95_MS
+        )
+        print()
+        print_decode_report(
+            amd_cases, amd_results, amd_stats, amd_disagreements, "amd", TARGET_AMD_P95_MS
         )
     failed = (
         disagreements
         or ascend_disagreements
         or bwd_disagreements
         or decode_disagreements
+        or fa4_disagreements
         or amd_disagreements
     )
     return 1 if failed else 0
@@ -883,20 +937,10 @@ def print_decode_report(
     results: dict[str, dict[str, EngineRuns]],
     stats: dict[str, Any],
     disagreements: list[str],
+    block: str = "decode",
+    p95_target_ms: float = TARGET_DECODE_P95_MS,
 ) -> None:
-    """The decode block: its own set, the same columns, and the decode target."""
-    print_block_report("decode", cases, results, stats, disagreements, TARGET_DECODE_P95_MS)
-
-
-def print_block_report(
-    block: str,
-    cases: list[Case],
-    results: dict[str, dict[str, EngineRuns]],
-    stats: dict[str, Any],
-    disagreements: list[str],
-    p95_target_ms: float,
-) -> None:
-    """A block of its own (decode, amd): its set, the same columns, and its target."""
+    """A block of its own (decode, fa4, amd): its own set, the same columns, and its target."""
     print(f"{block} block: problems {len(cases)} (set {fingerprint(cases)}), same timing")
     header = (
         f"{'family':<10} {'spaces':>14} {'engine':<11} {'problems':>8} {'median ms':>10} "

@@ -179,7 +179,8 @@ def parse_measurements(lines: Iterable[str], origin: str = "measurements") -> li
             break
         row = reader.line_num
         if len(rows) + found >= MAX_ROWS:
-            errors.insert(0, CellError(row, "(rows)", f"more than {MAX_ROWS} rows, the limit"))
+            too_many = f"more than {MAX_ROWS} rows, the limit; give a sample of the sweep"
+            errors.insert(0, CellError(row, "(rows)", too_many))
             found += 1
             break
         cells = {k: (v or "").strip() for k, v in record.items() if k is not None}

@@ -28,11 +28,25 @@ from .errors import FieldViolation, InvalidRequestError, UnknownHardwareError
 from .model_constants import ModelConstants
 
 # .2: Ascend core record; .3: achievable DRAM and L2 fractions; .4: fa3 is the cc 9.0 default;
-# .5: 910A and 310P3 vector and transfer rates (assumptions, marked unconfirmed)
-# .6: the rocm kind: AMD Instinct MI300X, MI325X (gfx942) and MI355X (gfx950)
-CATALOG_VERSION = "2026.11.6"
+# .5: 910A and 310P3 vector and transfer rates (assumptions, marked unconfirmed);
+# .6: Blackwell (gb200, b300, rtx-pro-6000 added; b200 and rtx-5090 checked against the sourced
+# figures; tensor memory and the FP4 rate; fa4 the default on compute capability 10.x and 12.0)
+# .7: the rocm kind: AMD Instinct MI300X, MI325X (gfx942) and MI355X (gfx950)
+CATALOG_VERSION = "2026.11.7"
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
+# The optional tensor-memory fields of `SmLimits` (absent on parts without tensor memory).
+TENSOR_MEMORY_FIELDS = ("tensor_memory_lanes", "tensor_memory_columns")
+
+
+def _without_absent(data: Any, optional: tuple[str, ...]) -> Any:
+    """A section's dump without the optional fields it does not have (None): a device without
+    them dumps exactly as before the fields existed (the wire, `hardware show`, cache keys)."""
+    if isinstance(data, dict):
+        for name in optional:
+            if data.get(name, 0) is None:
+                data.pop(name)
+    return data
 
 
 class SmLimits(BaseModel):
@@ -66,6 +80,26 @@ class SmLimits(BaseModel):
         max_length=64,
         description="shared-memory sizes an SM can be configured to, KiB (0 to 16 MiB each)",
     )
+    # Tensor memory (TMEM, compute capability 10.x: the tcgen05 accumulators): lanes x columns
+    # of 32-bit cells per SM, allocated in columns (CUTLASS tmem_allocator_sm100.hpp: 128 x 512,
+    # allocations of 32 to 512 columns). None on parts without it. Bounds: at least one
+    # 32-column allocation and one warp's 32 lanes; at most 8x sm_100's columns and lanes.
+    tensor_memory_lanes: int | None = Field(
+        None,
+        ge=32,
+        le=1024,
+        description="tensor-memory lanes (rows of 32-bit cells) per SM, count (32 to 1024)",
+    )
+    tensor_memory_columns: int | None = Field(
+        None,
+        ge=32,
+        le=4096,
+        description="allocatable tensor-memory columns per SM, count (32 to 4096)",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_absent_tensor_memory(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return _without_absent(handler(self), TENSOR_MEMORY_FIELDS)
 
     @property
     def cc_major(self) -> int:
@@ -96,7 +130,17 @@ class SmLimits(BaseModel):
             raise ValueError("smem_carveout_options_kib must be strictly increasing")
         if self.smem_carveout_options_kib[-1] * 1024 != self.smem_per_sm_bytes:
             raise ValueError("the largest smem carveout must equal smem_per_sm_bytes")
+        if (self.tensor_memory_lanes is None) != (self.tensor_memory_columns is None):
+            raise ValueError(
+                "tensor_memory_lanes and tensor_memory_columns go together (both, or neither "
+                "on a part without tensor memory)"
+            )
         return self
+
+    @property
+    def tensor_memory_bytes(self) -> int:
+        """Tensor memory per SM, bytes (0 without it): lanes x columns x 4."""
+        return (self.tensor_memory_lanes or 0) * (self.tensor_memory_columns or 0) * 4
 
 
 class CudaThroughput(BaseModel):
@@ -118,6 +162,14 @@ class CudaThroughput(BaseModel):
     )
     fp32_tflops: float = Field(
         ge=0.01, le=10_000, description="non-tensor FP32 FMA peak, TFLOP/s (0.01 to 10,000)"
+    )
+    # Bound: twice the FP8 field's (FP4 runs at two to four times the FP8 rate on every part)
+    tensor_fp4_dense_tflops: float | None = Field(
+        None,
+        ge=0.1,
+        le=400_000,
+        description="dense FP4 tensor peak (no sparsity), TFLOP/s (0.1 to 400,000); None where "
+        "the part has no FP4 tensor path or no figure is known",
     )
     sfu_ops_per_clk_per_sm: int = Field(
         ge=1, le=1024, description="special-function (exp2) results per cycle per SM (1 to 1024)"
@@ -141,6 +193,10 @@ class CudaThroughput(BaseModel):
     barrier_cycles: int = Field(
         ge=0, le=10_000, description="cost of one __syncthreads, cycles (0 to 10,000)"
     )
+
+    @model_serializer(mode="wrap")
+    def _without_absent_fp4(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return _without_absent(handler(self), ("tensor_fp4_dense_tflops",))
 
     def tensor_flops_per_clk_per_sm(self, dtype_bytes: int) -> float:
         """Dense tensor FLOP per cycle per SM for an input element size (1 = fp8, 2 = fp16)."""
@@ -380,7 +436,7 @@ class AscendCore(BaseModel):
 
 class RocmCompute(BaseModel):
     """An AMD Instinct GPU's compute units as the occupancy rules and the cost models read them
-    (used by the `ck` family; docs/model.md section 17).
+    (used by the `ck` family; docs/model.md section 18).
 
     A compute unit (CU) has `simds_per_cu` SIMDs (LLVM's "execution units", EUs); a wavefront of
     `wavefront_lanes` lanes runs on one SIMD, and the waves resident on a SIMD share its unified

@@ -1,7 +1,7 @@
 """AMD's occupancy rules for a `rocm` device (CDNA3 gfx942, CDNA4 gfx950): how many waves of a
 kernel a SIMD holds, from its registers, its LDS, its workgroup size and `waves_per_eu`.
 
-The rules, as AMD's documentation and LLVM's AMDGPU backend state them (docs/model.md 17.2):
+The rules, as AMD's documentation and LLVM's AMDGPU backend state them (docs/model.md 18.2):
 
 - **VGPRs** (LLVM `AMDGPUBaseInfo.cpp` getTotalNumVGPRs, getVGPRAllocGranule, getMaxWavesPerEU
   for a VGPR count): a wave's registers come from the SIMD's unified file of

@@ -35,9 +35,12 @@ from .validate import broken_figures, check_config, fresh_times_us, same_time
 # 0.6.0: decode and split-KV (num_splits, pack_gqa, page_size), the flashinfer family.
 # 0.7.0: fa3 decode and split-KV (Hopper's decode default), ascend decode (IncreFlashAttention);
 #        forward answers without a longer cache unchanged.
-# 0.8.0: the rocm device kind (AMD Instinct MI300X, MI325X, MI355X) and the ck family; answers
+# 0.8.0: the fa4 family (FlashAttention-4: tcgen05, tensor memory, 2-CTA on sm_100; its mma.sync
+#        kernel on sm_120), the default on compute capability 10.x and 12.0; answers on other
+#        devices unchanged.
+# 0.9.0: the rocm device kind (AMD Instinct MI300X, MI325X, MI355X) and the ck family; answers
 #        on every other device unchanged.
-MODEL_VERSION = "0.8.0"
+MODEL_VERSION = "0.9.0"
 
 
 def model_version(spec: HardwareSpec) -> str:

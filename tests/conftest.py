@@ -141,6 +141,11 @@ CHOSEN_CASES: dict[tuple[str, Phase], tuple[str, dict[str, Any]]] = {
         {"heads": 16, "kv_heads": 4, "seq_len": 1, "seq_len_kv": 4100, "head_dim": 64},
     ),
     ("fa3", DECODE): ("h100-sxm", {**GQA_DECODE, "head_dim": 128}),
+    ("fa4", Phase.FORWARD): (
+        "b200",
+        {"kv_heads": 2, "seq_len": 3000, "seq_len_kv": 9000, "head_dim": 64, "dtype": "bf16"},
+    ),
+    ("fa4", DECODE): ("b200", {**GQA_DECODE, "head_dim": 64}),
     ("ascend", DECODE): (
         "ascend-910b",
         {"heads": 16, "kv_heads": 4, "seq_len": 2, "seq_len_kv": 5000, "head_dim": 128},

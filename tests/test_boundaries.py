@@ -103,7 +103,7 @@ def _kernel_of(module: str) -> str | None:
 
 
 def test_the_kernel_folders_are_the_ones_documented() -> None:
-    assert KERNEL_FOLDERS == ["ascend", "ck", "cuda", "fa2", "fa3", "flashinfer", "triton"]
+    assert KERNEL_FOLDERS == ["ascend", "ck", "cuda", "fa2", "fa3", "fa4", "flashinfer", "triton"]
 
 
 def test_a_kernel_folder_imports_no_other_kernel_and_not_the_registry() -> None:

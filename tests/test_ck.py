@@ -1,6 +1,6 @@
 """The `ck` family (issue 26): CK tile FMHA forward on the rocm devices. CK's template rules as
 legality, the LDS of each pipeline worked out by hand from CK's policies (docs/model.md
-17.4), registers and occupancy, the cost model's structure (docs/model.md 17.5), bad input,
+18.4), registers and occupancy, the cost model's structure (docs/model.md 18.5), bad input,
 and the answer over the CLI and a real loopback gRPC server."""
 
 from __future__ import annotations

@@ -484,14 +484,18 @@ def _quantity(text: str | int) -> float:
 
 def test_resources_follow_the_solver_workers() -> None:
     """One CPU requested per solver process (a cold solve keeps one busy); limits at or above
-    the requests; the memory limit leaves the whole answer cache room above the request."""
+    the requests; the memory limit leaves the whole answer cache room above the request, and
+    the calls' in-flight budget (--max-inflight-mib) above it: the limit is derived from the
+    budget (docs/deploy.md, "Resources"), not from 256 calls x 8 MiB, which no pod holds."""
     config = _deployment_config()
     resources = _container()["resources"]
     requests, limits = resources["requests"], resources["limits"]
     assert _quantity(requests["cpu"]) == config.workers
     for kind in ("cpu", "memory"):
         assert _quantity(limits[kind]) >= _quantity(requests[kind]), kind
-    assert _quantity(limits["memory"]) - _quantity(requests["memory"]) >= config.cache_bytes
+    room = _quantity(limits["memory"]) - _quantity(requests["memory"])
+    assert room >= config.cache_bytes
+    assert room >= config.max_inflight_bytes
 
 
 # ---- Envoy ---------------------------------------------------------------------------------

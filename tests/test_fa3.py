@@ -297,8 +297,8 @@ def test_an_infeasible_fa3_request_explains_itself() -> None:
     [
         ("a100-80gb", "fa2, flashinfer, triton"),
         ("rtx-4090", "fa2, flashinfer, triton"),
-        ("b200", "fa2, flashinfer, triton"),
-        ("rtx-5090", "fa2, flashinfer, triton"),
+        ("b200", "fa2, fa4, flashinfer, triton"),
+        ("rtx-5090", "fa2, fa4, flashinfer, triton"),
         ("t4", "triton"),
     ],
 )

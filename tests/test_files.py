@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -196,6 +197,45 @@ def test_a_sigkill_during_a_write_leaves_the_old_file_and_no_temporary(tmp_path:
         writer.wait(timeout=30)
     assert target.read_bytes() == OLD
     assert _leftovers(tmp_path, {"table.h"}) == []
+
+
+KILLS = 6  # SIGKILLs per command, spread over the second half of a whole run's time
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("profile.json", ["calibrate", str(SYNTHETIC_CSV), "--hardware", "h200", "-o"]),
+        ("heatmap.png", ["solve", "--hardware", "a100", "--seq-len", "1024", "--head-dim", "64",
+                         "--plot"]),
+    ],
+    ids=["calibrate -o", "solve --plot"],
+)  # fmt: skip
+def test_the_cli_killed_at_any_moment_leaves_the_old_output_or_the_whole_new_one(
+    name: str, args: list[str], tmp_path: Path
+) -> None:
+    """The probe's failure, as it found it: `calibrate -o` and `solve --plot` SIGKILLed at
+    moments spread over the end of their run (before issue 22: a 0-byte profile in 13 of 15
+    runs, a 0-byte PNG in 15 of 15). The target is always the old file or the whole new one
+    (the same bytes as a run left alone), and no temporary is left."""
+    command = [sys.executable, "-m", "tilesolve.client.cli", *args, name]
+    started = time.monotonic()
+    subprocess.run(command, cwd=tmp_path, capture_output=True, check=True, timeout=300)
+    whole_s = time.monotonic() - started
+    new = (tmp_path / name).read_bytes()
+    seen: dict[str, int] = {"old": 0, "new": 0}
+    for kill in range(KILLS):
+        (tmp_path / name).write_bytes(OLD)
+        killed = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)  # fmt: skip
+        time.sleep(whole_s * (0.5 + 0.6 * kill / KILLS))
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(timeout=30)
+        content = (tmp_path / name).read_bytes()
+        assert content in (OLD, new), f"kill {kill}: {len(content)} bytes"
+        seen["old" if content == OLD else "new"] += 1
+        assert _leftovers(tmp_path, {name}) == []
+    print(f"\nFIGURE SIGKILL of {args[0]} x {KILLS} (a run {whole_s:.2f} s): {seen}")
 
 
 def _limited(max_bytes: int) -> None:

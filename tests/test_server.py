@@ -167,6 +167,24 @@ def test_invalid_problems_name_the_field(
     assert field in violations(error), violations(error)
 
 
+@pytest.mark.parametrize("seconds", [5e-324, 1e-9, 0.000999, 0.0])
+def test_a_tiny_or_denormal_time_limit_is_refused_naming_it(
+    stub: pb_grpc.TileSolveServiceStub, seconds: float
+) -> None:
+    """time_limit_s below 1 ms (a denormal, a nanosecond, just under, zero) is INVALID_ARGUMENT
+    naming the field (issue 22: they were accepted); 1 ms itself is accepted (an answer, or
+    DEADLINE_EXCEEDED when CP-SAT finds nothing that soon: a documented outcome)."""
+    error = call_error(stub.Solve, request(options=pb.SolveOptions(time_limit_s=seconds)))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "options.time_limit_s" in violations(error), violations(error)
+    try:
+        answer = stub.Solve(request(options=pb.SolveOptions(time_limit_s=0.001)))
+    except grpc.RpcError as cut_short:
+        assert cut_short.code() == grpc.StatusCode.DEADLINE_EXCEEDED, cut_short
+    else:
+        assert answer.options.time_limit_s == 0.001
+
+
 def test_kv_heads_must_divide_heads(stub: pb_grpc.TileSolveServiceStub) -> None:
     error = call_error(stub.Solve, request(heads=8, kv_heads=3))
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT

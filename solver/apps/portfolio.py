@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ..candidates import CandidateTable
 from ..errors import DeadlineExceededError, FieldViolation, InvalidRequestError, TilesolveError
 from ..hardware import CATALOG_VERSION, HardwareSpec
-from ..problem import AttentionProblem, ParamName, PinValue, SolveOptions
+from ..problem import MIN_TIME_LIMIT_S, AttentionProblem, ParamName, PinValue, SolveOptions
 from ..solve import MODEL_VERSION, prepare, resolve_hardware
 from ..space import COMMON_FIELDS
 
@@ -105,8 +105,18 @@ class PortfolioRequest(BaseModel):
     pinned: list[dict[ParamName, PinValue]] = Field(
         default_factory=list, max_length=64, description="configurations that must be included"
     )
-    work_limit_s: float = Field(60.0, gt=0, le=3600, description="CP-SAT deterministic time")
-    time_limit_s: float = Field(300.0, gt=0, le=3600, description="wall-clock safety limit")
+    work_limit_s: float = Field(
+        60.0,
+        ge=MIN_TIME_LIMIT_S,
+        le=3600,
+        description="CP-SAT deterministic time (about seconds, 0.001 to 3600)",
+    )
+    time_limit_s: float = Field(
+        300.0,
+        ge=MIN_TIME_LIMIT_S,
+        le=3600,
+        description="wall-clock safety limit, seconds (0.001 to 3600)",
+    )
 
     @model_validator(mode="after")
     def _k_within_problems(self) -> PortfolioRequest:

@@ -128,7 +128,7 @@ class SolveOptions(_message.Message):
     def __init__(self, kernel_enum: _Optional[_Union[KernelFamily, str]] = ..., top_k: _Optional[int] = ..., engine: _Optional[_Union[Engine, str]] = ..., require_divisible: _Optional[bool] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., num_warps: _Optional[int] = ..., num_stages: _Optional[int] = ..., max_smem: _Optional[int] = ..., min_blocks_per_sm: _Optional[int] = ..., time_limit_s: _Optional[float] = ..., kernel: _Optional[str] = ..., parameter_pins: _Optional[_Mapping[str, int]] = ..., choose_page_size: _Optional[bool] = ...) -> None: ...
 
 class SmLimits(_message.Message):
-    __slots__ = ("compute_capability", "warp_size_threads", "max_threads_per_block", "max_threads_per_sm", "max_blocks_per_sm", "regs_per_sm", "max_regs_per_block", "max_regs_per_thread", "reg_alloc_unit_regs", "reg_file_subpartitions", "smem_per_sm_bytes", "smem_per_block_default_bytes", "smem_per_block_optin_bytes", "smem_alloc_granularity_bytes", "reserved_smem_per_block_bytes", "smem_carveout_options_kib")
+    __slots__ = ("compute_capability", "warp_size_threads", "max_threads_per_block", "max_threads_per_sm", "max_blocks_per_sm", "regs_per_sm", "max_regs_per_block", "max_regs_per_thread", "reg_alloc_unit_regs", "reg_file_subpartitions", "smem_per_sm_bytes", "smem_per_block_default_bytes", "smem_per_block_optin_bytes", "smem_alloc_granularity_bytes", "reserved_smem_per_block_bytes", "smem_carveout_options_kib", "tensor_memory_lanes", "tensor_memory_columns")
     COMPUTE_CAPABILITY_FIELD_NUMBER: _ClassVar[int]
     WARP_SIZE_THREADS_FIELD_NUMBER: _ClassVar[int]
     MAX_THREADS_PER_BLOCK_FIELD_NUMBER: _ClassVar[int]
@@ -145,6 +145,8 @@ class SmLimits(_message.Message):
     SMEM_ALLOC_GRANULARITY_BYTES_FIELD_NUMBER: _ClassVar[int]
     RESERVED_SMEM_PER_BLOCK_BYTES_FIELD_NUMBER: _ClassVar[int]
     SMEM_CARVEOUT_OPTIONS_KIB_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_MEMORY_LANES_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_MEMORY_COLUMNS_FIELD_NUMBER: _ClassVar[int]
     compute_capability: str
     warp_size_threads: int
     max_threads_per_block: int
@@ -161,10 +163,12 @@ class SmLimits(_message.Message):
     smem_alloc_granularity_bytes: int
     reserved_smem_per_block_bytes: int
     smem_carveout_options_kib: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, compute_capability: _Optional[str] = ..., warp_size_threads: _Optional[int] = ..., max_threads_per_block: _Optional[int] = ..., max_threads_per_sm: _Optional[int] = ..., max_blocks_per_sm: _Optional[int] = ..., regs_per_sm: _Optional[int] = ..., max_regs_per_block: _Optional[int] = ..., max_regs_per_thread: _Optional[int] = ..., reg_alloc_unit_regs: _Optional[int] = ..., reg_file_subpartitions: _Optional[int] = ..., smem_per_sm_bytes: _Optional[int] = ..., smem_per_block_default_bytes: _Optional[int] = ..., smem_per_block_optin_bytes: _Optional[int] = ..., smem_alloc_granularity_bytes: _Optional[int] = ..., reserved_smem_per_block_bytes: _Optional[int] = ..., smem_carveout_options_kib: _Optional[_Iterable[int]] = ...) -> None: ...
+    tensor_memory_lanes: int
+    tensor_memory_columns: int
+    def __init__(self, compute_capability: _Optional[str] = ..., warp_size_threads: _Optional[int] = ..., max_threads_per_block: _Optional[int] = ..., max_threads_per_sm: _Optional[int] = ..., max_blocks_per_sm: _Optional[int] = ..., regs_per_sm: _Optional[int] = ..., max_regs_per_block: _Optional[int] = ..., max_regs_per_thread: _Optional[int] = ..., reg_alloc_unit_regs: _Optional[int] = ..., reg_file_subpartitions: _Optional[int] = ..., smem_per_sm_bytes: _Optional[int] = ..., smem_per_block_default_bytes: _Optional[int] = ..., smem_per_block_optin_bytes: _Optional[int] = ..., smem_alloc_granularity_bytes: _Optional[int] = ..., reserved_smem_per_block_bytes: _Optional[int] = ..., smem_carveout_options_kib: _Optional[_Iterable[int]] = ..., tensor_memory_lanes: _Optional[int] = ..., tensor_memory_columns: _Optional[int] = ...) -> None: ...
 
 class CudaThroughput(_message.Message):
-    __slots__ = ("sm_count", "boost_clock_mhz", "tensor_fp16_dense_tflops", "tensor_fp8_dense_tflops", "fp32_tflops", "sfu_ops_per_clk_per_sm", "smem_bandwidth_bytes_per_clk_per_sm", "mma_sync_efficiency", "l2_hit_latency_cycles", "dram_latency_cycles", "barrier_cycles")
+    __slots__ = ("sm_count", "boost_clock_mhz", "tensor_fp16_dense_tflops", "tensor_fp8_dense_tflops", "fp32_tflops", "sfu_ops_per_clk_per_sm", "smem_bandwidth_bytes_per_clk_per_sm", "mma_sync_efficiency", "l2_hit_latency_cycles", "dram_latency_cycles", "barrier_cycles", "tensor_fp4_dense_tflops")
     SM_COUNT_FIELD_NUMBER: _ClassVar[int]
     BOOST_CLOCK_MHZ_FIELD_NUMBER: _ClassVar[int]
     TENSOR_FP16_DENSE_TFLOPS_FIELD_NUMBER: _ClassVar[int]
@@ -176,6 +180,7 @@ class CudaThroughput(_message.Message):
     L2_HIT_LATENCY_CYCLES_FIELD_NUMBER: _ClassVar[int]
     DRAM_LATENCY_CYCLES_FIELD_NUMBER: _ClassVar[int]
     BARRIER_CYCLES_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_FP4_DENSE_TFLOPS_FIELD_NUMBER: _ClassVar[int]
     sm_count: int
     boost_clock_mhz: float
     tensor_fp16_dense_tflops: float
@@ -187,7 +192,8 @@ class CudaThroughput(_message.Message):
     l2_hit_latency_cycles: int
     dram_latency_cycles: int
     barrier_cycles: int
-    def __init__(self, sm_count: _Optional[int] = ..., boost_clock_mhz: _Optional[float] = ..., tensor_fp16_dense_tflops: _Optional[float] = ..., tensor_fp8_dense_tflops: _Optional[float] = ..., fp32_tflops: _Optional[float] = ..., sfu_ops_per_clk_per_sm: _Optional[int] = ..., smem_bandwidth_bytes_per_clk_per_sm: _Optional[int] = ..., mma_sync_efficiency: _Optional[float] = ..., l2_hit_latency_cycles: _Optional[int] = ..., dram_latency_cycles: _Optional[int] = ..., barrier_cycles: _Optional[int] = ...) -> None: ...
+    tensor_fp4_dense_tflops: float
+    def __init__(self, sm_count: _Optional[int] = ..., boost_clock_mhz: _Optional[float] = ..., tensor_fp16_dense_tflops: _Optional[float] = ..., tensor_fp8_dense_tflops: _Optional[float] = ..., fp32_tflops: _Optional[float] = ..., sfu_ops_per_clk_per_sm: _Optional[int] = ..., smem_bandwidth_bytes_per_clk_per_sm: _Optional[int] = ..., mma_sync_efficiency: _Optional[float] = ..., l2_hit_latency_cycles: _Optional[int] = ..., dram_latency_cycles: _Optional[int] = ..., barrier_cycles: _Optional[int] = ..., tensor_fp4_dense_tflops: _Optional[float] = ...) -> None: ...
 
 class MemorySystem(_message.Message):
     __slots__ = ("memory_bytes", "dram_bandwidth_gb_per_s", "l2_bytes", "l2_bandwidth_bytes_per_clk", "dram_achievable_fraction", "l2_achievable_fraction")

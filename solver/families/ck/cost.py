@@ -1,5 +1,5 @@
 """The cost model of the `ck` family: predicted time of every CK tile FMHA forward instance on
-a rocm device, with its parts (docs/model.md 17.5, where every formula and constant has its
+a rocm device, with its parts (docs/model.md 18.5, where every formula and constant has its
 source or is marked an estimate).
 
 Units: cycles of the engine clock inside this module (microseconds in the result); bytes;
@@ -40,7 +40,7 @@ from .shape import BLOCK_K1, Dims, Pipeline, rocm_device
 if TYPE_CHECKING:
     from ...candidates import CandidateTable, Evaluation
 
-# ---- constants (docs/model.md 17.5; estimates unless a source is named) -----------------------
+# ---- constants (docs/model.md 18.5; estimates unless a source is named) -----------------------
 # Share of the MFMA peak a dependent attention loop sustains (estimate: GEMM libraries reach
 # about 0.7-0.8 of the MI300X peak; an attention tile's short K loops reach less).
 MFMA_SUSTAINED = 0.7
@@ -79,7 +79,7 @@ def _rates(device: RocmDevice, dtype: DType) -> tuple[float, float, float]:
 
 
 def evaluate(ev: Evaluation) -> Perf:
-    """Predicted time and its parts of every configuration (docs/model.md 17.5)."""
+    """Predicted time and its parts of every configuration (docs/model.md 18.5)."""
     device = rocm_device(ev.hardware)
     rocm = device.rocm
     problem = ev.problem
@@ -303,7 +303,7 @@ def confidence_note(device: RocmDevice) -> str:
         f"confidence: this prediction uses {len(used)} unconfirmed catalog input(s) of "
         f"{device.name}: {', '.join(used)}; the MFMA sustained share ({MFMA_SUSTAINED}), the "
         "softmax's instruction count and the register estimate are model estimates "
-        "(docs/model.md 17.5)"
+        "(docs/model.md 18.5)"
         if used
         else "confidence: every catalog input of this prediction is confirmed"
     )

@@ -8,7 +8,7 @@ through LDS in `block_k0` chunks) on the MFMA units (`mfma`: the 16x16 or 32x32 
 the online softmax on the VALU, gemm1 (O += P V, V through LDS). The pipeline decides where Q
 lives and how K arrives (`shape.Pipeline`). Decision variables: those seven; the warps are laid
 along M (CK's Gemm0BlockWarps = Gemm1BlockWarps = (num_warps, 1, 1)), kK1 is fixed
-(`shape.BLOCK_K1`). Formulas, units and sources: docs/model.md section 17.
+(`shape.BLOCK_K1`). Formulas, units and sources: docs/model.md section 18.
 """
 
 from __future__ import annotations

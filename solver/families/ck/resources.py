@@ -1,4 +1,4 @@
-"""What one CK tile FMHA workgroup needs of a compute unit (docs/model.md 17.4): LDS by
+"""What one CK tile FMHA workgroup needs of a compute unit (docs/model.md 18.4): LDS by
 pipeline, as CK's policies size it, VGPRs by what each pipeline keeps in registers, and the
 occupancy that follows by AMD's rules (`occupancy_rocm`).
 
@@ -13,7 +13,7 @@ block_fmha_pipeline_qx_ks_vs_custom_policy.hpp, GetSmemSizeKV and GetSingleSmemE
     qs                    + ceil16(kK0 x (kM0 + 1) x e) bytes of Q
 
 VGPRs per lane (fp32 accumulators and fragments spread over a wave's 64 lanes; each of the w
-warps owns kM0 / w rows; estimates of what the compiler keeps live, docs/model.md 17.4):
+warps owns kM0 / w rows; estimates of what the compiler keeps live, docs/model.md 18.4):
 
     S (fp32)        kM0 kN0 / (64 w)               P (input dtype)  kM0 kN0 e / (256 w)
     O (fp32)        kM0 kN1 / (64 w)               Q (qr pipelines) kM0 d e / (256 w)
@@ -97,7 +97,7 @@ def registers(
     warps: IntArray,
     pipe: IntArray,
 ) -> Registers:
-    """The register estimate of docs/model.md 17.4 (the formulas above)."""
+    """The register estimate of docs/model.md 18.4 (the formulas above)."""
     e = dims.elem
     per_lane = LANES * warps
     s_acc = ceil_div(bm * bn, per_lane)

@@ -1,5 +1,5 @@
 """The shape of a CK tile FMHA forward instance and CK's own legality rules for it
-(docs/model.md 17.3).
+(docs/model.md 18.3).
 
 An instance is `TileFmhaShape<BlockTile, Gemm0BlockWarps, Gemm0WarpTile, Gemm1BlockWarps,
 Gemm1WarpTile>` plus a pipeline. The block tile is (kM0, kN0, kK0, kN1, kK1, kQKHeaddim): kM0
@@ -91,7 +91,7 @@ def rocm_device(hardware: HardwareSpec) -> RocmDevice:
 
 @dataclass(frozen=True)
 class Dims:
-    """The padded head dims and element size of a request (docs/model.md 17.3)."""
+    """The padded head dims and element size of a request (docs/model.md 18.3)."""
 
     d: int  # kQKHeaddim: head_dim padded to its qualified length
     dv: int  # head_dim_v padded likewise
@@ -118,7 +118,7 @@ def illegal(
     mfma: IntArray,
     pipe: IntArray,
 ) -> dict[str, IntArray]:
-    """Every template rule an instance breaks, as 0/1 columns by rule (docs/model.md 17.3)."""
+    """Every template rule an instance breaks, as 0/1 columns by rule (docs/model.md 18.3)."""
     lanes_m = warps * mfma
     k0_loops = dims.d // bk0
     trload = pipe == Pipeline.QR_ASYNC_TRLOAD

@@ -1,0 +1,268 @@
+"""Compile the sample (plan.py) with the installed Triton and record what the compilers
+allocated, one CSV row per configuration (columns: plan.PLAN_COLUMNS + toolchain.MEASURED_COLUMNS).
+
+    nice -n 10 .venv/bin/python benchmarks/compiler/collect.py --jobs 2 \\
+        --out benchmarks/data/compiler/triton_resources.csv
+
+Resumable: rows already in --out are skipped, and each row is appended as it finishes, so an
+interrupted run continues where it stopped. `--time-budget-s` stops handing out compiles once
+spent (compiles under way finish); `--compile-timeout-s` kills a worker whose compile runs
+longer and records the row as `timeout`. When no planned row is left, the file is rewritten
+sorted by key, so that the committed data diff cleanly (`--sort-only` does that alone, for a
+partial collection). Progress goes to stderr.
+
+Workers are processes (`worker.py`), `--jobs` of them; each keeps one Triton import for its
+whole life. There is no Dask path: see docs/model.md "Compiler truth" for why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from pathlib import Path
+from typing import IO, Any
+
+from configs import TARGETS
+from plan import PLAN_COLUMNS, STRATA, build_plan
+from toolchain import MEASURED_COLUMNS
+
+HERE = Path(__file__).resolve().parent
+WORKER = HERE / "worker.py"
+COLUMNS = PLAN_COLUMNS + MEASURED_COLUMNS
+READY_TIMEOUT_S = 300.0
+
+
+class Worker:
+    """A worker process and the row it is compiling (None when idle)."""
+
+    def __init__(self, scratch: Path):
+        self.scratch = scratch
+        self.proc = subprocess.Popen(
+            [sys.executable, str(WORKER), str(scratch)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+            start_new_session=True,  # its own process group: ptxas children die with it
+        )
+        assert self.proc.stdout is not None and self.proc.stdin is not None
+        self.stdout: IO[str] = self.proc.stdout
+        self.stdin: IO[str] = self.proc.stdin
+        self.row: dict[str, Any] | None = None
+        self.started = 0.0
+        self.ready = False
+
+    def send(self, row: dict[str, Any]) -> None:
+        self.row = row
+        self.started = time.monotonic()
+        self.stdin.write(json.dumps(row) + "\n")
+        self.stdin.flush()
+
+    def stop(self) -> None:
+        """Kill this worker and the compiler processes it started (ptxas): the process group
+        this module created for it, by its id."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+
+def read_done(path: Path) -> dict[str, dict[str, str]]:
+    if not path.exists():
+        return {}
+    with path.open(newline="") as f:
+        return {row["key"]: row for row in csv.DictReader(f)}
+
+
+def write_sorted(path: Path, keys: set[str]) -> None:
+    """Rewrite `path` sorted by key, keeping only the rows of the plan (`keys`): a row drawn
+    by an earlier version of the plan is not part of the data set."""
+    rows = sorted((r for r in read_done(path).values() if r["key"] in keys), key=lambda r: r["key"])
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def failed_row(row: dict[str, Any], status: str, message: str, seconds: float) -> dict[str, Any]:
+    out: dict[str, Any] = dict.fromkeys(MEASURED_COLUMNS, "")
+    out.update(status=status, message=message, compile_s=round(seconds, 3))
+    return row | out
+
+
+def collect(args: argparse.Namespace) -> int:
+    out_path: Path = args.out
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    plan = [
+        r.as_dict() for r in build_plan(args.strata) if not args.targets or r.target in args.targets
+    ]
+    if args.sort_only:
+        write_sorted(out_path, {str(r["key"]) for r in plan})
+        print(f"{out_path}: sorted by key, rows of the plan only", file=sys.stderr)
+        return 0
+    done = read_done(out_path)
+    pending = deque(r for r in plan if r["key"] not in done)
+    if args.limit is not None:
+        pending = deque(list(pending)[: args.limit])
+    total = len(pending)
+    print(
+        f"plan: {len(plan)} rows, {len(plan) - total} already in {out_path}, {total} to compile",
+        file=sys.stderr,
+    )
+    new_file = not out_path.exists() or out_path.stat().st_size == 0
+    sink = out_path.open("a", newline="")
+    writer = csv.DictWriter(sink, fieldnames=COLUMNS)
+    if new_file:
+        writer.writeheader()
+    start = time.monotonic()
+    finished = 0
+    selector = selectors.DefaultSelector()
+    scratch_root = Path(tempfile.mkdtemp(prefix="tilesolve-compile-"))
+    workers: list[Worker] = []
+
+    def record(result: dict[str, Any]) -> None:
+        nonlocal finished
+        writer.writerow(result)
+        sink.flush()
+        finished += 1
+        elapsed = time.monotonic() - start
+        eta = elapsed / finished * (total - finished)
+        detail = (
+            f"shared={result['shared_bytes']} regs={result['regs'] or result['vgprs']}"
+            if result["status"] == "ok"
+            else result["message"][:80]
+        )
+        print(
+            f"[{finished}/{total} {elapsed:.0f}s eta {eta:.0f}s] {result['key']} "
+            f"{result['status']} {result['compile_s']}s {detail}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def spawn(index: int) -> Worker:
+        worker = Worker(scratch_root / f"w{index}")
+        worker.started = time.monotonic()
+        selector.register(worker.stdout, selectors.EVENT_READ, worker)
+        return worker
+
+    def replace(worker: Worker) -> None:
+        selector.unregister(worker.stdout)
+        worker.stop()
+        workers[workers.index(worker)] = spawn(workers.index(worker))
+
+    def interrupted(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupted)
+    try:
+        workers.extend(spawn(i) for i in range(args.jobs))
+        while True:
+            budget_left = args.time_budget_s is None or (
+                time.monotonic() - start < args.time_budget_s
+            )
+            for worker in workers:
+                if worker.ready and worker.row is None and pending and budget_left:
+                    worker.send(pending.popleft())
+            busy = [w for w in workers if w.row is not None or not w.ready]
+            if not any(w.row is not None for w in workers) and (not pending or not budget_left):
+                break
+            now = time.monotonic()
+            deadlines = [
+                w.started + (args.compile_timeout_s if w.ready else READY_TIMEOUT_S) for w in busy
+            ]
+            for key, _ in selector.select(timeout=max(0.1, min(deadlines) - now)):
+                worker = key.data
+                line = worker.stdout.readline()
+                if not line:  # the worker died
+                    row = worker.row
+                    if row is not None:
+                        record(failed_row(row, "crash", "the compile worker exited", 0.0))
+                        worker.row = None
+                    elif not worker.ready:
+                        raise RuntimeError(
+                            f"a compile worker failed to start; see {worker.scratch}"
+                        )
+                    replace(worker)
+                    continue
+                message = json.loads(line)
+                if not worker.ready:
+                    worker.ready = message.get("ready", False)
+                    continue
+                assert worker.row is not None
+                record(worker.row | message)
+                worker.row = None
+            now = time.monotonic()
+            for worker in list(workers):
+                if worker.row is not None and now - worker.started > args.compile_timeout_s:
+                    row = worker.row
+                    worker.row = None
+                    seconds = now - worker.started
+                    record(failed_row(row, "timeout", f"killed after {seconds:.0f} s", seconds))
+                    replace(worker)
+    finally:
+        for worker in workers:
+            worker.stop()
+        sink.close()
+    left = len(pending)
+    print(
+        f"done: {finished} compiled in {time.monotonic() - start:.0f}s; {left} left (time budget)"
+        if left
+        else f"done: {finished} compiled",
+        file=sys.stderr,
+    )
+    if not left and args.limit is None and not args.targets:
+        write_sorted(out_path, {str(r["key"]) for r in plan})
+    return 0
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True, help="CSV to append to")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="worker processes (default 1: a shared machine)"
+    )
+    parser.add_argument("--time-budget-s", type=float, default=None, help="stop handing out")
+    parser.add_argument(
+        "--compile-timeout-s", type=float, default=300.0, help="kill a compile after this"
+    )
+    parser.add_argument("--targets", nargs="*", choices=sorted(TARGETS), help="only these targets")
+    parser.add_argument(
+        "--strata", nargs="*", choices=STRATA, default=list(STRATA), help="plan strata"
+    )
+    parser.add_argument("--limit", type=int, default=None, help="compile at most N rows")
+    parser.add_argument(
+        "--sort-only",
+        action="store_true",
+        help="compile nothing: rewrite --out sorted by key, keeping the plan's rows (what a "
+        "finished run does; for committing a partial collection)",
+    )
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
+    if args.time_budget_s is not None and args.time_budget_s <= 0:
+        parser.error("--time-budget-s must be positive")
+    if args.compile_timeout_s <= 0:
+        parser.error("--compile-timeout-s must be positive")
+    return args
+
+
+def main() -> int:
+    args = parse_args()
+    try:
+        return collect(args)
+    except KeyboardInterrupt as stop:
+        print(f"interrupted ({stop}); rows so far are in {args.out}", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,256 @@
+"""Compile one configuration for one target with the installed Triton, without a GPU, and read
+what the compiler allocated.
+
+- shared memory: `metadata.shared`, the dynamic shared memory (LDS on AMD) the launch asks
+  for; Triton's launcher refuses the kernel when it exceeds the device's opt-in per-block
+  limit (`OutOfResources: shared memory, Required: ..., Hardware limit: ...`);
+- CUDA registers and spills: the `ptxas -v` log of the compile itself (Triton runs ptxas with
+  `-v`; `knobs.nvidia.dump_ptxas_log` prints that log, captured here): registers per thread,
+  stack frame, spill stores and loads in bytes; static shared memory from `cuobjdump
+  -res-usage` of the cubin (Triton's bundled cuobjdump);
+- AMD registers and spills: the code object's metadata in the AMDGCN assembly (`.vgpr_count`
+  VGPRs + AGPRs as allocated, `; NumVgprs` architectural VGPRs, `.agpr_count`, `.sgpr_count`,
+  `.vgpr_spill_count`, `.sgpr_spill_count`, `.private_segment_fixed_size` scratch bytes per
+  lane, `; Occupancy` waves per SIMD).
+
+`compile_config(task)` takes one plan row (a dict) and returns the measured columns; a failed
+compile is a row too (status and a one-line message). Triton's file cache is pointed at a
+private folder and emptied after each compile, so every compile is a real one and its time is
+the compiler's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import kernels
+from configs import TARGETS, Target, from_row
+
+MEASURED_COLUMNS = (
+    # ok; trap_stub (compiled, but Triton replaced the kernel by a trap); or the error kind:
+    # compile_error, ptxas_error, mlir_error, error, timeout, crash
+    "status",
+    "message",  # a one-line message for a failed compile
+    "shared_bytes",  # metadata.shared: dynamic shared memory / LDS the launch asks for
+    "static_shared_bytes",  # cuobjdump SHARED (CUDA)
+    "tmem_columns",  # metadata.tmem_size (sm100 tensor memory columns), where set
+    "regs",  # CUDA: registers per thread (ptxas)
+    "stack_bytes",  # CUDA: stack frame per thread (ptxas)
+    "spill_store_bytes",  # CUDA: spill stores per thread (ptxas)
+    "spill_load_bytes",  # CUDA: spill loads per thread (ptxas)
+    "vgprs",  # AMD: architectural VGPRs (; NumVgprs)
+    "agprs",  # AMD: accumulation VGPRs (.agpr_count)
+    "total_vgprs",  # AMD: VGPRs + AGPRs as allocated (.vgpr_count)
+    "sgprs",  # AMD: .sgpr_count
+    "vgpr_spills",  # AMD: .vgpr_spill_count
+    "sgpr_spills",  # AMD: .sgpr_spill_count
+    "scratch_bytes",  # AMD: .private_segment_fixed_size (bytes per lane)
+    "amd_occupancy",  # AMD: ; Occupancy (waves per SIMD the code object allows)
+    "compile_s",  # wall time of triton.compile, seconds
+    "triton_version",
+    "assembler",  # the assembler that made the binary: "ptxas 12.9.86", "amdgpu llvm"
+)
+
+
+def gpu_target(target: Target) -> Any:
+    from triton.backends.compiler import GPUTarget
+
+    return GPUTarget(target.backend, target.arch, target.warp_size)
+
+
+@cache
+def assembler_version(target_name: str) -> str:
+    """'ptxas 12.9.86' for CUDA targets (Triton picks ptxas by arch), 'amdgpu llvm' for AMD
+    (Triton's own LLVM assembles AMDGCN in-process)."""
+    target = TARGETS[target_name]
+    if target.backend != "cuda":
+        return "amdgpu llvm (in-process, triton " + _triton_version() + ")"
+    from triton.backends.nvidia.compiler import get_ptxas
+
+    assert isinstance(target.arch, int)
+    path = get_ptxas(target.arch).path
+    text = subprocess.run([path, "--version"], capture_output=True, text=True, check=True).stdout
+    found = re.search(r"V(\d+\.\d+\.\d+)", text)
+    return "ptxas " + (found.group(1) if found else text.strip().splitlines()[-1])
+
+
+def _triton_version() -> str:
+    import triton
+
+    return str(triton.__version__)
+
+
+def cuobjdump_path() -> str:
+    import triton
+
+    return str(Path(triton.__file__).parent / "backends/nvidia/bin/cuobjdump")
+
+
+_PTXAS_REGS = re.compile(r"Used (\d+) registers")
+_PTXAS_SPILLS = re.compile(
+    r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads"
+)
+
+
+def read_ptxas_log(log: str) -> dict[str, int]:
+    """Registers, stack and spill bytes per thread from a `ptxas -v` log (one kernel)."""
+    regs = _PTXAS_REGS.search(log)
+    spills = _PTXAS_SPILLS.search(log)
+    if regs is None or spills is None:
+        raise ValueError("no 'Used N registers' / spill line in the ptxas log")
+    return {
+        "regs": int(regs.group(1)),
+        "stack_bytes": int(spills.group(1)),
+        "spill_store_bytes": int(spills.group(2)),
+        "spill_load_bytes": int(spills.group(3)),
+    }
+
+
+def read_cuobjdump(text: str) -> dict[str, int]:
+    """REG and SHARED of the one function in `cuobjdump -res-usage` output."""
+    found = re.search(r"REG:(\d+) STACK:(\d+) SHARED:(\d+)", text)
+    if found is None:
+        raise ValueError("no REG/STACK/SHARED line in the cuobjdump output")
+    return {"cuobjdump_regs": int(found.group(1)), "static_shared_bytes": int(found.group(3))}
+
+
+_AMD_FIELDS = {
+    "total_vgprs": r"\.vgpr_count:\s+(\d+)",
+    "agprs": r"\.agpr_count:\s+(\d+)",
+    "sgprs": r"\.sgpr_count:\s+(\d+)",
+    "vgpr_spills": r"\.vgpr_spill_count:\s+(\d+)",
+    "sgpr_spills": r"\.sgpr_spill_count:\s+(\d+)",
+    "scratch_bytes": r"\.private_segment_fixed_size:\s+(\d+)",
+    "vgprs": r"; NumVgprs:\s+(\d+)",
+    "amd_occupancy": r"; Occupancy:\s+(\d+)",
+}
+
+
+def read_amdgcn(asm: str) -> dict[str, int]:
+    """Register, spill and scratch counts from the AMDGCN assembly's kernel metadata."""
+    out = {}
+    for column, pattern in _AMD_FIELDS.items():
+        found = re.search(pattern, asm)
+        if found is None:
+            raise ValueError(f"no {pattern!r} in the AMDGCN metadata")
+        out[column] = int(found.group(1))
+    return out
+
+
+_GLOBAL_WRITES = ("st.global", "cp.async.bulk", "red.global", "atom.global")
+
+
+def is_trap_stub(ptx: str) -> bool:
+    """True when the PTX traps and writes nothing to global memory: what Triton 3.9 emits for
+    sm100 when the allocation exceeds the target's shared memory (the body is one `trap`;
+    both kernels here always store their outputs, so a real compile has global writes). Its
+    registers then say nothing about the kernel."""
+    return "trap;" in ptx and not any(op in ptx for op in _GLOBAL_WRITES)
+
+
+def _first_error_line(text: str) -> str:
+    for line in text.splitlines():
+        if "error" in line.lower() and line.strip():
+            return line.strip()
+    return ""
+
+
+def _classify(exc: BaseException) -> str:
+    name = type(exc).__name__
+    if name == "PTXASError":
+        return "ptxas_error"
+    if name == "CompilationError":
+        return "compile_error"
+    if "PassManager" in str(exc) or name == "RuntimeError":
+        return "mlir_error"
+    return "error"
+
+
+class Compiler:
+    """Compiles plan rows in this process; one per worker. Its scratch folder holds Triton's
+    cache (emptied after every compile) and the log that receives the compiler's own output
+    (file descriptors 1 and 2 are sent there by the worker, see `worker.py`)."""
+
+    def __init__(self, scratch: Path, log_path: Path | None = None):
+        self.scratch = scratch
+        self.cache_dir = scratch / "triton-cache"
+        self.log_path = log_path
+        os.environ["TRITON_CACHE_DIR"] = str(self.cache_dir)
+        os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # 3.9's default, stated
+        import triton
+
+        self.triton = triton
+        triton.knobs.nvidia.dump_ptxas_log = True
+
+    def _log_size(self) -> int:
+        return self.log_path.stat().st_size if self.log_path and self.log_path.exists() else 0
+
+    def _log_since(self, offset: int) -> str:
+        if not self.log_path or not self.log_path.exists():
+            return ""
+        with self.log_path.open("rb") as f:
+            f.seek(offset)
+            return f.read(200_000).decode("utf-8", "replace")
+
+    def compile(self, row: dict[str, Any]) -> dict[str, Any]:
+        """Compile one plan row and return its measured columns."""
+        target = TARGETS[row["target"]]
+        variant, tile = from_row(row)
+        fn, signature, constexprs, attrs, options = kernels.source(row["kernel"], variant, tile)
+        out: dict[str, Any] = dict.fromkeys(MEASURED_COLUMNS, "")
+        out["triton_version"] = _triton_version()
+        out["assembler"] = assembler_version(target.name)
+        printed = io.StringIO()
+        log_offset = self._log_size()
+        start = time.perf_counter()
+        try:
+            with contextlib.redirect_stdout(printed):
+                compiled = self.triton.compile(
+                    self.triton.compiler.ASTSource(fn, signature, constexprs, attrs),
+                    target=gpu_target(target),
+                    options=options,
+                )
+        except Exception as exc:  # a compile that fails is a data point, not a crash
+            out["compile_s"] = round(time.perf_counter() - start, 3)
+            out["status"] = _classify(exc)
+            detail = _first_error_line(str(exc)) or _first_error_line(self._log_since(log_offset))
+            out["message"] = (detail or str(exc).strip().splitlines()[0] or type(exc).__name__)[
+                :240
+            ]
+            return out
+        finally:
+            shutil.rmtree(self.cache_dir, ignore_errors=True)
+        out["compile_s"] = round(time.perf_counter() - start, 3)
+        out["status"] = "ok"
+        if target.backend == "cuda" and is_trap_stub(compiled.asm["ptx"]):
+            out["status"] = "trap_stub"
+            out["message"] = "Triton emitted a kernel that only traps (no global writes)"
+        out["shared_bytes"] = int(compiled.metadata.shared)
+        tmem = getattr(compiled.metadata, "tmem_size", None)
+        out["tmem_columns"] = "" if tmem is None else int(tmem)
+        if target.backend == "cuda":
+            out.update(read_ptxas_log(printed.getvalue()))
+            out.update(self._cuobjdump(compiled.asm["cubin"]))
+        else:
+            out.update(read_amdgcn(compiled.asm["amdgcn"]))
+        return out
+
+    def _cuobjdump(self, cubin: bytes) -> dict[str, int]:
+        with tempfile.NamedTemporaryFile(dir=self.scratch, suffix=".cubin") as f:
+            f.write(cubin)
+            f.flush()
+            text = subprocess.run(
+                [cuobjdump_path(), "-res-usage", f.name], capture_output=True, text=True, check=True
+            ).stdout
+        found = read_cuobjdump(text)
+        return {"static_shared_bytes": found["static_shared_bytes"]}

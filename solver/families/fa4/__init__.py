@@ -1,0 +1,10 @@
+"""FlashAttention-4 (`fa4`, Blackwell): its structure and parameters on sm_100 (`shape.py`),
+resources (`resources.py`: tensor memory, the shared-memory ring, the warp roles' registers),
+cost (`cost.py`), split-KV paths (`split.py`), the two kernels (`sm100.py`, `sm120.py`) and the
+forward and decode registrations (`forward.py`, `decode.py`) that hand each device to its
+kernel."""
+
+from .decode import Fa4Decode
+from .forward import FlashAttention4
+
+REGISTRATIONS = (FlashAttention4(), Fa4Decode())
