@@ -19,8 +19,9 @@ and a share min(1, r w / SIMDs) of the SIMDs busy, the CU takes for one iteratio
 
 and the L2 bound r x bytes x CUs / (L2 B/clk x achievable). Workgroups (ceil(sq / kM0) x heads
 x ceil(dv / kN1)) run in waves over the CUs; causal work is spread as it comes (no persistent
-scheduler). K/V reuse is per XCD (workgroups go round-robin to the XCDs, each with its own L2);
-the Infinity Cache takes repeated K/V reads across XCDs while the heads in flight fit in it.
+scheduler: half a longest workgroup is added for the uneven finish). K/V reuse is per XCD
+(workgroups go round-robin to the XCDs, each with its own L2); the Infinity Cache takes
+repeated K/V reads across XCDs while the heads in flight fit in it.
 """
 
 from __future__ import annotations
@@ -151,7 +152,9 @@ def evaluate(ev: Evaluation) -> Perf:
         mask = diagonal * scores * MASK_OPS / r_valu
         work = heads_total * n_n1 * (total * full_round / resident + mask + n_m * head_io)
         longest = n_kv * full_round + head_io
-        kernel = np.maximum(work / rocm.cu_count, longest)
+        # blocks are launched in grid order, not balanced: the CUs finish unevenly, on average
+        # half of a longest workgroup's time after the mean
+        kernel = np.maximum(work / rocm.cu_count + 0.5 * longest, longest)
         iterations = total / n_m
     else:
         last = np.asarray(waves.last_wave_ctas, dtype=np.float64)
