@@ -38,9 +38,12 @@ from .validate import broken_figures, check_config, fresh_times_us, same_time
 # 0.8.0: the fa4 family (FlashAttention-4: tcgen05, tensor memory, 2-CTA on sm_100; its mma.sync
 #        kernel on sm_120), the default on compute capability 10.x and 12.0; answers on other
 #        devices unchanged.
-# 0.9.0: the rocm device kind (AMD Instinct MI300X, MI325X, MI355X) and the ck family; answers
+# 0.9.0: the triton family's shared memory, registers and spills as the Triton compiler allocates
+#        them (families/triton_compiler), spills costed not refused, the cost of pipeline stages;
+#        other families' answers unchanged.
+# 0.10.0: the rocm device kind (AMD Instinct MI300X, MI325X, MI355X) and the ck family; answers
 #        on every other device unchanged.
-MODEL_VERSION = "0.9.0"
+MODEL_VERSION = "0.10.0"
 
 
 def model_version(spec: HardwareSpec) -> str:

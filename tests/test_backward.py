@@ -89,7 +89,13 @@ def test_backward_ranks_tiles_for_every_head_dim(hardware: str, kernel: str, cau
         times = [c.predicted_time_us for c in answer.candidates]
         assert 1 <= len(times) <= 5 and times == sorted(times)
         best = answer.candidates[0]
-        assert best.spill_regs is not None and best.spill_regs <= BACKWARD_MAX_SPILL_REGS
+        # fa2 refuses a configuration past its spill limit; triton's spills are costed, and the
+        # answer says so.
+        assert best.spill_regs is not None
+        if kernel == "fa2":
+            assert best.spill_regs <= BACKWARD_MAX_SPILL_REGS
+        elif best.spill_regs:
+            assert any("spilled to local memory" in r for r in best.reasons), best.reasons
         assert best.parameters["block_m"] == best.block_m and best.reasons
         assert {r.name for r in best.resources} == {"shared_memory", "registers", "threads"}
         assert 0 < best.predicted_tflops < 1.0e3

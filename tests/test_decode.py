@@ -241,13 +241,15 @@ def test_forward_without_a_longer_cache_is_the_plain_model(
     assert table.cfg.names == ("block_m", "block_n", "num_warps", "num_stages")
     plain = family.forward_perf(spec, problem, table.cfg, table.res)
     assert np.array_equal(table.perf.time_us, plain.time_us)
+    # triton has no `registers` constraint: ptxas spills and the spill is costed (model.md 16.7)
+    registers = [] if family.max_spill_regs is None else ["registers"]
     assert [c.name for c in table.constraints] == [
         "alignment",
         "threads",
         "pins",
         "shared_memory",
         "max_smem",
-        "registers",
+        *registers,
         "occupancy",
         "divisibility",
     ]

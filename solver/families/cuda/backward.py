@@ -29,7 +29,7 @@ from ...problem import AttentionProblem, Phase, SolveOptions
 from ...space import BoolArray, Config, ConfigArrays, FloatArray, IntArray
 from .constraints import Alignment, MaxSmem, Registers, ResidentBlocks, SharedMemory, Threads
 from .family import CudaFamily
-from .resources import WARP_LANES, CudaResources, cuda_device, register_cap
+from .resources import WARP_LANES, CudaResources, cuda_device
 from .timing import (
     MASK_OPS_PER_SCORE,
     SUBPARTITIONS_PER_SM,
@@ -301,6 +301,7 @@ class CudaBackwardFamily(CudaFamily):
     larger (docs/model.md 12.5)."""
 
     phase = Phase.BACKWARD
+    max_spill_regs: ClassVar[int | None] = BACKWARD_MAX_SPILL_REGS
     # What the loops stream, in the words of the reasons.
     streamed_words = "Q/dO tile"
     helper_words = "preprocess D = rowsum(dO o O)"
@@ -311,13 +312,14 @@ class CudaBackwardFamily(CudaFamily):
     def constraints(
         self, hardware: HardwareSpec, problem: AttentionProblem, options: SolveOptions
     ) -> Sequence[Constraint]:
+        registers = () if self.max_spill_regs is None else (BackwardRegisters(),)
         return (
             Alignment(self),
             InnerChoice(self),
             Threads(),
             SharedMemory(),
             MaxSmem(),
-            BackwardRegisters(),
+            *registers,
             ResidentBlocks(),
         )
 
@@ -338,7 +340,7 @@ class CudaBackwardFamily(CudaFamily):
         device = cuda_device(hardware)
         base = super().resources(hardware, problem, options, cfg)
         perf = self.backward_cost(device, problem, cfg, base)
-        fits = _fits(base, options)
+        fits = _fits(base, options, self.max_spill_regs)
         aligned = self.alignment_ok(cfg, problem, device)
         rank = inner_rank(cfg, self.inner_params, options, aligned, fits, perf.time_us)
         values = {f.name: getattr(base, f.name) for f in fields(CudaResources)}
@@ -362,10 +364,9 @@ class CudaBackwardFamily(CudaFamily):
         ]
         device = cuda_device(hardware)
         one = ConfigArrays.from_configs(config.as_dict(), [config])
-        threads = int(self.threads_per_block(one, device)[0])
-        demand = int(self.regs_demand(one, problem)[0])
-        cap = int(register_cap(device, np.array([threads]), options.min_blocks_per_sm)[0])
-        if demand - min(demand, cap) > BACKWARD_MAX_SPILL_REGS:
+        regs = self.register_use(one, problem, device, options)
+        demand, cap = int(regs.demand[0]), int(regs.cap[0])
+        if self.max_spill_regs is not None and int(regs.spill[0]) > self.max_spill_regs:
             problems.append(f"registers: demand {demand} with limit {cap}")
         problems.extend(self._check_inner(hardware, problem, options, config))
         return problems
@@ -404,10 +405,11 @@ class CudaBackwardFamily(CudaFamily):
         chosen: dict[str, int] | None = None
         for i, values in enumerate(variants):
             smem = int(res.smem_bytes[i])
+            spill_limit = self.max_spill_regs
             breaks = (
                 smem > res.smem_limit_bytes
                 or (options.max_smem is not None and smem > options.max_smem)
-                or int(res.spill_regs[i]) > BACKWARD_MAX_SPILL_REGS
+                or (spill_limit is not None and int(res.spill_regs[i]) > spill_limit)
                 or int(res.occupancy.blocks_per_sm[i]) < need
                 or int(res.threads[i]) > res.max_threads
             )
@@ -445,15 +447,17 @@ class CudaBackwardFamily(CudaFamily):
         return lines
 
 
-def _fits(res: CudaResources, options: SolveOptions) -> BoolArray:
-    """Which configurations every capacity limit and user cap admits."""
+def _fits(res: CudaResources, options: SolveOptions, spill_limit: int | None) -> BoolArray:
+    """Which configurations every capacity limit and user cap admits (`spill_limit`: the
+    family's tolerated spilled registers, None for no limit)."""
     need = max(1, options.min_blocks_per_sm or 1)
     ok = (
         (res.smem_bytes <= res.smem_limit_bytes)
-        & (res.spill_regs <= BACKWARD_MAX_SPILL_REGS)
         & (res.occupancy.blocks_per_sm >= need)
         & (res.threads <= res.max_threads)
     )
+    if spill_limit is not None:
+        ok &= res.spill_regs <= spill_limit
     if options.max_smem is not None:
         ok &= res.smem_bytes <= options.max_smem
     return np.asarray(ok, dtype=np.bool_)

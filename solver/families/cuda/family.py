@@ -1,9 +1,11 @@
 """What the CUDA families share: a kernel whose blocks are thread blocks on an SM.
 
 A CUDA family states its tile shapes (`alignment_ok`), its shared-memory layout
-(`smem_bytes`) and its register footprint (`regs_demand`); `CudaFamily` turns those into the
-resources, the constraints of the hand method (seed 000: legality, shared memory, registers,
-residency), the validator's independent check, the tie-break order and the reason lines.
+(`smem_bytes`, or `shared_memory` where the device changes it) and its register footprint
+(`regs_demand`, or `register_use` where a compiler model gives the allocation and the spill);
+`CudaFamily` turns those into the resources, the constraints of the hand method (seed 000:
+legality, shared memory, registers, residency), the validator's independent check, the
+tie-break order and the reason lines.
 Formulas and sources: `docs/model.md` sections 2-4.
 """
 
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -41,6 +43,7 @@ from .resources import (
     STANDARD_WARPS,
     WARP_LANES,
     CudaResources,
+    RegisterUse,
     cuda_device,
     register_cap,
 )
@@ -54,6 +57,10 @@ class CudaFamily(KernelFamily):
 
     device_kind = "cuda"
     alignment_rule: str
+    # Spilled registers per thread tolerated before a configuration is refused (the `registers`
+    # constraint); None: spills are costed, never refused (a compiler that spills rather than
+    # fails, with a register model that predicts the spill: the triton family).
+    max_spill_regs: ClassVar[int | None] = MAX_SPILL_REGS
 
     # ---- what a CUDA family states -----------------------------------------------------------
     @abstractmethod
@@ -66,9 +73,17 @@ class CudaFamily(KernelFamily):
     ) -> BoolArray:
         """Whether each tile shape is one the kernel's instructions and copies can tile."""
 
-    @abstractmethod
     def smem_bytes(self, cfg: ConfigArrays, problem: AttentionProblem) -> IntArray:
-        """Dynamic shared memory of one block, bytes."""
+        """Dynamic shared memory of one block, bytes, for a layout the device does not change
+        (fa2, flashinfer); a family whose compiler lays it out per target states
+        `shared_memory` instead."""
+        raise NotImplementedError(f"{self.name} states its shared memory per device")
+
+    def shared_memory(
+        self, cfg: ConfigArrays, problem: AttentionProblem, device: CudaDevice
+    ) -> IntArray:
+        """Dynamic shared memory of one block on `device`, bytes (by default `smem_bytes`)."""
+        return self.smem_bytes(cfg, problem)
 
     @abstractmethod
     def q_in_registers(self) -> bool:
@@ -98,6 +113,22 @@ class CudaFamily(KernelFamily):
         total = o_acc + s_acc + softmax + a_frag + q_regs + FIXED_OVERHEAD_REGS + dropout
         return np.asarray(total, dtype=np.int64)
 
+    def register_use(
+        self,
+        cfg: ConfigArrays,
+        problem: AttentionProblem,
+        device: CudaDevice,
+        options: SolveOptions,
+    ) -> RegisterUse:
+        """Registers of each candidate: the estimated demand (`regs_demand`) against the ISA
+        limit or the launch bound of `min_blocks_per_sm` (`register_cap`); what exceeds the
+        cap spills."""
+        threads = self.threads_per_block(cfg, device)
+        demand = self.regs_demand(cfg, problem)
+        cap = register_cap(device, threads, options.min_blocks_per_sm)
+        allocated = np.minimum(demand, cap)
+        return RegisterUse(demand=demand, cap=cap, allocated=allocated, spill=demand - allocated)
+
     # ---- the family interface ------------------------------------------------------------
     def resources(
         self,
@@ -108,33 +139,31 @@ class CudaFamily(KernelFamily):
     ) -> CudaResources:
         device = cuda_device(hardware)
         sm = device.sm
-        smem = self.smem_bytes(cfg, problem)
+        smem = self.shared_memory(cfg, problem, device)
         threads = self.threads_per_block(cfg, device)
-        demand = self.regs_demand(cfg, problem)
-        cap = register_cap(device, threads, options.min_blocks_per_sm)
-        allocated = np.minimum(demand, cap)
-        spill = demand - allocated
-        occ = occupancy_arrays(sm, threads, allocated, smem)
+        regs = self.register_use(cfg, problem, device, options)
+        occ = occupancy_arrays(sm, threads, regs.allocated, smem)
         return CudaResources(
             sm=sm,
             smem_bytes=smem,
             threads=threads,
-            regs_demand=demand,
-            regs_cap=cap,
-            regs_allocated=allocated,
-            spill_regs=spill,
+            regs_demand=regs.demand,
+            regs_cap=regs.cap,
+            regs_allocated=regs.allocated,
+            spill_regs=regs.spill,
             occupancy=occ,
         )
 
     def constraints(
         self, hardware: HardwareSpec, problem: AttentionProblem, options: SolveOptions
     ) -> Sequence[Constraint]:
+        registers = () if self.max_spill_regs is None else (Registers(),)
         return (
             Alignment(self),
             Threads(),
             SharedMemory(),
             MaxSmem(),
-            Registers(),
+            *registers,
             ResidentBlocks(),
         )
 
@@ -190,16 +219,16 @@ class CudaFamily(KernelFamily):
         threads = config["num_warps"] * sm.warp_size_threads
         if threads > sm.max_threads_per_block:
             problems.append(f"threads: {threads} > {sm.max_threads_per_block}")
-        smem = int(self.smem_bytes(one, problem)[0])
+        smem = int(self.shared_memory(one, problem, device)[0])
         if smem > sm.smem_per_block_optin_bytes:
             problems.append(f"shared_memory: {smem} > {sm.smem_per_block_optin_bytes}")
         if options.max_smem is not None and smem > options.max_smem:
             problems.append(f"max_smem: {smem} > {options.max_smem}")
-        demand = int(self.regs_demand(one, problem)[0])
-        cap = int(register_cap(device, np.array([threads]), options.min_blocks_per_sm)[0])
-        if demand - min(demand, cap) > MAX_SPILL_REGS:
+        regs = self.register_use(one, problem, device, options)
+        demand, cap = int(regs.demand[0]), int(regs.cap[0])
+        if self.max_spill_regs is not None and int(regs.spill[0]) > self.max_spill_regs:
             problems.append(f"registers: demand {demand} with limit {cap}")
-        blocks = occupancy(sm, threads, min(demand, cap), smem).blocks_per_sm
+        blocks = occupancy(sm, threads, int(regs.allocated[0]), smem).blocks_per_sm
         if blocks < max(1, options.min_blocks_per_sm or 1):
             problems.append(f"occupancy: {blocks} block(s) per SM")
         return problems

@@ -173,15 +173,6 @@ def _iteration_cycles(
     )
 
 
-def _round_cycles(
-    it: _Iteration, blocks: FloatArray, prefetch: IntArray, device: CudaDevice
-) -> tuple[FloatArray, FloatArray]:
-    """Cycles for each of `blocks` resident blocks to finish one iteration, and the overlap."""
-    p = prefetch.astype(np.float64)
-    serial = (it.compute + it.tile_load) / (1.0 + p)
-    return round_cycles(it.compute, serial, it.tile_bytes, it.tile_load, blocks, device)
-
-
 def standard_tile_params(num_stages: Param) -> tuple[Param, ...]:
     """The decision variables of a FlashAttention forward tile: power-of-two BLOCK_M and
     BLOCK_N from 16 to 256, 1 to 16 warps, and the family's pipeline depths."""
@@ -213,9 +204,31 @@ class FlashForwardFamily(CudaFamily):
     def tile_params(self, problem: AttentionProblem, hardware: HardwareSpec) -> tuple[Param, ...]:
         """The tile's decision variables (the split-KV ones are added by `split_kv`)."""
 
+    def spill_traffic_regs(self, spill_regs: IntArray) -> IntArray:
+        """Registers per thread stored and reloaded each iteration for `spill_regs` spilled
+        ones (by default each spilled register once)."""
+        return spill_regs
+
     @abstractmethod
     def prefetch_iterations(self, cfg: ConfigArrays) -> IntArray:
         """Iterations of compute available to hide one K/V tile load (0 = none)."""
+
+    def iteration_round(
+        self,
+        compute: FloatArray,
+        tile_load: FloatArray,
+        tile_bytes: FloatArray,
+        blocks: FloatArray,
+        cfg: ConfigArrays,
+        device: CudaDevice,
+    ) -> tuple[FloatArray, FloatArray]:
+        """`W`, the cycles for each of `blocks` resident blocks to finish one iteration of
+        `compute` cycles whose K/V tile takes `tile_load` cycles, and the share of each load
+        hidden (docs/model.md 5.2): one block's serial time with `prefetch_iterations` tiles
+        in flight is (C + Lt) / (1 + p)."""
+        p = self.prefetch_iterations(cfg).astype(np.float64)
+        serial = (compute + tile_load) / (1.0 + p)
+        return round_cycles(compute, serial, tile_bytes, tile_load, blocks, device)
 
     def tile_readers(self, cfg: ConfigArrays, device: CudaDevice) -> FloatArray:
         """How many times each K/V tile is read from shared memory per iteration: once per
@@ -358,9 +371,11 @@ def forward_perf(
 
     # ---- one iteration, one round of resident blocks ----------------------------------
     extras = family.kernel_extras(cfg, problem, device)
-    it = _iteration_cycles(family, device, problem, cfg, blocks, res.spill_regs, dram_miss, extras)
-    prefetch = family.prefetch_iterations(cfg)
-    round_full, overlap = _round_cycles(it, blocks.astype(np.float64), prefetch, device)
+    spill = family.spill_traffic_regs(res.spill_regs)
+    it = _iteration_cycles(family, device, problem, cfg, blocks, spill, dram_miss, extras)
+    round_full, overlap = family.iteration_round(
+        it.compute, it.tile_load, it.tile_bytes, blocks.astype(np.float64), cfg, device
+    )
 
     dram_share = dram_bytes_per_clk(device) / n_sm
     prologue = (
@@ -376,7 +391,9 @@ def forward_perf(
     waves = wave_schedule(ctas, slots)
     last_ctas = waves.last_wave_ctas.astype(np.int64)
     last_blocks = np.minimum(blocks, ceil_div(last_ctas, n_sm)).astype(np.float64)
-    round_last, _ = _round_cycles(it, last_blocks, prefetch, device)
+    round_last, _ = family.iteration_round(
+        it.compute, it.tile_load, it.tile_bytes, last_blocks, cfg, device
+    )
     diag_mean = diag_iters / n_m
     if problem.causal:
         work = heads_total * duration(total_iters, diag_iters, round_full)

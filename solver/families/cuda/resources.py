@@ -85,6 +85,17 @@ class CudaResources(Resources):
         }
 
 
+@dataclass(frozen=True)
+class RegisterUse:
+    """Registers per thread of each candidate: what the kernel wants, what the compiler may
+    use, what it allocates and what spills to local memory."""
+
+    demand: IntArray
+    cap: IntArray
+    allocated: IntArray
+    spill: IntArray
+
+
 def register_cap(device: CudaDevice, threads: IntArray, min_blocks: int | None) -> IntArray:
     """Registers per thread the compiler may use: the ISA limit, or the launch bound.
 

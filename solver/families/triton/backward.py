@@ -5,7 +5,10 @@ and walks the query blocks that see them `block_m` rows at a time (BLOCK_M1: Q^T
 log-sum-exp M and D pipelined `num_stages` deep), recomputing P^T = exp2(K Q^T - M) and
 accumulating dV += P^T dO and dK += dS^T Q. The dQ loop then holds `dq_block_m` queries
 (BLOCK_M2: Q, dO, M and D loaded once) and walks the key blocks they see `dq_block_n` keys at a
-time (BLOCK_N2: K^T and V^T pipelined), recomputing P and dP and accumulating dQ += dS K. S and
+time (BLOCK_N2: K^T and V^T pipelined), recomputing P and dP and accumulating dQ += dS K. What
+the compiler allocates for the two loops (shared memory, registers, spills) is the Triton
+compiler's rules (`families/triton_compiler`, docs/model.md 16.7) for the loops as `loops.py`
+describes them; a configuration that spills is costed, not refused. S and
 dP are computed in both loops (seven GEMMs for five useful ones) and no atomics are needed. A
 preprocessing kernel computes D = rowsum(O o dO); the tutorial scales K by sm_scale / ln 2
 before the launch. The tutorial's grid gives program p key block p and query block p; here the
@@ -19,18 +22,33 @@ dropout. Source: Triton tutorial 06 "Fused Attention" (triton-lang/triton, pytho
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, ClassVar
+
 import numpy as np
 
 from ...cost import Perf
 from ...errors import FieldViolation
 from ...family import pow2_range
 from ...hardware import CudaDevice, HardwareSpec
-from ...problem import AttentionProblem, DType
+from ...problem import AttentionProblem, DType, SolveOptions
 from ...space import BoolArray, Config, ConfigArrays, IntArray, Param
-from ..cuda.backward import CudaBackwardFamily, per_thread
-from ..cuda.resources import FIXED_OVERHEAD_REGS, CudaResources, cuda_device
+from ..cuda.backward import CudaBackwardFamily
+from ..cuda.resources import CudaResources, RegisterUse, cuda_device
+from ..triton_compiler.loops import AttentionKernel
+from ..triton_compiler.shared_memory import shared_bytes
 from .backward_cost import BLK_SLICE_FACTOR, TL_DOT_MIN, backward_perf
-from .forward import TENSOR_CORE_MIN_CC_MAJOR, triton_kernel_head_dims, triton_violations
+from .forward import (
+    TENSOR_CORE_MIN_CC_MAJOR,
+    compiled_register_use,
+    compiler_target,
+    triton_kernel_head_dims,
+    triton_violations,
+)
+from .loops import backward_kernel
+from .stages import reason_lines as stage_reason_lines
+
+if TYPE_CHECKING:
+    from ...candidates import CandidateTable
 
 WARPS = pow2_range(2, 8)
 
@@ -52,6 +70,7 @@ class TritonFlashAttentionBackward(CudaBackwardFamily):
     streamed_words = "tile (Q/dO in the dK/dV loop, K/V in the dQ loop)"
     helper_words = "preprocess D = rowsum(O o dO), scale K"
     inner_params = ("dq_block_m", "dq_block_n")
+    max_spill_regs: ClassVar[int | None] = None  # ptxas spills; the cost counts it
     inner_constraint = "dq_tile"
     inner_short = "dqtile"
 
@@ -94,7 +113,12 @@ class TritonFlashAttentionBackward(CudaBackwardFamily):
         if cuda_device(hardware).sm.cc_major < TENSOR_CORE_MIN_CC_MAJOR:
             stages = Param("num_stages", (1,), "no software pipelining below cc 8.0")
         else:
-            stages = Param("num_stages", (1, 2, 3, 4, 5), "buffers of each loop's streamed tiles")
+            stages = Param(
+                "num_stages",
+                (1, 2, 3, 4, 5),
+                "software pipeline stages of both loops: streamed tiles loaded num_stages - 1 "
+                "iterations ahead",
+            )
         resident = pow2_range(16, 256)
         # A streamed step of 256 rows needs a resident block of 256 (the static asserts), and
         # P and dP of a 256 x 256 score tile (512 KiB in FP32) exceed any SM's register file.
@@ -132,50 +156,48 @@ class TritonFlashAttentionBackward(CudaBackwardFamily):
             ok &= (m1 >= step) & (n2 >= step)
         return np.asarray(ok, dtype=np.bool_)
 
-    def _loop_smem(self, cfg: ConfigArrays, problem: AttentionProblem) -> tuple[IntArray, IntArray]:
-        """Shared memory of each loop, bytes: `num_stages` buffers of its streamed tiles (Q^T
-        and dO of block_m rows; K^T and V^T of dq_block_n rows) and its resident operands (K
-        and V of block_n rows; Q and dO of dq_block_m rows), which stay in shared memory as dot
-        operands and are read from there every iteration."""
+    def kernel(self, cfg: ConfigArrays, problem: AttentionProblem) -> AttentionKernel:
+        """The two loops of `cfg` as the compiler's rules read them."""
         d, dv = self.kernel_head_dims(problem)
-        elem = problem.dtype.bytes
-        s = cfg["num_stages"]
-        loop1 = (s * cfg["block_m"] + cfg["block_n"]) * (d + dv) * elem
-        loop2 = (s * cfg["dq_block_n"] + cfg["dq_block_m"]) * (d + dv) * elem
-        return np.asarray(loop1, dtype=np.int64), np.asarray(loop2, dtype=np.int64)
+        return backward_kernel(
+            cfg["block_m"],
+            cfg["block_n"],
+            cfg["dq_block_m"],
+            cfg["dq_block_n"],
+            d,
+            dv,
+            problem.dtype.bytes,
+        )
 
-    def smem_bytes(self, cfg: ConfigArrays, problem: AttentionProblem) -> IntArray:
-        """The larger loop's (the loops run one after the other and Triton allocates the
-        kernel's shared memory for the buffers live at the same time)."""
-        loop1, loop2 = self._loop_smem(cfg, problem)
-        return np.asarray(np.maximum(loop1, loop2), dtype=np.int64)
+    def shared_memory(
+        self, cfg: ConfigArrays, problem: AttentionProblem, device: CudaDevice
+    ) -> IntArray:
+        """What Triton allocates (`triton_compiler.shared_memory`): the larger loop's arena
+        (the loops run one after the other), each its resident operands and the buffers of its
+        streamed tiles (s - 1 on mma.sync, s on wgmma/tcgen05, with the dK/dV loop's LSE and D
+        rows), plus the chained tile where the warps lie along its columns."""
+        return shared_bytes(
+            self.kernel(cfg, problem),
+            compiler_target(device),
+            cfg["num_warps"],
+            cfg["num_stages"],
+        )
+
+    def register_use(
+        self,
+        cfg: ConfigArrays,
+        problem: AttentionProblem,
+        device: CudaDevice,
+        options: SolveOptions,
+    ) -> RegisterUse:
+        return compiled_register_use(self.kernel(cfg, problem), cfg, device)
 
     def q_in_registers(self) -> bool:
         return False
 
-    def regs_demand(self, cfg: ConfigArrays, problem: AttentionProblem) -> IntArray:
-        """The larger loop's registers. dK/dV loop: the dK and dV accumulators (block_n x d
-        and x dv, FP32), P^T and dP^T (block_n x block_m, FP32) and the M and D values of the
-        thread's columns; dQ loop: the dQ accumulator (dq_block_m x d), P and dP
-        (dq_block_m x dq_block_n) and M and D of the thread's rows; each plus the forward's
-        fixed overhead (pointers, loop state, operand staging)."""
-        d, dv = self.kernel_head_dims(problem)
-        w = cfg["num_warps"].astype(np.float64)
-        m1 = cfg["block_m"].astype(np.float64)
-        n1 = cfg["block_n"].astype(np.float64)
-        m2 = cfg["dq_block_m"].astype(np.float64)
-        n2 = cfg["dq_block_n"].astype(np.float64)
-        loop1 = (
-            per_thread(n1 * (d + dv), w)
-            + per_thread(2.0 * n1 * m1, w)
-            + 2.0 * np.ceil(m1 / 4.0)  # M and D: the thread's columns (2 per n8 tile)
-        )
-        loop2 = (
-            per_thread(m2 * d, w)
-            + per_thread(2.0 * m2 * n2, w)
-            + 2.0 * 2.0 * np.maximum(m2 / (16.0 * w), 1.0)  # M and D: 2 rows per 16-row slab
-        )
-        return np.asarray(np.maximum(loop1, loop2) + FIXED_OVERHEAD_REGS, dtype=np.int64)
+    def reason_lines(self, table: CandidateTable, i: int) -> list[str]:
+        """The backward lines with the compiler's registers, and why this many stages."""
+        return stage_reason_lines(table, i, super().reason_lines(table, i), "Q/dO and K/V")
 
     # ---- cost ---------------------------------------------------------------------------------
     def backward_cost(

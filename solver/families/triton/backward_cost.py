@@ -40,10 +40,11 @@ from ..cuda.timing import (
     bottleneck_words,
     dram_bytes_per_clk,
     makespan_cycles,
-    round_cycles,
     sm_perf,
 )
-from .forward import TENSOR_CORE_MIN_CC_MAJOR, triton_matrix_unit, uses_wgmma
+from ..triton_compiler.registers import spill_traffic_regs
+from .forward import TENSOR_CORE_MIN_CC_MAJOR, triton_matrix_unit, uses_warpgroup_mma
+from .stages import stage_round
 
 if TYPE_CHECKING:
     from .backward import TritonFlashAttentionBackward
@@ -59,16 +60,16 @@ def _matrix(
     elem: int,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """The matrix rate (FLOP/cycle/SM), the B-operand readers per iteration, and the ILP of a
-    loop whose GEMMs have `rows` output rows: wgmma (peak; read once per warpgroup; the
-    tutorial's dots serialise with the elementwise work, ILP 1), mma.sync (peak x efficiency;
-    read by every warp), or FP32 FMAs below cc 8.0."""
+    loop whose GEMMs have `rows` output rows: a warpgroup MMA (wgmma, tcgen05: peak; read once
+    per warpgroup; the tutorial's dots serialise with the elementwise work, ILP 1), mma.sync
+    (peak x efficiency; read by every warp), or FP32 FMAs below cc 8.0."""
     tp = device.throughput
     warps = cfg["num_warps"].astype(np.float64)
     n = len(cfg)
     ilp = np.full(n, BWD_INSTRUCTION_LEVEL_PARALLELISM)
     if device.sm.cc_major < TENSOR_CORE_MIN_CC_MAJOR:
         return np.full(n, 2.0 * tp.fp32_ops_per_clk_per_sm), warps, ilp
-    wg = uses_wgmma(rows, cfg["num_warps"], device)
+    wg = uses_warpgroup_mma(rows, cfg["num_warps"], device)
     peak = tp.tensor_flops_per_clk_per_sm(elem)
     rate = np.where(wg, peak, peak * tp.mma_sync_efficiency)
     readers = np.where(wg, warps / 4.0, warps)
@@ -104,7 +105,6 @@ def backward_perf(
     m2 = cfg["dq_block_m"].astype(np.float64)
     n2 = cfg["dq_block_n"].astype(np.float64)
     w = cfg["num_warps"].astype(np.float64)
-    prefetch = (cfg["num_stages"] - 1).astype(np.float64)
     sq, sk = problem.seq_len, problem.seq_len_kv_eff
     offset = sk - sq
     heads_total = problem.batch * problem.heads
@@ -146,7 +146,7 @@ def backward_perf(
         matrix_flops=2.0 * n1 * m1 * (2.0 * d + 2.0 * dv),  # K Q^T, P^T dO, V dO^T, dS^T Q
         matrix_rate=rate1,
         smem_bytes=(readers1 * m1 * (2.0 * d + 2.0 * dv) + n1 * (d + dv) + m1 * (d + dv)) * elem,
-        spill_regs=res.spill_regs,
+        spill_regs=spill_traffic_regs(res.spill_regs),
         scores=scores1,
         alu_ops=scores1 * BWD_ALU_OPS_PER_SCORE,
         extra_issue=np.zeros(len(cfg)),
@@ -163,7 +163,7 @@ def backward_perf(
         matrix_flops=2.0 * m2 * n2 * (2.0 * d + dv),  # Q K^T, dO V^T, dS K
         matrix_rate=rate2,
         smem_bytes=(readers2 * n2 * (2.0 * d + dv) + m2 * (d + dv) + n2 * (d + dv)) * elem,
-        spill_regs=res.spill_regs,
+        spill_regs=spill_traffic_regs(res.spill_regs),
         scores=scores2,
         alu_ops=scores2 * BWD_ALU_OPS_PER_SCORE,
         extra_issue=np.zeros(len(cfg)),
@@ -174,8 +174,10 @@ def backward_perf(
     )
 
     def rounds(it: LoopIteration, resident: FloatArray) -> tuple[FloatArray, FloatArray]:
-        serial = (it.compute + it.tile_load) / (1.0 + prefetch)
-        return round_cycles(it.compute, serial, it.l2_bytes, it.tile_load, resident, device)
+        """The loop's round with Triton's pipeline (`stages.stage_round`)."""
+        return stage_round(
+            it.compute, it.tile_load, it.l2_bytes, resident, cfg["num_stages"], device
+        )
 
     round1, overlap1 = rounds(it1, blocks_f)
     round2, overlap2 = rounds(it2, blocks_f)

@@ -1,0 +1,283 @@
+"""Fit the register estimate's free constants (`triton_compiler.registers.REGISTER_CONSTANTS`) on
+the `fit` split of the compiled data set, and report both splits.
+
+    .venv/bin/python benchmarks/compiler/fit_registers.py [--data CSV] [--seed N]
+
+For each target family (sm75; sm80; sm86 = sm86 and sm89, one ptxas scheduling model; sm90;
+sm100; sm120) and each lowering it uses (mma.sync, warpgroup, FMA), two linear estimates of
+registers per thread are fitted over the rows the model and the launch both accept (compiled
+shared memory within the target's limit, status ok):
+
+- the live state, by coordinate descent on a grid of each weight, to maximise the share of rows
+  whose spilling (yes/no) it predicts (`live > cap`);
+- the count, with the live state fixed, to minimise the mean |count - ptxas| over the rows ptxas
+  compiled without spilling.
+
+The terms are the module's (`loop_registers`); the result is printed as the Python literal
+pasted into registers.py, then the issue's figures (median register error, spill agreement)
+per target and split. Deterministic for a given --seed (the restarts' starting points).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import random
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from configs import TARGETS, from_row
+from plan import SHARED_LIMIT_BYTES
+
+from tilesolve.solver.families.triton.loops import backward_kernel, forward_kernel
+from tilesolve.solver.families.triton_compiler.loops import AttentionKernel
+from tilesolve.solver.families.triton_compiler.registers import (
+    LoopRegisters,
+    loop_registers,
+    path_keys,
+    target_family,
+)
+from tilesolve.solver.families.triton_compiler.shared_memory import shared_bytes
+from tilesolve.solver.families.triton_compiler.target import CompilerTarget
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "benchmarks/data/compiler/triton_resources.csv"
+PATHS = ("mma", "warpgroup", "fma")
+TERMS = ("base", "scores", "a_fragments", "b_fragments", "staging")
+GRID = {
+    "base": [float(x) for x in range(-40, 201, 4)],
+    "scores": [0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0],
+    "a_fragments": [0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0, 1.25, 1.5, 2.0],
+    "b_fragments": [0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 1.0, 1.25],
+    "staging": [0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0],
+}
+RESTARTS = 4
+ROUNDS = 3
+
+
+def compiler_target(name: str) -> CompilerTarget:
+    arch = TARGETS[name].arch
+    assert isinstance(arch, int)
+    return CompilerTarget.cuda(arch // 10, arch % 10)
+
+
+def row_kernel(row: dict[str, str]) -> AttentionKernel:
+    """The triton family's description of the row's kernel (one candidate)."""
+    variant, tile = from_row(row)
+    d = variant.padded_head_dim
+
+    def one(x: int) -> np.ndarray:
+        return np.array([x], dtype=np.int64)
+
+    if row["kernel"] == "fwd":
+        return forward_kernel(one(tile.block_m), one(tile.block_n), d, d, 2)
+    return backward_kernel(
+        one(tile.block_m), one(tile.block_n), one(tile.dq_block_m), one(tile.dq_block_n), d, d, 2
+    )
+
+
+@dataclass
+class Rows:
+    """The rows of one target family: per loop, the terms and the lowering index."""
+
+    keys: list[str]
+    targets: list[str]
+    splits: list[str]
+    terms: list[np.ndarray]  # per loop slot: (rows, 6) accumulators, scores, chain, a, b, staging
+    paths: list[np.ndarray]  # per loop slot: (rows,) index into PATHS
+    cap: np.ndarray
+    regs: np.ndarray
+    spills: np.ndarray
+
+
+def _terms(t: LoopRegisters) -> np.ndarray:
+    return np.array(
+        [t.accumulators[0], t.scores[0], t.chain[0], t.a_fragments[0], t.b_fragments[0],
+         t.staging[0]]
+    )  # fmt: skip
+
+
+def load(path: Path) -> dict[str, Rows]:
+    """The rows both the model and the launch accept, grouped by target family."""
+    with path.open(newline="") as f:
+        data = [r for r in csv.DictReader(f) if r["status"] == "ok"]
+    groups: dict[str, dict[str, list]] = {}
+    for row in data:
+        if TARGETS[row["target"]].backend != "cuda":
+            continue
+        target = compiler_target(row["target"])
+        kernel = row_kernel(row)
+        warps = np.array([int(row["num_warps"])], dtype=np.int64)
+        stages = np.array([int(row["num_stages"])], dtype=np.int64)
+        limit = SHARED_LIMIT_BYTES[row["target"]]
+        model_smem = int(shared_bytes(kernel, target, warps, stages)[0])
+        if int(row["shared_bytes"]) > limit or model_smem > limit:
+            continue
+        g = groups.setdefault(target_family(target), {k: [] for k in Rows.__annotations__})
+        loops = [loop_registers(loop, target, warps, stages) for loop in kernel.loops]
+        g["keys"].append(row["key"])
+        g["targets"].append(row["target"])
+        g["splits"].append(row["split"])
+        g["terms"].append([_terms(t) for t in loops])
+        g["paths"].append([PATHS.index(str(path_keys(t.path)[0])) for t in loops])
+        g["cap"].append(int(target.register_cap(warps * 32)[0]))
+        g["regs"].append(int(row["regs"]))
+        g["spills"].append(int(row["spill_store_bytes"]) > 0)
+    out = {}
+    for family, g in groups.items():
+        slots = max(len(t) for t in g["terms"])
+        terms = [
+            np.array([t[min(i, len(t) - 1)] for t in g["terms"]]) for i in range(slots)
+        ]  # a one-loop kernel repeats its loop in the second slot
+        paths = [np.array([p[min(i, len(p) - 1)] for p in g["paths"]]) for i in range(slots)]
+        out[family] = Rows(
+            g["keys"], g["targets"], g["splits"], terms, paths,
+            np.array(g["cap"]), np.array(g["regs"]), np.array(g["spills"]),
+        )  # fmt: skip
+    return out
+
+
+def estimate(rows: Rows, weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The kernel's estimate (largest loop) with weights[path] = (base, scores, a, b, staging)."""
+    best = np.full(int(mask.sum()), -np.inf)
+    for terms, paths in zip(rows.terms, rows.paths, strict=True):
+        t = terms[mask]
+        w = weights[paths[mask]]
+        value = w[:, 0] + t[:, 0] + w[:, 1] * t[:, 1] + t[:, 2] + w[:, 2] * t[:, 3]
+        value = value + w[:, 3] * t[:, 4] + w[:, 4] * t[:, 5]
+        best = np.maximum(best, value)
+    return best
+
+
+def agreement(rows: Rows, live: np.ndarray, mask: np.ndarray) -> float:
+    spills = estimate(rows, live, mask) > rows.cap[mask]
+    return float(np.mean(spills == rows.spills[mask]))
+
+
+def count_error(rows: Rows, live: np.ndarray, count: np.ndarray, mask: np.ndarray) -> float:
+    quiet = mask & ~rows.spills
+    if not quiet.any():
+        return 0.0
+    predicted = predict(rows, live, count, quiet)
+    return float(np.mean(np.abs(predicted - rows.regs[quiet])))
+
+
+def predict(rows: Rows, live: np.ndarray, count: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Registers ptxas would report: the cap when the live state exceeds it, else the count."""
+    cap = rows.cap[mask]
+    spills = np.ceil(estimate(rows, live, mask)) > cap
+    counted = np.minimum(cap, np.ceil(np.maximum(estimate(rows, count, mask), 1.0)))
+    return np.where(spills, cap, counted)
+
+
+def descend(score: Callable[[np.ndarray], float], start: np.ndarray, used: list[int]) -> np.ndarray:
+    """Coordinate descent over the grid: each weight of each used lowering in turn (the
+    warpgroup lowerings have no fragment terms: their weights stay 0)."""
+    best = start.copy()
+    best[PATHS.index("warpgroup"), [TERMS.index("a_fragments"), TERMS.index("b_fragments")]] = 0
+    current = score(best)
+    for _ in range(ROUNDS):
+        for p in used:
+            for j, term in enumerate(TERMS):
+                if PATHS[p] == "warpgroup" and term in ("a_fragments", "b_fragments"):
+                    continue
+                for value in GRID[term]:
+                    trial = best.copy()
+                    trial[p, j] = value
+                    s = score(trial)
+                    if s > current:
+                        best, current = trial, s
+    return best
+
+
+def fit_family(rows: Rows, rng: random.Random) -> tuple[np.ndarray, np.ndarray]:
+    fit = np.array([s == "fit" for s in rows.splits])
+    used = sorted({int(p) for paths in rows.paths for p in paths[fit]})
+
+    def random_start() -> np.ndarray:
+        return np.array([[rng.choice(GRID[t]) for t in TERMS] for _ in PATHS])
+
+    live = max(
+        (descend(lambda w: agreement(rows, w, fit), random_start(), used) for _ in range(RESTARTS)),
+        key=lambda w: agreement(rows, w, fit),
+    )
+    count = min(
+        (
+            descend(lambda w: -count_error(rows, live, w, fit), random_start(), used)
+            for _ in range(RESTARTS)
+        ),
+        key=lambda w: count_error(rows, live, w, fit),
+    )
+    return live, count
+
+
+def figures(rows: Rows, live: np.ndarray, count: np.ndarray, mask: np.ndarray) -> str:
+    if not mask.any():
+        return "-"
+    error = np.abs(predict(rows, live, count, mask) - rows.regs[mask])
+    return (
+        f"median register error {np.median(error):.1f}, spills agree "
+        f"{agreement(rows, live, mask):.0%} of {int(mask.sum())}"
+    )
+
+
+def literal(fitted: dict[str, tuple[np.ndarray, np.ndarray, list[int]]]) -> str:
+    """The REGISTER_CONSTANTS literal."""
+
+    def weights(w: np.ndarray) -> str:
+        return (
+            f"Weights(base={w[0]:g}, scores={w[1]:g}, a_fragments={w[2]:g}, "
+            f"b_fragments={w[3]:g}, staging={w[4]:g})"
+        )
+
+    lines = ["REGISTER_CONSTANTS: dict[str, dict[str, PathConstants]] = {"]
+    for family, (live, count, used) in sorted(fitted.items()):
+        lines.append(f'    "{family}": {{')
+        for p in used:
+            lines.append(f'        "{PATHS[p]}": PathConstants(')
+            lines.append(f"            live={weights(live[p])},")
+            lines.append(f"            count={weights(count[p])},")
+            lines.append("        ),")
+        lines.append("    },")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DATA, help="the collected CSV")
+    parser.add_argument("--seed", type=int, default=21, help="the restarts' random seed")
+    args = parser.parse_args(argv)
+    if not args.data.exists():
+        parser.error(f"--data: no file {args.data}")
+    rng = random.Random(args.seed)
+    groups = load(args.data)
+    fitted = {}
+    for family in sorted(groups):
+        rows = groups[family]
+        live, count = fit_family(rows, rng)
+        fit = np.array([s == "fit" for s in rows.splits])
+        used = sorted({int(p) for paths in rows.paths for p in paths[fit]})
+        fitted[family] = (live, count, used)
+    print(literal(fitted))
+    print()
+    for family in sorted(groups):
+        rows = groups[family]
+        live, count, _ = fitted[family]
+        for target in sorted(set(rows.targets)):
+            for split in ("fit", "validation"):
+                mask = np.array(
+                    [
+                        t == target and s == split
+                        for t, s in zip(rows.targets, rows.splits, strict=True)
+                    ]
+                )
+                print(f"{target} {split}: {figures(rows, live, count, mask)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

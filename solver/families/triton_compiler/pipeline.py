@@ -1,0 +1,81 @@
+"""What a stage of Triton's software pipeliner buys: how long an iteration of a `tl.dot` loop waits
+for its streamed tile (docs/model.md 16.8).
+
+With `s = num_stages` the pipeliner issues the copy of the tile iteration i + s - 1 reads while
+iteration i computes (`ttg.async_copy_global_to_local` into s - 1 or s buffers,
+`lib/Dialect/TritonGPU/Transforms/Pipeliner/`), so a load has s - 1 iterations of the block's
+own rounds to arrive; with one stage the loop is not pipelined and the block waits for every
+load, hidden only by the other resident blocks' compute. A round of `W` cycles (every resident
+block one iteration) then waits `exposed_load_cycles(slack)` with slack (s - 1) W: solving
+W = W0 + exposed((s - 1) W), with W0 the round without waits, gives W = (W0 + Lt + spread) / s
+while the slack is below the load (the deterministic pipeline's (compute + load) / s, the mean
+delay added), and a wait that decays exponentially once the slack exceeds it.
+
+A tile's load takes its unloaded time Lt (the access latency plus the transfer at the SM's
+share of the bandwidth) plus a queueing delay that under load is not constant: the model takes
+it exponential with mean `LOAD_LATENCY_SPREAD` x Lt, so each stage beyond the one that covers
+the mean hides a little more of the tail, and stages stop mattering (in whole nanoseconds of
+the kernel) once the slack is a few spreads past the load. What a stage costs (its buffers in
+shared memory, hence blocks per SM, and the opt-in limit) is the allocation rules'
+(`shared_memory`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...space import FloatArray, IntArray
+
+# Mean queueing delay of a tile load on a loaded machine, as a share of its unloaded time
+# (latency + transfer). An estimate (no measurement on this machine): the catalog's latencies are
+# unloaded figures, and loaded latencies of GPU memory systems are known to exceed them by a
+# similar share.
+LOAD_LATENCY_SPREAD = 0.5
+NEWTON_STEPS = 12  # from below the root; converged to rounding long before
+# exp(-x) for x beyond this is below 1e-304 cycles: taken as that, not as an underflow to 0.
+EXP_ARGUMENT_CAP = 700.0
+
+
+def decay(excess: FloatArray, spread: FloatArray) -> FloatArray:
+    """exp(-max(excess, 0) / spread), the share of the exponential delay still late."""
+    return np.asarray(np.exp(-np.minimum(np.maximum(excess, 0.0) / spread, EXP_ARGUMENT_CAP)))
+
+
+def exposed_load_cycles(slack: FloatArray, load: FloatArray) -> FloatArray:
+    """Expected cycles an iteration waits for a tile requested `slack` cycles before it is read,
+    whose load takes `load` cycles plus an exponential delay of mean LOAD_LATENCY_SPREAD x load:
+    the wait E[max(0, load + delay - slack)]."""
+    spread = np.maximum(LOAD_LATENCY_SPREAD * load, 1e-9)
+    late = load - slack + spread
+    tail = spread * decay(slack - load, spread)
+    return np.asarray(np.where(slack < load, late, tail))
+
+
+def pipelined_round(
+    work: FloatArray, compute: FloatArray, load: FloatArray, stages: IntArray
+) -> tuple[FloatArray, FloatArray]:
+    """The round W of a loop whose resident blocks need `work` cycles without waiting (their
+    compute or the bandwidth), one block's `compute` cycles per iteration, `load` cycles per
+    tile, and `stages` pipeline stages; and the wait per round.
+
+    s >= 2: W = work + exposed((s - 1) W). While the slack (s - 1) W is below the load the
+    wait is linear and W = (work + load + spread) / s exactly; past it W solves W = work +
+    spread exp(-((s - 1) W - load) / spread), found by Newton's method from max(work, load /
+    (s - 1)), which lies below the root: the left side minus the right is increasing and
+    concave in W, so the steps rise to the root without passing it.
+    s = 1: the other blocks' compute (work - compute) is the only slack. The wait is counted
+    in whole cycles."""
+    s = stages.astype(np.float64)
+    ahead = np.maximum(s - 1.0, 1.0)
+    unpipelined = work + exposed_load_cycles(np.maximum(work - compute, 0.0), load)
+    spread = np.maximum(LOAD_LATENCY_SPREAD * load, 1e-9)
+    linear = (work + load + spread) / np.maximum(s, 1.0)
+    w = np.maximum(work, load / ahead)
+    for _ in range(NEWTON_STEPS):
+        delay = spread * decay(ahead * w - load, spread)
+        w = w - (w - work - delay) / (1.0 + ahead * delay / spread)
+    pipelined = np.where((s - 1.0) * linear < load, linear, w)
+    # A wait of less than a cycle per round is none: whole cycles keep stage counts that hide
+    # the load equally well at exactly the same time (no sub-nanosecond ranking noise).
+    wait = np.floor(np.where(stages > 1, pipelined, unpipelined) - work)
+    return np.asarray(work + wait), np.asarray(wait)

@@ -1,0 +1,225 @@
+"""The shared memory (LDS on AMD) Triton 3.9 allocates for a kernel of `tl.dot` loops: the
+`metadata.shared` its launch asks for, which the launcher compares with the device's opt-in
+per-block limit (`OutOfResources: shared memory, Required: ...`).
+
+Triton allocates one arena per kernel from a liveness analysis (`lib/Analysis/Allocation.cpp`):
+buffers whose lifetimes do not overlap share bytes, so the figure is the peak over program points
+and, for loops run one after another, the largest loop's. Per loop, with `s = num_stages`, the
+operand element size e and sizes in elements (docs/model.md 16.2 and 16.7 state each rule with the
+compiled evidence):
+
+- **pipelined, mma.sync** (cc 8.x, 12.x; cc 9.x/10.x off the warpgroup rule): every resident
+  operand stays in shared memory for the whole loop (its dot operand is re-read from there each
+  iteration); every streamed operand gets s - 1 buffers and every streamed row vector s - 1
+  buffers (the copy for iteration i + s - 1 is issued while iteration i computes; mma.sync has
+  read the tile into registers before the copy into its slot is issued). Triton lays a chained
+  loop's warps along the rows of the consuming dot's result when rows >= its columns, else along
+  its columns (`warpsPerTileV2`, chained dots); in the second case the chained tile (P) crosses
+  warps through shared memory: rows x cols x e more, at the consuming dot.
+- **pipelined, wgmma and tcgen05** (warpgroup MMAs, which read both operands from shared memory
+  while they run): s buffers of every streamed operand (tcgen05: one more for each further MMA
+  that reads it, the MMAs being asynchronous), s - 1 of every row vector; the chained tile
+  stays in registers. tcgen05 adds its mbarriers and the 1 KiB alignment of the swizzled
+  operand placed after them (`TCGEN05_BARRIER_BYTES`, observed 8 to 1,024 bytes).
+- **not pipelined** (num_stages = 1): the loads are plain loads; an operand a dot reads as stored
+  is written to one buffer, alive from its load to its last such read; on mma.sync an operand
+  read through `tl.trans` is transposed by a layout conversion whose scratch (`_transpose_
+  scratch`) lives only at the load. The peak is taken over the loads and dots in program order.
+- **FMA** (below cc 8.0: no pipeliner, no tensor cores): the operands are promoted to fp32 and
+  staged through shared memory one at a time, the resident ones for the whole loop: the
+  resident operands plus the largest other dot operand (a streamed tile or the chained tile), 4
+  bytes an element.
+- **AMD** (LDS; gfx942, gfx950): resident operands pass through LDS once, before the loop, and
+  then live in registers (MFMA operands), so they never coexist with the loop's buffers; the
+  stream pipeliner keeps `AMD_PIPELINE_BUFFERS` buffers of each streamed operand (gfx942:
+  s - 1, gfx950: s, both the two-stage count at 4 stages) and row vectors stay out of LDS; one
+  stage passes each operand through LDS on its own (`amd_lds_bytes`; stated for the AMD
+  issue, no ROCm device kind exists yet; the AMD backward's chained tiles and gfx950's padding
+  are not stated exactly).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...space import BoolArray, IntArray
+from .loops import AttentionKernel, DotLoop, Operand, as_array
+from .target import CompilerTarget, DotPath, warpgroup_path
+
+FMA_ELEMENT_BYTES = 4  # the FMA path promotes dot operands to fp32 (decomposeMixedModeDotOp)
+TCGEN05_BARRIER_BYTES = 1024  # tcgen05's mbarriers and the swizzled operand's 1 KiB alignment
+# The transposing layout conversion of an unpipelined mma.sync loop moves 8 rows of the tile
+# per distinct warp slice a round, and at least one 16-byte vector per thread
+# (getNumScratchElemsSwizzledCvt: the tile divided by its rounds; docs/model.md 16.7).
+TRANSPOSE_ROWS_PER_ROUND = 8
+TRANSPOSE_BYTES_PER_THREAD = 16
+# Buffers of each streamed operand the AMD stream pipeliner keeps per num_stages, as compiled
+# (gfx942 keeps s - 1, gfx950 s, and both keep the two-stage count at 4 stages).
+AMD_PIPELINE_BUFFERS = {
+    "gfx942": {1: 1, 2: 1, 3: 2, 4: 1, 5: 4},
+    "gfx950": {1: 1, 2: 2, 3: 3, 4: 2, 5: 5},
+}
+AMD_GFX950_PAD_DIVISOR = 16  # gfx950 pads its LDS buffers by about 1/16 (observed 1/16.3)
+
+
+def shared_bytes(
+    kernel: AttentionKernel, target: CompilerTarget, warps: IntArray, stages: IntArray
+) -> IntArray:
+    """Dynamic shared memory (LDS) of one block, bytes: the largest loop's arena."""
+    per_loop = [loop_shared_bytes(loop, target, warps, stages) for loop in kernel.loops]
+    return np.asarray(np.max(per_loop, axis=0), dtype=np.int64)
+
+
+def loop_shared_bytes(
+    loop: DotLoop, target: CompilerTarget, warps: IntArray, stages: IntArray
+) -> IntArray:
+    """The arena of one loop, bytes (the module docstring's rules)."""
+    n = len(warps)
+    if target.is_amd:
+        return amd_lds_bytes(loop, target, stages)
+    if not target.pipelines:
+        return _fma_bytes(loop, n)
+    path = target.dot_path(as_array(loop.rows, n), warps)
+    warpgroup = warpgroup_path(path)
+    along_rows = warps_along_rows(loop, warps)
+    pipelined = np.select(
+        [np.asarray(path == DotPath.TCGEN05), warpgroup],
+        [_pipelined_bytes(loop, stages, "tcgen05"), _pipelined_bytes(loop, stages, "wgmma")],
+        _pipelined_bytes(loop, stages, "mma.sync"),
+    )
+    pipelined = pipelined + np.where(warpgroup, 0, np.where(along_rows, 0, _chain_bytes(loop, n)))
+    unpipelined = np.where(
+        warpgroup,
+        _unpipelined_bytes(loop, warps, along_rows, warpgroup=True),
+        _unpipelined_bytes(loop, warps, along_rows, warpgroup=False),
+    )
+    out = np.where(stages > 1, pipelined, unpipelined)
+    out = out + np.where(path == DotPath.TCGEN05, TCGEN05_BARRIER_BYTES, 0)
+    return np.asarray(out, dtype=np.int64)
+
+
+def warps_along_rows(loop: DotLoop, warps: IntArray) -> BoolArray:
+    """Whether Triton lays the loop's warps along the rows of its dots (mma.sync): one warp, or
+    a chain whose consuming dot has at least as many result rows as columns (warpsPerTileV2:
+    a chained dot gets [warps, 1] when shape[0] >= shape[1], else [1, warps])."""
+    n = len(warps)
+    rows = as_array(loop.chain.rows, n)
+    cols = as_array(loop.chain.out_cols, n)
+    return np.asarray((warps == 1) | (rows >= cols))
+
+
+def _tile_bytes(operand: Operand, n: int, elem: int) -> IntArray:
+    return as_array(operand.rows, n) * as_array(operand.cols, n) * elem
+
+
+def _chain_bytes(loop: DotLoop, n: int, elem: int | None = None) -> IntArray:
+    """The chained tile (P), bytes."""
+    e = loop.elem_bytes if elem is None else elem
+    return as_array(loop.chain.rows, n) * as_array(loop.chain.cols, n) * e
+
+
+def _vector_bytes(loop: DotLoop, n: int) -> IntArray:
+    total = np.zeros(n, dtype=np.int64)
+    for vector in loop.vectors:
+        total = total + as_array(vector.rows, n) * vector.bytes_per_row
+    return total
+
+
+def _pipelined_bytes(loop: DotLoop, stages: IntArray, lowering: str) -> IntArray:
+    """Resident operands, the streamed operands' buffers and the row vectors' (s - 1 each):
+    s - 1 buffers of a streamed operand on mma.sync, s on wgmma, and on tcgen05 s plus one for
+    each further MMA that reads the operand (the asynchronous MMAs still read the oldest buffer
+    when the next copy is issued)."""
+    n = len(stages)
+    e = loop.elem_bytes
+    resident = sum((_tile_bytes(o, n, e) for o in loop.resident()), np.zeros(n, np.int64))
+    ring = np.zeros(n, dtype=np.int64)
+    for o in loop.streamed():
+        readers = len(set(o.plain_uses) | set(o.transposed_uses))
+        buffers = {"mma.sync": stages - 1, "wgmma": stages, "tcgen05": stages + readers - 1}
+        ring = ring + buffers[lowering] * _tile_bytes(o, n, e)
+    return np.asarray(resident + ring + (stages - 1) * _vector_bytes(loop, n))
+
+
+def _transpose_scratch(
+    operand: Operand, n: int, elem: int, warps: IntArray, along_rows: BoolArray, threads: IntArray
+) -> IntArray:
+    """Scratch of the layout conversion that transposes an operand in an unpipelined mma.sync
+    loop, bytes: 8 rows of the tile per round (8 per warp when the warps lie along the columns),
+    at least 16 bytes per thread, at most the tile."""
+    rows = as_array(operand.rows, n)
+    row_bytes = as_array(operand.cols, n) * elem
+    per_round = np.where(
+        along_rows,
+        np.maximum(TRANSPOSE_ROWS_PER_ROUND * row_bytes, TRANSPOSE_BYTES_PER_THREAD * threads),
+        TRANSPOSE_ROWS_PER_ROUND * warps * row_bytes,
+    )
+    return np.asarray(np.minimum(rows * row_bytes, per_round), dtype=np.int64)
+
+
+def _unpipelined_bytes(
+    loop: DotLoop, warps: IntArray, along_rows: BoolArray, *, warpgroup: bool
+) -> IntArray:
+    """The peak over the loads and dots of an iteration in program order (num_stages = 1)."""
+    n = len(warps)
+    e = loop.elem_bytes
+    threads = warps * 32
+    resident = sum((_tile_bytes(o, n, e) for o in loop.resident()), np.zeros(n, np.int64))
+
+    def buffered_until(o: Operand) -> int | None:
+        """The last dot that reads the operand's buffer (None: it has none)."""
+        if warpgroup:
+            return o.last_use
+        return max(o.plain_uses) if o.plain_uses else None
+
+    streamed = loop.streamed()
+    peak = resident.copy()
+    for dot in range(loop.dots):
+        live = resident.copy()
+        for o in streamed:  # buffers loaded earlier and still to be read
+            until = buffered_until(o)
+            if o.loaded_before < dot and until is not None and until >= dot:
+                live = live + _tile_bytes(o, n, e)
+        for o in streamed:  # the loads issued before this dot, in declaration order
+            if o.loaded_before != dot:
+                continue
+            if buffered_until(o) is not None:
+                live = live + _tile_bytes(o, n, e)
+            peak = np.maximum(peak, live)
+            if o.transposed_uses and not warpgroup:
+                scratch = _transpose_scratch(o, n, e, warps, along_rows, threads)
+                peak = np.maximum(peak, live + scratch)
+        at_dot = live
+        if dot in loop.chain.consumers and not warpgroup:
+            at_dot = at_dot + np.where(along_rows, 0, _chain_bytes(loop, n))
+        peak = np.maximum(peak, at_dot)
+    return np.asarray(peak, dtype=np.int64)
+
+
+def _fma_bytes(loop: DotLoop, n: int) -> IntArray:
+    """Below cc 8.0: the resident operands in fp32 plus the largest other dot operand."""
+    e = FMA_ELEMENT_BYTES
+    resident = sum((_tile_bytes(o, n, e) for o in loop.resident()), np.zeros(n, np.int64))
+    others = [_tile_bytes(o, n, e) for o in loop.streamed()] + [_chain_bytes(loop, n, e)]
+    return np.asarray(resident + np.max(others, axis=0), dtype=np.int64)
+
+
+def amd_lds_bytes(loop: DotLoop, target: CompilerTarget, stages: IntArray) -> IntArray:
+    """LDS of one loop on gfx942/gfx950, bytes: the larger of the resident operands (staged
+    once before the loop, then MFMA operands in registers) and the loop's own buffers. With one
+    stage each operand passes through LDS on its own (the largest one); pipelined, the
+    streamed operands' buffers (`AMD_PIPELINE_BUFFERS`; gfx950 pads them by about 1/16 against
+    bank conflicts). A first statement for the AMD issue: docs/model.md 16.7 gives how often
+    it is exact (the forward on gfx942 mostly; the backward and gfx950 seldom)."""
+    n = len(stages)
+    e = loop.elem_bytes
+    resident = sum((_tile_bytes(o, n, e) for o in loop.resident()), np.zeros(n, np.int64))
+    streamed = sum((_tile_bytes(o, n, e) for o in loop.streamed()), np.zeros(n, np.int64))
+    single = np.max([_tile_bytes(o, n, e) for o in loop.operands], axis=0)
+    table = AMD_PIPELINE_BUFFERS[target.name]
+    buffers = np.array([table[int(x)] for x in np.clip(stages, 1, 5)], dtype=np.int64)
+    ring = buffers * streamed
+    if target.name == "gfx950":
+        ring = ring + ring // AMD_GFX950_PAD_DIVISOR
+    pipelined = np.maximum(resident, ring)
+    return np.asarray(np.where(stages > 1, pipelined, np.maximum(resident, single)), np.int64)
