@@ -27,6 +27,11 @@ num_splits enlarges the space, against its own target: cold CP-SAT top-5 median 
 p95 under 50 ms. An fa4 block (`build_fa4_cases`, its own set and fingerprint: issue 25) times
 FlashAttention-4 on the five Blackwell parts, forward (the devices' default family) and decode,
 against the same target.
+
+An AMD block (`build_amd_cases`, its own set and fingerprint: the sets above are unchanged)
+times the AMD Instinct parts' default family (ck) over head dims 64, 128 and 256, fp16, bf16 and
+fp8, causal and not, against the issue-26 target: cold CP-SAT top-5 median under 20 ms and p95
+under 50 ms.
 """
 
 from __future__ import annotations
@@ -64,6 +69,7 @@ TARGET_BACKWARD_MEDIAN_MS = 20.0
 TARGET_BACKWARD_P95_MS = 50.0
 TARGET_DECODE_P95_MS = 50.0
 TARGET_FA4_P95_MS = 50.0
+TARGET_AMD_P95_MS = 50.0  # issue 26: the AMD families' cold CP-SAT p95
 
 # ---- the problem set ---------------------------------------------------------------------------
 # A fixed arithmetic rule (no random generator, so no dependence on a library's stream): problem
@@ -216,6 +222,28 @@ def build_cases() -> list[Case]:
 ASCEND_HARDWARE = ("ascend-910b", "ascend-910", "ascend-310p3")
 ASCEND_PER_HARDWARE = 6
 ASCEND_HEAD_DIMS = (64, 80, 96, 128, 192, 256)
+
+
+AMD_HARDWARE = ("mi300x", "mi325x", "mi355x")
+AMD_HEAD_DIMS = (64, 128, 256)
+AMD_DTYPES = ("fp16", "bf16", "fp8")
+AMD_PER_HARDWARE = 12
+
+
+def build_amd_cases() -> list[Case]:
+    """The AMD block: 12 problems per Instinct part, by the same arithmetic rule (no dropout:
+    the ck model has none), each head dim with each dtype and both masks over the block."""
+    cases: list[Case] = []
+    for h, hw in enumerate(AMD_HARDWARE):
+        for j in range(AMD_PER_HARDWARE):
+            i = 600 + h * AMD_PER_HARDWARE + j
+            shape = _shape(i)
+            shape["head_dim"] = AMD_HEAD_DIMS[j % len(AMD_HEAD_DIMS)]
+            shape["dtype"] = AMD_DTYPES[(j // len(AMD_HEAD_DIMS) + h) % len(AMD_DTYPES)]
+            shape["causal"] = j % 2 == 0
+            shape["dropout"] = 0.0
+            cases.append(Case(f"amd-{i - 600:02d}", hw, None, AttentionProblem(**shape)))
+    return cases
 
 
 def build_ascend_cases() -> list[Case]:
@@ -448,6 +476,8 @@ def warm_up() -> None:
         for problem in (throwaway, step):
             for engine in ENGINES:
                 solve(problem, hardware, SolveOptions(engine=engine, top_k=TOP_K, kernel="fa4"))
+    for engine in ENGINES:
+        solve(throwaway, "mi300x", SolveOptions(engine=engine, top_k=TOP_K))
 
 
 def run(cases: list[Case], repeats: int, progress: bool) -> dict[str, dict[str, EngineRuns]]:
@@ -838,6 +868,12 @@ def main(argv: list[str] | None = None) -> int:
         d for c in fa4_cases if (d := disagreement(c, fa4_results[c.name])) is not None
     ]
     fa4_stats = summary(fa4_cases, fa4_results)
+    amd_cases = build_amd_cases()
+    amd_results = run(amd_cases, args.repeats, progress=sys.stderr.isatty())
+    amd_disagreements = [
+        d for c in amd_cases if (d := disagreement(c, amd_results[c.name])) is not None
+    ]
+    amd_stats = summary(amd_cases, amd_results)
     if args.json:
         doc = to_json(ctx, cases, results, stats, disagreements)
         doc["ascend_group"] = to_json(
@@ -857,6 +893,10 @@ def main(argv: list[str] | None = None) -> int:
             context(fa4_cases, args.repeats), fa4_cases, fa4_results, fa4_stats, fa4_disagreements
         )
         doc["fa4"]["target_p95_ms"] = TARGET_FA4_P95_MS
+        doc["amd"] = to_json(
+            context(amd_cases, args.repeats), amd_cases, amd_results, amd_stats, amd_disagreements
+        )
+        doc["amd"]["target_p95_ms"] = TARGET_AMD_P95_MS
         json.dump(doc, sys.stdout, indent=2)
         print()
     else:
@@ -879,12 +919,17 @@ def main(argv: list[str] | None = None) -> int:
         print_decode_report(
             fa4_cases, fa4_results, fa4_stats, fa4_disagreements, "fa4", TARGET_FA4_P95_MS
         )
+        print()
+        print_decode_report(
+            amd_cases, amd_results, amd_stats, amd_disagreements, "amd", TARGET_AMD_P95_MS
+        )
     failed = (
         disagreements
         or ascend_disagreements
         or bwd_disagreements
         or decode_disagreements
         or fa4_disagreements
+        or amd_disagreements
     )
     return 1 if failed else 0
 
@@ -897,7 +942,7 @@ def print_decode_report(
     block: str = "decode",
     p95_target_ms: float = TARGET_DECODE_P95_MS,
 ) -> None:
-    """A block of its own (decode, fa4): its own set, the same columns, and its target."""
+    """A block of its own (decode, fa4, amd): its own set, the same columns, and its target."""
     print(f"{block} block: problems {len(cases)} (set {fingerprint(cases)}), same timing")
     header = (
         f"{'family':<10} {'spaces':>14} {'engine':<11} {'problems':>8} {'median ms':>10} "

@@ -92,6 +92,7 @@ def _summary_dict(summary: HardwareSummary) -> dict[str, object]:
         "compute_capability": summary.compute_capability,
         "sm_count": units if summary.arch == "cuda" else None,
         "ai_core_count": units if summary.arch == "ascend" else None,
+        "cu_count": units if summary.arch == "rocm" else None,
         "default_kernel": summary.default_kernel,
         "aliases": list(summary.aliases),
     }

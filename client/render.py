@@ -353,6 +353,7 @@ def hardware_summary(spec: HardwareSpec) -> dict[str, object]:
         "compute_capability": getattr(getattr(spec, "sm", None), "compute_capability", None),
         "sm_count": spec.compute_units if spec.arch == "cuda" else None,
         "ai_core_count": spec.compute_units if spec.arch == "ascend" else None,
+        "cu_count": spec.compute_units if spec.arch == "rocm" else None,
         "default_kernel": spec.default_kernel,
         "aliases": list(spec.aliases),
     }
@@ -364,7 +365,8 @@ def hardware_list_report(
     """The catalog table, from `hardware_summary` objects (in-process or from a server)."""
     rows = []
     for entry in summaries:
-        units = entry["sm_count"] if entry["sm_count"] is not None else entry["ai_core_count"]
+        counts = (entry["sm_count"], entry["ai_core_count"], entry.get("cu_count"))
+        units = next((count for count in counts if count is not None), None)
         aliases = entry["aliases"]
         rows.append(
             [
@@ -384,15 +386,19 @@ def hardware_list_report(
         shrink=frozenset({1, 6}),
     )
     lines.append("")
-    lines.append(
-        f"{len(summaries)} devices, catalog {catalog_version}; SMs/cores: AI cores on Ascend"
+    lines.extend(
+        wrap(
+            f"{len(summaries)} devices, catalog {catalog_version}; SMs/cores: AI cores on "
+            "Ascend, compute units (CUs) on ROCm",
+            "",
+        )
     )
     return lines
 
 
 # The sections a device may carry (solver.hardware.DEVICE_SECTIONS; not imported: the solver
 # loads numpy and pydantic, and `hardware show` should start fast).
-_SECTIONS = ("memory", "sm", "throughput", "ascend")
+_SECTIONS = ("memory", "sm", "throughput", "ascend", "rocm")
 
 
 def ordered_sources(spec: HardwareSpec) -> dict[str, str]:

@@ -186,6 +186,19 @@ class KernelFamily(ABC):
         configuration: every rule it breaks, as '<constraint>: <why>' (empty if none)."""
 
 
+def cuda_only_options(options: SolveOptions) -> list[str]:
+    """The CLI flags of the options set that only a CUDA device's residency rules read
+    (a family of another device kind ignores them and says so in its notes)."""
+    return [
+        flag
+        for flag, value in (
+            ("--max-smem", options.max_smem),
+            ("--min-blocks-per-sm", options.min_blocks_per_sm),
+        )
+        if value is not None
+    ]
+
+
 def pow2_range(lo: int, hi: int) -> tuple[int, ...]:
     """Powers of two from lo to hi inclusive."""
     out = []

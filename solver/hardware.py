@@ -242,6 +242,25 @@ class MemorySystem(BaseModel):
         return self.dram_bandwidth_gb_per_s * 1e9 * self.dram_achievable_fraction
 
 
+def check_unconfirmed_paths(section: BaseModel, name: str, paths: tuple[str, ...]) -> None:
+    """A device section's `unconfirmed_fields`: '<name>.<field>' or 'memory.<field>' paths,
+    none repeated, each naming a field that exists and (in the section) carries a figure."""
+    if len(set(paths)) != len(paths):
+        raise ValueError("unconfirmed_fields must not repeat a path")
+    sections: dict[str, type[BaseModel]] = {name: type(section), "memory": MemorySystem}
+    article = "an" if name[0] in "aeiou" else "a"
+    for path in paths:
+        prefix, _, field = path.partition(".")
+        model = sections.get(prefix)
+        if model is None or field not in model.model_fields or field == "unconfirmed_fields":
+            raise ValueError(
+                f"unconfirmed_fields: {path!r} is not {article} '{name}.<field>' or "
+                "'memory.<field>' path"
+            )
+        if prefix == name and getattr(section, field) is None:
+            raise ValueError(f"unconfirmed_fields: {path!r} has no figure (it is None)")
+
+
 class AscendCore(BaseModel):
     """A Huawei DaVinci AI core and how many of them a chip has (used by the `ascend` family).
 
@@ -408,19 +427,180 @@ class AscendCore(BaseModel):
         return self
 
     def _check_unconfirmed(self) -> None:
-        if len(set(self.unconfirmed_fields)) != len(self.unconfirmed_fields):
-            raise ValueError("unconfirmed_fields must not repeat a path")
-        sections: dict[str, type[BaseModel]] = {"ascend": AscendCore, "memory": MemorySystem}
-        for path in self.unconfirmed_fields:
-            section, _, field = path.partition(".")
-            model = sections.get(section)
-            if model is None or field not in model.model_fields or field == "unconfirmed_fields":
-                raise ValueError(
-                    f"unconfirmed_fields: {path!r} is not an 'ascend.<field>' or "
-                    "'memory.<field>' path"
-                )
-            if section == "ascend" and getattr(self, field) is None:
-                raise ValueError(f"unconfirmed_fields: {path!r} has no figure (it is None)")
+        check_unconfirmed_paths(self, "ascend", self.unconfirmed_fields)
+
+
+class RocmCompute(BaseModel):
+    """An AMD Instinct GPU's compute units as the occupancy rules and the cost models read them
+    (used by the `ck` family; docs/model.md section 19).
+
+    A compute unit (CU) has `simds_per_cu` SIMDs (LLVM's "execution units", EUs); a wavefront of
+    `wavefront_lanes` lanes runs on one SIMD, and the waves resident on a SIMD share its unified
+    register file of `vgprs_per_simd_lane` entries per lane, which a wave allocates as
+    architectural VGPRs plus accumulation registers (AGPRs) in granules. CUs are grouped into
+    XCDs (accelerator complex dies), each with its own L2; the Infinity Cache (MALL) sits behind
+    all of them. Rates are per CU per engine clock unless a name says otherwise.
+    """
+
+    model_config = _FROZEN
+
+    gfx_target: str = Field(
+        pattern=r"^gfx[0-9]{2,3}[0-9a-f]$", description="the LLVM target, e.g. 'gfx942'"
+    )
+    cu_count: int = Field(ge=1, le=4096, description="active compute units (1 to 4096)")
+    xcd_count: int = Field(
+        ge=1, le=64, description="accelerator complex dies, each with its own L2 (1 to 64)"
+    )
+    simds_per_cu: int = Field(ge=1, le=16, description="SIMDs (execution units) per CU (1 to 16)")
+    wavefront_lanes: int = Field(
+        ge=16, le=128, description="threads (lanes) of one wavefront (16 to 128)"
+    )
+    max_waves_per_simd: int = Field(
+        ge=1, le=32, description="wave slots of one SIMD (1 to 32 waves)"
+    )
+    max_workgroup_threads: int = Field(
+        ge=64, le=4096, description="work-items of one workgroup (64 to 4096 threads)"
+    )
+    vgprs_per_simd_lane: int = Field(
+        ge=64,
+        le=4096,
+        description="entries of a SIMD's unified VGPR+AGPR file per lane, shared by its "
+        "resident waves (64 to 4096 registers)",
+    )
+    max_arch_vgprs_per_wave: int = Field(
+        ge=8, le=1024, description="architectural VGPRs one wave can address (8 to 1024 regs)"
+    )
+    max_agprs_per_wave: int = Field(
+        ge=0, le=1024, description="accumulation registers one wave can address (0 to 1024 regs)"
+    )
+    vgpr_alloc_granule_regs: int = Field(
+        ge=1, le=64, description="a wave's VGPR+AGPR total is allocated in this many (1 to 64 regs)"
+    )
+    agpr_alignment_regs: int = Field(
+        ge=1,
+        le=64,
+        description="with AGPRs, the architectural VGPRs are first aligned to this many "
+        "(1 to 64 regs)",
+    )
+    sgprs_per_simd: int = Field(
+        ge=16, le=16384, description="scalar registers of one SIMD (16 to 16,384 regs)"
+    )
+    max_sgprs_per_wave: int = Field(
+        ge=8, le=1024, description="scalar registers one wave can address (8 to 1024 regs)"
+    )
+    sgpr_alloc_granule_regs: int = Field(
+        ge=1, le=64, description="SGPRs are allocated per wave in this many (1 to 64 regs)"
+    )
+    lds_per_cu_bytes: int = Field(
+        ge=1024, le=16 << 20, description="local data share per CU, bytes (1 KiB to 16 MiB)"
+    )
+    lds_per_workgroup_bytes: int = Field(
+        ge=1024,
+        le=16 << 20,
+        description="the most LDS one workgroup may allocate, bytes (1 KiB to 16 MiB)",
+    )
+    lds_alloc_granule_bytes: int = Field(
+        ge=4,
+        le=65536,
+        description="LDS is allocated per workgroup in this many bytes (4 to 64 KiB)",
+    )
+    lds_bandwidth_bytes_per_clk_per_cu: int = Field(
+        ge=1, le=4096, description="LDS read bandwidth of one CU, bytes/cycle (1 to 4096)"
+    )
+    engine_clock_mhz: float = Field(
+        ge=100, le=10_000, description="peak engine clock, MHz (100 MHz to 10 GHz)"
+    )
+    mfma_fp16_dense_tflops: float = Field(
+        ge=0.1, le=100_000, description="dense FP16 MFMA peak, FP32 accumulate, TFLOP/s"
+    )
+    mfma_bf16_dense_tflops: float = Field(
+        ge=0.1, le=100_000, description="dense BF16 MFMA peak, FP32 accumulate, TFLOP/s"
+    )
+    mfma_fp8_dense_tflops: float | None = Field(
+        None, ge=0.1, le=200_000, description="dense FP8 MFMA peak, TFLOP/s; None: no FP8 MFMA"
+    )
+    fp8_format: Literal["e4m3fnuz", "e4m3"] | None = Field(
+        None,
+        description="the FP8 format the MFMA takes: 'e4m3fnuz' (gfx942) or OCP 'e4m3' "
+        "(gfx950); None exactly when there is no FP8 MFMA",
+    )
+    mfma_nonk_dims: tuple[Annotated[int, Field(ge=4, le=64)], ...] = Field(
+        min_length=1,
+        max_length=8,
+        description="M = N edges of the MFMA instructions, elements (e.g. 16, 32: "
+        "mfma_16x16, mfma_32x32), 4 to 64 each, increasing",
+    )
+    valu_fp32_tflops: float = Field(
+        ge=0.01, le=10_000, description="vector ALU FP32 peak (packed FMA), TFLOP/s"
+    )
+    transcendental_ops_per_clk_per_cu: int = Field(
+        ge=1, le=4096, description="exp2 results per cycle per CU (1 to 4096)"
+    )
+    l2_per_xcd_bytes: int = Field(
+        ge=0, le=1 << 30, description="L2 of one XCD, private to its CUs, bytes (0 to 1 GiB)"
+    )
+    infinity_cache_bytes: int = Field(
+        ge=0, le=1 << 34, description="Infinity Cache (MALL) of the device, bytes (0 to 16 GiB)"
+    )
+    unconfirmed_fields: tuple[str, ...] = Field(
+        (),
+        max_length=128,
+        description="'rocm.<field>' or 'memory.<field>' paths whose figures are not "
+        "confirmed by a primary source (secondary quotes, derivations, assumptions)",
+    )
+
+    @property
+    def waves_per_cu(self) -> int:
+        """Wave slots of one CU."""
+        return self.simds_per_cu * self.max_waves_per_simd
+
+    @property
+    def cus_per_xcd(self) -> int:
+        return self.cu_count // self.xcd_count
+
+    def mfma_tflops(self, dtype_bytes: int, bf16: bool = False) -> float:
+        """The dense MFMA peak for an input element size (1 = fp8, 2 = fp16/bf16), TFLOP/s."""
+        if dtype_bytes == 1 and self.mfma_fp8_dense_tflops is not None:
+            return self.mfma_fp8_dense_tflops
+        return self.mfma_bf16_dense_tflops if bf16 else self.mfma_fp16_dense_tflops
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RocmCompute:
+        """The limits agree with each other; `unconfirmed_fields` names real figures."""
+        if self.cu_count % self.xcd_count:
+            raise ValueError(
+                f"cu_count ({self.cu_count}) must be a multiple of xcd_count ({self.xcd_count})"
+            )
+        if self.lds_per_workgroup_bytes > self.lds_per_cu_bytes:
+            raise ValueError("lds_per_workgroup_bytes must not exceed lds_per_cu_bytes")
+        if self.lds_per_cu_bytes % self.lds_alloc_granule_bytes:
+            raise ValueError("lds_per_cu_bytes must be a whole number of lds_alloc_granule_bytes")
+        if self.max_workgroup_threads % self.wavefront_lanes:
+            raise ValueError("max_workgroup_threads must be a multiple of wavefront_lanes")
+        waves = self.max_workgroup_threads // self.wavefront_lanes
+        if waves > self.waves_per_cu:
+            raise ValueError(
+                f"a workgroup of max_workgroup_threads ({waves} waves) must fit the CU's "
+                f"simds_per_cu x max_waves_per_simd ({self.waves_per_cu}) wave slots"
+            )
+        if self.max_arch_vgprs_per_wave > self.vgprs_per_simd_lane:
+            raise ValueError("max_arch_vgprs_per_wave must not exceed vgprs_per_simd_lane")
+        if self.max_arch_vgprs_per_wave + self.max_agprs_per_wave > self.vgprs_per_simd_lane:
+            raise ValueError(
+                "max_arch_vgprs_per_wave + max_agprs_per_wave must not exceed "
+                "vgprs_per_simd_lane (one unified file)"
+            )
+        if self.max_sgprs_per_wave > self.sgprs_per_simd:
+            raise ValueError("max_sgprs_per_wave must not exceed sgprs_per_simd")
+        if list(self.mfma_nonk_dims) != sorted(set(self.mfma_nonk_dims)):
+            raise ValueError("mfma_nonk_dims must be strictly increasing")
+        if (self.mfma_fp8_dense_tflops is None) != (self.fp8_format is None):
+            raise ValueError(
+                "fp8_format and mfma_fp8_dense_tflops go together: give both (a part with "
+                "FP8 MFMA) or neither"
+            )
+        check_unconfirmed_paths(self, "rocm", self.unconfirmed_fields)
+        return self
 
 
 class _Device(BaseModel):
@@ -492,15 +672,40 @@ class AscendDevice(_Device):
         return self.ascend.ai_core_count
 
 
+class RocmDevice(_Device):
+    """An AMD Instinct GPU: compute units with AMD's occupancy rules (wavefronts, a unified
+    VGPR+AGPR file per SIMD, LDS per CU), grouped into XCDs."""
+
+    arch: Literal["rocm"]
+    rocm: RocmCompute
+
+    @property
+    def compute_units(self) -> int:
+        """Compute units (CUs)."""
+        return self.rocm.cu_count
+
+    @model_validator(mode="after")
+    def _l2_is_per_xcd(self) -> RocmDevice:
+        """The device's L2 is the XCDs' L2s together."""
+        total = self.rocm.l2_per_xcd_bytes * self.rocm.xcd_count
+        if self.memory.l2_bytes != total:
+            raise ValueError(
+                f"memory.l2_bytes ({self.memory.l2_bytes}) must equal rocm.l2_per_xcd_bytes x "
+                f"rocm.xcd_count ({total})"
+            )
+        return self
+
+
 # One accelerator, as the model sees it: a discriminated union on `arch`. Shared code reads only
 # the common fields; a kernel family narrows to the device kind it runs on.
-HardwareSpec = CudaDevice | AscendDevice
-DEVICE_KINDS: dict[str, type[CudaDevice] | type[AscendDevice]] = {
+HardwareSpec = CudaDevice | AscendDevice | RocmDevice
+DEVICE_KINDS: dict[str, type[CudaDevice] | type[AscendDevice] | type[RocmDevice]] = {
     "cuda": CudaDevice,
     "ascend": AscendDevice,
+    "rocm": RocmDevice,
 }
 # The sections a device may carry, in the order `hardware show` prints them.
-DEVICE_SECTIONS = ("memory", "sm", "throughput", "ascend")
+DEVICE_SECTIONS = ("memory", "sm", "throughput", "ascend", "rocm")
 
 
 def parse_hardware(data: Any) -> HardwareSpec:

@@ -309,8 +309,9 @@ def occupancy_device(spec: HardwareSpec, cuda_names: Sequence[str] | None = None
         [
             FieldViolation(
                 "hardware",
-                f"{spec.name} is an {spec.arch} device; occupancy (resident blocks per SM) is "
-                f"a CUDA notion; allowed: a CUDA device such as {', '.join(sorted(cuda_names))}",
+                f"{spec.name} is {'an' if spec.arch[0] in 'aeiou' else 'a'} {spec.arch} device; "
+                "occupancy (resident blocks per SM) is a CUDA notion; allowed: a CUDA device "
+                f"such as {', '.join(sorted(cuda_names))}",
             )
         ]
     )

@@ -6,7 +6,8 @@ nothing: the CLI's answer cache keys its entries by them without loading the sol
 # .5: 910A and 310P3 vector and transfer rates (assumptions, marked unconfirmed);
 # .6: Blackwell (gb200, b300, rtx-pro-6000 added; b200 and rtx-5090 checked against the sourced
 # figures; tensor memory and the FP4 rate; fa4 the default on compute capability 10.x and 12.0)
-CATALOG_VERSION = "2026.11.6"
+# .7: the rocm kind: AMD Instinct MI300X, MI325X (gfx942) and MI355X (gfx950)
+CATALOG_VERSION = "2026.11.7"
 
 # 0.2.0: family interface; achievable bandwidth, launch, iteration and window-L2 terms.
 # 0.3.0: the ascend family (CUDA answers unchanged).
@@ -24,4 +25,6 @@ CATALOG_VERSION = "2026.11.6"
 # 0.10.0: training kernels as they are: the fa3 backward (Hopper's default backward); fa2's
 #        backward by release (kernel_head_dim) with ptxas-calibrated registers; decode tiles
 #        the decode kernels instantiate (fa2's split-KV kernel, flashinfer's layouts).
-MODEL_VERSION = "0.10.0"
+# 0.11.0: the rocm device kind (AMD Instinct MI300X, MI325X, MI355X) and the ck family; answers
+#        on every other device unchanged.
+MODEL_VERSION = "0.11.0"

@@ -109,6 +109,7 @@ def _kernel_of(module: str) -> str | None:
 def test_the_kernel_folders_are_the_ones_documented() -> None:
     assert KERNEL_FOLDERS == [
         "ascend",
+        "ck",
         "cuda",
         "fa2",
         "fa3",

@@ -86,6 +86,9 @@ def test_sections_match_arch() -> None:
             if spec.sm.cc_major in (10, 12):
                 expected = "fa4"
             assert spec.default_kernel == expected, spec.name
+        elif spec.arch == "rocm":  # AMD Instinct: its own checks in tests/test_rocm_catalog.py
+            assert spec.vendor == "amd" and not hasattr(spec, "sm") and not hasattr(spec, "ascend")
+            assert spec.default_kernel == "ck"
         else:
             assert isinstance(spec, AscendDevice)
             assert spec.vendor == "huawei" and spec.arch == "ascend"
@@ -102,7 +105,13 @@ def test_catalog_files_are_named_after_the_device() -> None:
 # ---------------------------------------------------------------------------- 2. sources
 
 # Non-numeric fields a source may (and for Ascend devices must) cite besides the numbers.
-CITED_NON_NUMERIC = {"sm.compute_capability", "ascend.core_layout", "ascend.cube_bf16_supported"}
+CITED_NON_NUMERIC = {
+    "sm.compute_capability",
+    "ascend.core_layout",
+    "ascend.cube_bf16_supported",
+    "rocm.gfx_target",
+    "rocm.fp8_format",
+}
 
 
 @pytest.mark.parametrize("name", CATALOG_NAMES)
@@ -115,7 +124,7 @@ def test_every_number_is_cited(name: str) -> None:
     # key must name a field of a section this device has.
     fields = {
         f"{section}.{field}"
-        for section in ("memory", "sm", "throughput", "ascend")
+        for section in ("memory", "sm", "throughput", "ascend", "rocm")
         if getattr(spec, section, None) is not None
         for field in type(getattr(spec, section)).model_fields
     }
@@ -335,11 +344,12 @@ def test_inline_cuda_without_sm_section_is_rejected() -> None:
 
 def test_inline_arch_names_the_device_kinds() -> None:
     data = _dump("l4")
-    data["arch"] = "rocm"
+    data["arch"] = "metal"
     with pytest.raises(pydantic.ValidationError) as caught:
         parse_hardware(data)
     (error,) = caught.value.errors()
-    assert error["loc"] == ("arch",) and "'cuda'" in str(error) and "'ascend'" in str(error)
+    assert error["loc"] == ("arch",)
+    assert all(f"'{kind}'" in str(error) for kind in ("cuda", "ascend", "rocm"))
 
 
 def test_inline_ascend_sections_on_a_cuda_device_are_rejected() -> None:

@@ -24,7 +24,13 @@ from pydantic import BaseModel, ValidationError
 from tilesolve import wire
 from tilesolve.solver import AttentionProblem, SolveOptions, get_hardware, parse_hardware
 from tilesolve.solver.candidates import evaluation
-from tilesolve.solver.hardware import AscendCore, CudaThroughput, MemorySystem, SmLimits
+from tilesolve.solver.hardware import (
+    AscendCore,
+    CudaThroughput,
+    MemorySystem,
+    RocmCompute,
+    SmLimits,
+)
 from tilesolve.solver.registry import find_family, registrations
 from tilesolve.solver.validate import broken_figures
 from tilesolve.v1 import tilesolve_pb2 as pb
@@ -37,9 +43,10 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "sm": SmLimits,
     "throughput": CudaThroughput,
     "ascend": AscendCore,
+    "rocm": RocmCompute,
 }
 # One device of each kind: its figures are swept one at a time.
-SWEPT = ("a100", "ascend-910b")
+SWEPT = ("a100", "ascend-910b", "mi300x")
 TINY = 5e-324  # the smallest positive float (a denormal)
 INT_MAX = {FieldDescriptor.TYPE_INT32: (1 << 31) - 1, FieldDescriptor.TYPE_INT64: (1 << 63) - 1}
 PROBLEM = pb.AttentionProblem(seq_len=1024, head_dim=64)
@@ -141,7 +148,10 @@ def test_inline_figures_at_and_beyond_their_bounds_are_never_internal(
 
 # ---- the property: no cost model leaves finite, positive times within the bounds -------------
 
-BASES = ("a100", "h100-sxm", "b200", "t4", "ascend-910b", "ascend-910", "ascend-310p3")
+BASES = (
+    "a100", "h100-sxm", "b200", "t4", "ascend-910b", "ascend-910", "ascend-310p3",
+    "mi300x", "mi355x",
+)  # fmt: skip
 # Figures tied to others by a device's consistency rules keep the base's value (or, for the
 # cube peak, follow from the figures it is the product of).
 TIED = {
@@ -152,6 +162,9 @@ TIED = {
     },
     "ascend": {"ai_core_count", "aic_count", "aiv_count", "cube_fp16_tflops",
                "standalone_vector_core_count"},
+    "rocm": {"cu_count", "xcd_count", "l2_per_xcd_bytes", "lds_per_cu_bytes",
+             "lds_per_workgroup_bytes", "lds_alloc_granule_bytes", "max_workgroup_threads",
+             "wavefront_lanes", "max_waves_per_simd", "simds_per_cu"},
 }  # fmt: skip
 PROBLEMS = (
     {"seq_len": 4096, "head_dim": 128},

@@ -70,7 +70,7 @@ from ..candidates import NS_PER_US, evaluation, tie_break_order
 from ..constraints import ConstraintKind
 from ..cost import LSE_BYTES_PER_ROW
 from ..errors import FieldViolation, InvalidRequestError
-from ..hardware import CudaDevice, HardwareSpec, get_hardware
+from ..hardware import CudaDevice, HardwareSpec, RocmDevice, get_hardware
 from ..problem import MAX_SEQ_LEN, AttentionProblem, DType, Phase, SolveOptions
 from ..registry import family_names, find_family, with_alternatives
 from ..space import ConfigArrays, ceil_div
@@ -85,7 +85,11 @@ MAX_SWEEP_VALUES = 64  # values per axis of a sweep
 # both run on), so only the rules that belong to the kernel itself (head dims, dtype) can make
 # the family figures absent.
 FAMILY_REFERENCE_HARDWARE = "h100-sxm"
-REFERENCE_HARDWARE_BY_KIND = {"cuda": FAMILY_REFERENCE_HARDWARE, "ascend": "ascend-910b"}
+REFERENCE_HARDWARE_BY_KIND = {
+    "cuda": FAMILY_REFERENCE_HARDWARE,
+    "ascend": "ascend-910b",
+    "rocm": "mi300x",
+}
 DEFAULT_MEMORY_KERNEL = "fa2"  # seed 003's FlashAttention-2 view, on CUDA devices
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -377,6 +381,13 @@ def _peak(hardware: HardwareSpec, dtype: DType) -> tuple[float, str]:
                 return tp.tensor_fp8_dense_tflops, "fp8 dense tensor"
             return tp.tensor_fp16_dense_tflops, "fp16 dense tensor (no fp8 tensor peak)"
         return tp.tensor_fp16_dense_tflops, f"{dtype.value} dense tensor"
+    if isinstance(hardware, RocmDevice):
+        rocm = hardware.rocm
+        if dtype is DType.FP8 and rocm.mfma_fp8_dense_tflops is not None:
+            return rocm.mfma_fp8_dense_tflops, f"fp8 ({rocm.fp8_format}) dense MFMA"
+        if dtype is DType.FP8:
+            return rocm.mfma_fp16_dense_tflops, "fp16 dense MFMA (no fp8 MFMA)"
+        return rocm.mfma_tflops(2, bf16=dtype is DType.BF16), f"{dtype.value} dense MFMA"
     return hardware.ascend.cube_fp16_tflops, "fp16 cube"
 
 

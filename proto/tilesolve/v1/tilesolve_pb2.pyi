@@ -277,8 +277,72 @@ class AscendCore(_message.Message):
     unconfirmed_fields: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, ai_core_count: _Optional[int] = ..., cube_fp16_tflops: _Optional[float] = ..., l1_bytes: _Optional[int] = ..., l0a_bytes: _Optional[int] = ..., l0b_bytes: _Optional[int] = ..., l0c_bytes: _Optional[int] = ..., unified_buffer_bytes: _Optional[int] = ..., ub_alignment_bytes: _Optional[int] = ..., cube_fractal_elements: _Optional[int] = ..., core_layout: _Optional[str] = ..., aic_count: _Optional[int] = ..., aiv_count: _Optional[int] = ..., standalone_vector_core_count: _Optional[int] = ..., cube_clock_mhz: _Optional[float] = ..., vector_clock_mhz: _Optional[float] = ..., cube_fp16_macs_per_cycle: _Optional[int] = ..., cube_bf16_supported: _Optional[bool] = ..., vector_fp16_elements_per_cycle: _Optional[int] = ..., cube_fp16_gemm_measured_tflops: _Optional[float] = ..., gm_read_bytes_per_cycle: _Optional[int] = ..., gm_write_bytes_per_cycle: _Optional[int] = ..., l2_read_bytes_per_cycle: _Optional[int] = ..., l2_write_bytes_per_cycle: _Optional[int] = ..., l1_to_l0a_bytes_per_cycle: _Optional[int] = ..., l1_to_l0b_bytes_per_cycle: _Optional[int] = ..., l1_to_ub_bytes_per_cycle: _Optional[int] = ..., l0c_to_ub_bytes_per_cycle: _Optional[int] = ..., ub_to_l2_bytes_per_cycle: _Optional[int] = ..., ub_to_gm_bytes_per_cycle: _Optional[int] = ..., ub_to_l1_bytes_per_cycle: _Optional[int] = ..., unconfirmed_fields: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class RocmCompute(_message.Message):
+    __slots__ = ("gfx_target", "cu_count", "xcd_count", "simds_per_cu", "wavefront_lanes", "max_waves_per_simd", "max_workgroup_threads", "vgprs_per_simd_lane", "max_arch_vgprs_per_wave", "max_agprs_per_wave", "vgpr_alloc_granule_regs", "agpr_alignment_regs", "sgprs_per_simd", "max_sgprs_per_wave", "sgpr_alloc_granule_regs", "lds_per_cu_bytes", "lds_per_workgroup_bytes", "lds_alloc_granule_bytes", "lds_bandwidth_bytes_per_clk_per_cu", "engine_clock_mhz", "mfma_fp16_dense_tflops", "mfma_bf16_dense_tflops", "mfma_fp8_dense_tflops", "fp8_format", "mfma_nonk_dims", "valu_fp32_tflops", "transcendental_ops_per_clk_per_cu", "l2_per_xcd_bytes", "infinity_cache_bytes", "unconfirmed_fields")
+    GFX_TARGET_FIELD_NUMBER: _ClassVar[int]
+    CU_COUNT_FIELD_NUMBER: _ClassVar[int]
+    XCD_COUNT_FIELD_NUMBER: _ClassVar[int]
+    SIMDS_PER_CU_FIELD_NUMBER: _ClassVar[int]
+    WAVEFRONT_LANES_FIELD_NUMBER: _ClassVar[int]
+    MAX_WAVES_PER_SIMD_FIELD_NUMBER: _ClassVar[int]
+    MAX_WORKGROUP_THREADS_FIELD_NUMBER: _ClassVar[int]
+    VGPRS_PER_SIMD_LANE_FIELD_NUMBER: _ClassVar[int]
+    MAX_ARCH_VGPRS_PER_WAVE_FIELD_NUMBER: _ClassVar[int]
+    MAX_AGPRS_PER_WAVE_FIELD_NUMBER: _ClassVar[int]
+    VGPR_ALLOC_GRANULE_REGS_FIELD_NUMBER: _ClassVar[int]
+    AGPR_ALIGNMENT_REGS_FIELD_NUMBER: _ClassVar[int]
+    SGPRS_PER_SIMD_FIELD_NUMBER: _ClassVar[int]
+    MAX_SGPRS_PER_WAVE_FIELD_NUMBER: _ClassVar[int]
+    SGPR_ALLOC_GRANULE_REGS_FIELD_NUMBER: _ClassVar[int]
+    LDS_PER_CU_BYTES_FIELD_NUMBER: _ClassVar[int]
+    LDS_PER_WORKGROUP_BYTES_FIELD_NUMBER: _ClassVar[int]
+    LDS_ALLOC_GRANULE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    LDS_BANDWIDTH_BYTES_PER_CLK_PER_CU_FIELD_NUMBER: _ClassVar[int]
+    ENGINE_CLOCK_MHZ_FIELD_NUMBER: _ClassVar[int]
+    MFMA_FP16_DENSE_TFLOPS_FIELD_NUMBER: _ClassVar[int]
+    MFMA_BF16_DENSE_TFLOPS_FIELD_NUMBER: _ClassVar[int]
+    MFMA_FP8_DENSE_TFLOPS_FIELD_NUMBER: _ClassVar[int]
+    FP8_FORMAT_FIELD_NUMBER: _ClassVar[int]
+    MFMA_NONK_DIMS_FIELD_NUMBER: _ClassVar[int]
+    VALU_FP32_TFLOPS_FIELD_NUMBER: _ClassVar[int]
+    TRANSCENDENTAL_OPS_PER_CLK_PER_CU_FIELD_NUMBER: _ClassVar[int]
+    L2_PER_XCD_BYTES_FIELD_NUMBER: _ClassVar[int]
+    INFINITY_CACHE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    UNCONFIRMED_FIELDS_FIELD_NUMBER: _ClassVar[int]
+    gfx_target: str
+    cu_count: int
+    xcd_count: int
+    simds_per_cu: int
+    wavefront_lanes: int
+    max_waves_per_simd: int
+    max_workgroup_threads: int
+    vgprs_per_simd_lane: int
+    max_arch_vgprs_per_wave: int
+    max_agprs_per_wave: int
+    vgpr_alloc_granule_regs: int
+    agpr_alignment_regs: int
+    sgprs_per_simd: int
+    max_sgprs_per_wave: int
+    sgpr_alloc_granule_regs: int
+    lds_per_cu_bytes: int
+    lds_per_workgroup_bytes: int
+    lds_alloc_granule_bytes: int
+    lds_bandwidth_bytes_per_clk_per_cu: int
+    engine_clock_mhz: float
+    mfma_fp16_dense_tflops: float
+    mfma_bf16_dense_tflops: float
+    mfma_fp8_dense_tflops: float
+    fp8_format: str
+    mfma_nonk_dims: _containers.RepeatedScalarFieldContainer[int]
+    valu_fp32_tflops: float
+    transcendental_ops_per_clk_per_cu: int
+    l2_per_xcd_bytes: int
+    infinity_cache_bytes: int
+    unconfirmed_fields: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, gfx_target: _Optional[str] = ..., cu_count: _Optional[int] = ..., xcd_count: _Optional[int] = ..., simds_per_cu: _Optional[int] = ..., wavefront_lanes: _Optional[int] = ..., max_waves_per_simd: _Optional[int] = ..., max_workgroup_threads: _Optional[int] = ..., vgprs_per_simd_lane: _Optional[int] = ..., max_arch_vgprs_per_wave: _Optional[int] = ..., max_agprs_per_wave: _Optional[int] = ..., vgpr_alloc_granule_regs: _Optional[int] = ..., agpr_alignment_regs: _Optional[int] = ..., sgprs_per_simd: _Optional[int] = ..., max_sgprs_per_wave: _Optional[int] = ..., sgpr_alloc_granule_regs: _Optional[int] = ..., lds_per_cu_bytes: _Optional[int] = ..., lds_per_workgroup_bytes: _Optional[int] = ..., lds_alloc_granule_bytes: _Optional[int] = ..., lds_bandwidth_bytes_per_clk_per_cu: _Optional[int] = ..., engine_clock_mhz: _Optional[float] = ..., mfma_fp16_dense_tflops: _Optional[float] = ..., mfma_bf16_dense_tflops: _Optional[float] = ..., mfma_fp8_dense_tflops: _Optional[float] = ..., fp8_format: _Optional[str] = ..., mfma_nonk_dims: _Optional[_Iterable[int]] = ..., valu_fp32_tflops: _Optional[float] = ..., transcendental_ops_per_clk_per_cu: _Optional[int] = ..., l2_per_xcd_bytes: _Optional[int] = ..., infinity_cache_bytes: _Optional[int] = ..., unconfirmed_fields: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class HardwareSpec(_message.Message):
-    __slots__ = ("name", "display_name", "vendor", "arch", "aliases", "default_kernel", "memory", "sm", "throughput", "ascend", "sources", "notes")
+    __slots__ = ("name", "display_name", "vendor", "arch", "aliases", "default_kernel", "memory", "sm", "throughput", "ascend", "sources", "notes", "rocm")
     class SourcesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -298,6 +362,7 @@ class HardwareSpec(_message.Message):
     ASCEND_FIELD_NUMBER: _ClassVar[int]
     SOURCES_FIELD_NUMBER: _ClassVar[int]
     NOTES_FIELD_NUMBER: _ClassVar[int]
+    ROCM_FIELD_NUMBER: _ClassVar[int]
     name: str
     display_name: str
     vendor: str
@@ -310,7 +375,8 @@ class HardwareSpec(_message.Message):
     ascend: AscendCore
     sources: _containers.ScalarMap[str, str]
     notes: str
-    def __init__(self, name: _Optional[str] = ..., display_name: _Optional[str] = ..., vendor: _Optional[str] = ..., arch: _Optional[str] = ..., aliases: _Optional[_Iterable[str]] = ..., default_kernel: _Optional[str] = ..., memory: _Optional[_Union[MemorySystem, _Mapping]] = ..., sm: _Optional[_Union[SmLimits, _Mapping]] = ..., throughput: _Optional[_Union[CudaThroughput, _Mapping]] = ..., ascend: _Optional[_Union[AscendCore, _Mapping]] = ..., sources: _Optional[_Mapping[str, str]] = ..., notes: _Optional[str] = ...) -> None: ...
+    rocm: RocmCompute
+    def __init__(self, name: _Optional[str] = ..., display_name: _Optional[str] = ..., vendor: _Optional[str] = ..., arch: _Optional[str] = ..., aliases: _Optional[_Iterable[str]] = ..., default_kernel: _Optional[str] = ..., memory: _Optional[_Union[MemorySystem, _Mapping]] = ..., sm: _Optional[_Union[SmLimits, _Mapping]] = ..., throughput: _Optional[_Union[CudaThroughput, _Mapping]] = ..., ascend: _Optional[_Union[AscendCore, _Mapping]] = ..., sources: _Optional[_Mapping[str, str]] = ..., notes: _Optional[str] = ..., rocm: _Optional[_Union[RocmCompute, _Mapping]] = ...) -> None: ...
 
 class HardwareRef(_message.Message):
     __slots__ = ("name", "spec")

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ...constraints import Constraint
 from ...cost import L2_USABLE_FRACTION, Perf, tiles_per_head
 from ...errors import FieldViolation
-from ...family import KernelFamily
+from ...family import KernelFamily, cuda_only_options
 from ...hardware import AscendDevice, HardwareSpec
 from ...problem import AttentionProblem, DType, SolveOptions
 from ...space import Config, ConfigArrays, IntArray, Param, ceil_div
@@ -223,14 +223,7 @@ class AscendFlashAttention(KernelFamily):
 
     def answer_notes(self, table: CandidateTable, ranked: list[int]) -> list[str]:
         out = [confidence_note(ascend_device(table.hardware), self.kernel_modelled())]
-        ignored = [
-            flag
-            for flag, value in (
-                ("--max-smem", table.options.max_smem),
-                ("--min-blocks-per-sm", table.options.min_blocks_per_sm),
-            )
-            if value is not None
-        ]
+        ignored = cuda_only_options(table.options)
         if ignored:
             out.append(
                 f"{' and '.join(ignored)} do not apply to the ascend family (no shared memory or "

@@ -1,0 +1,253 @@
+"""What one CK tile FMHA workgroup needs of a compute unit (docs/model.md 19.4): LDS by
+pipeline, as CK's policies size it, VGPRs by what each pipeline keeps in registers, and the
+occupancy that follows by AMD's rules (`occupancy_rocm`).
+
+LDS, in elements of the input dtype (e bytes; KPack = 16 / e; ROCm/composable_kernel
+block_fmha_pipeline_qx_ks_vs_custom_policy.hpp, GetSmemSizeKV and GetSingleSmemElementSpaceSize):
+
+    K chunk (qr, qs)      kK0 x (kN0 + 1)                  the padded k-major descriptor
+    K chunk (async)       kN0 kK1 / (64 KVector) x (64 KVector + KPack),  KVector = 4 / e
+    V chunk               (kK1 / KPack) x (kN1 / 8) x (128 / e + KPack)
+    one buffer            max(K chunk, V chunk)             K and V share it
+    qr                    1 buffer;   qr_async, trload: 3 buffers (NumPrefetchK = 3)
+    qs                    + ceil16(kK0 x (kM0 + 1) x e) bytes of Q
+
+VGPRs per lane (fp32 accumulators and fragments spread over a wave's 64 lanes; each of the w
+warps owns kM0 / w rows; estimates of what the compiler keeps live, docs/model.md 19.4):
+
+    S (fp32)        kM0 kN0 / (64 w)               P (input dtype)  kM0 kN0 e / (256 w)
+    O (fp32)        kM0 kN1 / (64 w)               Q (qr pipelines) kM0 d e / (256 w)
+    K/V prefetch    (kN0 kK0 [sync K] + kN1 kK1) e / (256 w)
+    K/V fragments   (kN0 kK0 + kN1 kK1) e / 256    every warp reads the whole chunk from LDS
+    fixed           ADDRESS_VGPRS (row statistics, pointers, loop state)
+
+The architectural file holds 256 per wave; beyond it the compiler places the accumulators in
+AGPRs (gfx90a+: up to 256 more), and past 512 in all the instance cannot be compiled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...constraints import Constraint, ConstraintKind, Rule
+from ...family import CapacityUse, Resources, kib
+from ...hardware import RocmCompute
+from ...occupancy_rocm import RocmOccupancyArrays, lds_allocation, rocm_occupancy_arrays
+from ...space import IntArray, ceil_div
+from .shape import BLOCK_K1, Dims, Pipeline, rocm_device
+
+if TYPE_CHECKING:
+    from ...candidates import Evaluation
+
+LANES = 64  # the wavefront CK's tile distributions are written for
+# Registers beyond the tiles: row max and sum, pointers and strides, loop counters, masks
+# (estimate).
+ADDRESS_VGPRS = 32
+# Scalar registers of a CK FMHA kernel: kernel arguments, descriptors, loop state (estimate;
+# below every part's limit, so SGPRs never bind here).
+KERNEL_SGPRS = 80
+ASYNC_BUFFERS = 3  # NumPrefetchK of the qr_async default policy
+LDS_ALIGNMENT = 16  # bytes, GetSmemSizeQ's alignment of the Q buffer
+
+
+def lds_bytes(
+    dims: Dims,
+    bm: IntArray,
+    bn: IntArray,
+    bk0: IntArray,
+    bn1: IntArray,
+    warps: IntArray,
+    pipe: IntArray,
+) -> IntArray:
+    """A workgroup's LDS, bytes, by pipeline (the formulas above)."""
+    e = dims.elem
+    kpack = 16 // e
+    k_vector = max(4 // e, 1)
+    k_sync = bk0 * (bn + 1)
+    issue = LANES * k_vector
+    k_async = ceil_div(bn * BLOCK_K1, issue) * (issue + kpack)
+    v_chunk = (BLOCK_K1 // kpack) * ceil_div(bn1, 8) * (128 // e + kpack)
+    asynchronous = (pipe == Pipeline.QR_ASYNC) | (pipe == Pipeline.QR_ASYNC_TRLOAD)
+    buffer = np.where(asynchronous, np.maximum(k_async, v_chunk), np.maximum(k_sync, v_chunk))
+    buffers = np.where(asynchronous, ASYNC_BUFFERS, 1)
+    q_bytes = ceil_div(bk0 * (bm + 1) * e, LDS_ALIGNMENT) * LDS_ALIGNMENT
+    q = np.where(pipe == Pipeline.QS, q_bytes, 0)
+    return np.asarray(buffers * buffer * e + q, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Registers:
+    """VGPRs per lane of each candidate, split as the compiler would place them."""
+
+    demand: IntArray  # everything live, registers per lane
+    arch: IntArray  # architectural VGPRs (at most 256)
+    agpr: IntArray  # accumulators beyond the architectural file
+
+
+def registers(
+    rocm: RocmCompute,
+    dims: Dims,
+    bm: IntArray,
+    bn: IntArray,
+    bk0: IntArray,
+    bn1: IntArray,
+    warps: IntArray,
+    pipe: IntArray,
+) -> Registers:
+    """The register estimate of docs/model.md 19.4 (the formulas above)."""
+    e = dims.elem
+    per_lane = LANES * warps
+    s_acc = ceil_div(bm * bn, per_lane)
+    o_acc = ceil_div(bm * bn1, per_lane)
+    p = ceil_div(bm * bn * e, 4 * per_lane)
+    q = np.where(pipe == Pipeline.QS, 0, ceil_div(bm * dims.d * e, 4 * per_lane))
+    sync_k = (pipe == Pipeline.QR) | (pipe == Pipeline.QS)
+    k_prefetch = np.where(sync_k, bn * bk0, 0)
+    prefetch = ceil_div((k_prefetch + bn1 * BLOCK_K1) * e, 4 * per_lane)
+    fragments = ceil_div((bn * bk0 + bn1 * BLOCK_K1) * e, 4 * LANES)
+    demand = s_acc + o_acc + p + q + prefetch + fragments + ADDRESS_VGPRS
+    arch = np.minimum(demand, rocm.max_arch_vgprs_per_wave)
+    agpr = np.maximum(demand - arch, 0)
+    return Registers(
+        np.asarray(demand, np.int64), np.asarray(arch, np.int64), np.asarray(agpr, np.int64)
+    )
+
+
+@dataclass(frozen=True)
+class CkResources(Resources):
+    """What each candidate needs of one CU."""
+
+    rocm: RocmCompute
+    threads: IntArray
+    lds: IntArray  # bytes as requested
+    lds_allocated: IntArray  # bytes, rounded up to the granule
+    regs: Registers
+    occupancy: RocmOccupancyArrays
+
+    @property
+    def register_total(self) -> IntArray:
+        """VGPR+AGPR per lane as allocated (the unified file's entries)."""
+        return np.asarray(self.regs.arch + self.regs.agpr, dtype=np.int64)
+
+    def uses(self, i: int) -> list[CapacityUse]:
+        r = self.rocm
+        return [
+            CapacityUse(
+                "lds", int(self.lds_allocated[i]), r.lds_per_workgroup_bytes, "bytes/workgroup"
+            ),
+            CapacityUse(
+                "vgprs",
+                int(self.register_total[i]),
+                r.max_arch_vgprs_per_wave + r.max_agprs_per_wave,
+                "registers/lane (VGPR+AGPR)",
+            ),
+            CapacityUse(
+                "threads", int(self.threads[i]), r.max_workgroup_threads, "threads/workgroup"
+            ),
+            CapacityUse(
+                "workgroups_per_cu",
+                int(self.occupancy.workgroups_per_cu[i]),
+                r.waves_per_cu * r.wavefront_lanes // max(int(self.threads[i]), 1),
+                "workgroups/CU",
+            ),
+        ]
+
+    def candidate_fields(self, i: int) -> dict[str, Any]:
+        return {
+            "threads_per_block": int(self.threads[i]),
+            "smem_bytes": int(self.lds_allocated[i]),
+            "regs_per_thread": int(self.register_total[i]),
+            "regs_demand": int(self.regs.demand[i]),
+            "blocks_per_sm": int(self.occupancy.workgroups_per_cu[i]),
+            "occupancy_limiter": self.occupancy.limiter[i],
+            "occupancy": int(self.occupancy.waves_per_cu[i]) / self.rocm.waves_per_cu,
+        }
+
+
+def ck_resources(hardware: Any, dims: Dims, cfg: Any) -> CkResources:
+    """Every candidate's LDS, registers and occupancy."""
+    rocm = rocm_device(hardware).rocm
+    args = (
+        cfg["block_m"],
+        cfg["block_n"],
+        cfg["block_k0"],
+        cfg["block_n1"],
+        cfg["num_warps"],
+        cfg["pipeline"],
+    )
+    lds = lds_bytes(dims, *args)
+    regs = registers(rocm, dims, *args)
+    threads = np.asarray(cfg["num_warps"] * rocm.wavefront_lanes, dtype=np.int64)
+    sgprs = np.full_like(threads, KERNEL_SGPRS)
+    occ = rocm_occupancy_arrays(rocm, threads, regs.arch, regs.agpr, sgprs, lds)
+    return CkResources(rocm, threads, lds, lds_allocation(rocm, lds), regs, occ)
+
+
+def resources_of(ev: Evaluation) -> CkResources:
+    """The evaluation's resources, which a ck family's are."""
+    assert isinstance(ev.res, CkResources)
+    return ev.res
+
+
+class LdsCapacity(Constraint):
+    """The workgroup's LDS, rounded up to the granule, within what one workgroup may use."""
+
+    name = "lds"
+    rule = (
+        "the workgroup's LDS (rounded up to the allocation granule) within lds_per_workgroup_bytes"
+    )
+    short = "lds"
+    kind = ConstraintKind.CAPACITY
+
+    def rules(self, ev: Evaluation) -> list[Rule]:
+        res = resources_of(ev)
+        over = res.lds_allocated > res.rocm.lds_per_workgroup_bytes
+        return [Rule("lds_over", np.asarray(over, dtype=np.int64), "<=", 0)]
+
+    def detail(self, ev: Evaluation, i: int) -> str:
+        res = resources_of(ev)
+        cap = kib(res.rocm.lds_per_workgroup_bytes)
+        return f"{ev.label(i)} needs {kib(res.lds_allocated[i])} of LDS; a workgroup may use {cap}"
+
+
+class RegisterCapacity(Constraint):
+    """The wave's VGPR+AGPR demand within the 256 + 256 a wave can address."""
+
+    name = "vgprs"
+    rule = "a wave's VGPRs within 256 architectural + 256 accumulation registers (the unified file)"
+    short = "vgpr"
+    kind = ConstraintKind.CAPACITY
+
+    def rules(self, ev: Evaluation) -> list[Rule]:
+        res = resources_of(ev)
+        limit = res.rocm.max_arch_vgprs_per_wave + res.rocm.max_agprs_per_wave
+        over = res.regs.demand > limit
+        return [Rule("vgpr_over", np.asarray(over, dtype=np.int64), "<=", 0)]
+
+    def detail(self, ev: Evaluation, i: int) -> str:
+        res = resources_of(ev)
+        limit = res.rocm.max_arch_vgprs_per_wave + res.rocm.max_agprs_per_wave
+        demand = int(res.regs.demand[i])
+        return (
+            f"{ev.label(i)} keeps about {demand} registers per lane live; a wave addresses {limit}"
+        )
+
+
+class Resident(Constraint):
+    """At least one workgroup fits a CU (threads, registers, LDS and wave slots together)."""
+
+    name = "occupancy"
+    rule = "at least one workgroup resident per CU (AMD's occupancy rules)"
+    short = "occ"
+    kind = ConstraintKind.CAPACITY
+
+    def rules(self, ev: Evaluation) -> list[Rule]:
+        res = resources_of(ev)
+        return [Rule("workgroups_per_cu", res.occupancy.workgroups_per_cu, ">=", 1)]
+
+    def detail(self, ev: Evaluation, i: int) -> str:
+        res = resources_of(ev)
+        return f"{ev.label(i)} cannot be resident on a CU (limited by {res.occupancy.limiter[i]})"

@@ -1,0 +1,194 @@
+"""The shape of a CK tile FMHA forward instance and CK's own legality rules for it
+(docs/model.md 19.3).
+
+An instance is `TileFmhaShape<BlockTile, Gemm0BlockWarps, Gemm0WarpTile, Gemm1BlockWarps,
+Gemm1WarpTile>` plus a pipeline. The block tile is (kM0, kN0, kK0, kN1, kK1, kQKHeaddim): kM0
+query rows per workgroup, kN0 keys per iteration of gemm0 (S = Q K^T), kK0 gemm0's unroll
+along the head dim, kN1 gemm1's (O += P V) chunk of head_dim_v (a workgroup per chunk: the
+grid has ceil(dv / kN1) workgroups along it, each recomputing S), kK1 gemm1's unroll along the
+keys. Sources: ROCm/composable_kernel include/ck_tile/ops/fmha/pipeline/tile_fmha_shape.hpp
+(commit 0b42f81), block_fmha_pipeline_qr_ks_vs.hpp (commit 00737a7),
+block_fmha_pipeline_qx_ks_vs_custom_policy.hpp, and shared/reference/blackwell_amd.md 3.5.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...constraints import Constraint, ConstraintKind, Rule
+from ...hardware import HardwareSpec, RocmDevice
+from ...problem import AttentionProblem, DType
+from ...space import IntArray
+
+if TYPE_CHECKING:
+    from ...candidates import Evaluation
+
+
+class Pipeline(IntEnum):
+    """CK's forward pipelines, as the declared parameter `pipeline` numbers them."""
+
+    QR = 0  # Q in registers, K and V through LDS (BlockFmhaPipelineQRKSVS)
+    QR_ASYNC = 1  # as qr, K global -> LDS by asynchronous buffer loads, 3 LDS buffers
+    QS = 2  # Q through LDS in kK0 chunks, re-read every iteration (BlockFmhaPipelineQSKSVS)
+    QR_ASYNC_TRLOAD = 3  # gfx950: as qr_async, V read from LDS with transpose loads
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+PIPELINES = tuple(Pipeline)
+BLOCK_M_DOMAIN = (64, 128, 256)
+BLOCK_N_DOMAIN = (32, 64, 128, 256)
+BLOCK_K0_DOMAIN = (16, 32, 64, 128)
+BLOCK_N1_DOMAIN = (32, 64, 128, 256)
+WARPS_DOMAIN = (1, 2, 4, 8)
+MFMA_DOMAIN = (16, 32)
+# gemm1's unroll along the keys: not a decision here (two 16-deep MFMA K steps); CK's
+# instances set it per tile. kN0 must be a multiple of it (k1_loops >= 1).
+BLOCK_K1 = 32
+# The head dims a tile qualifies for (tile_fmha_shape.hpp ceil_to_qualified_tile_length: 48
+# and 192 as they are, 96 -> 128, 160 -> 256, powers of two); the qr pipelines take at most 256
+# (block_fmha_pipeline_qr_ks_vs.hpp: "hdim bigger than 256 is not suitable").
+EXACT_HEAD_DIMS = (48, 192)
+MAX_HEAD_DIM = 256
+# qr_async_trload instances exist for (d, dv) in {(64, 64), (128, 128), (256, 256)} only
+# (fmha_fwd.py CompatibilityRuleFactoryGfx950.check_tile_pipeline, blackwell_amd.md 3.5).
+TRLOAD_HEAD_DIMS = (64, 128, 256)
+TRLOAD_TARGETS = ("gfx950",)
+# The fp8 forward pipelines: fp8 Q/K/V take the 32x32 MFMA only (the custom policy's
+# static_assert(WarpGemmM == 32) for fp8) and are generated for qr and qs here; CK's fp8
+# instances have bf16 or fp32 output (fp8bf16, fp8fp32).
+FP8_PIPELINES = (Pipeline.QR, Pipeline.QS)
+
+
+# V's LDS rows: 32 banks x 4 bytes hold 128 / e elements, 16 / e per pack: 8 rows per LDS row
+# (NPerRow in the custom policy's MakeVLdsBlockDescriptor); kN1 must be a multiple.
+V_ROWS_PER_LDS_ROW = 8
+
+
+def trload_instance(gfx: str, dims: Dims) -> bool:
+    """Whether a qr_async_trload instance exists for this target and head dims."""
+    return gfx in TRLOAD_TARGETS and dims.d == dims.dv and dims.d in TRLOAD_HEAD_DIMS
+
+
+def qualified_head_dim(d: int) -> int:
+    """The tile length CK pads a head dim to: 48 and 192 as they are, else the next power of
+    two (other dims run on a padded instance of that length)."""
+    return d if d in EXACT_HEAD_DIMS else 1 << max(d - 1, 1).bit_length()
+
+
+def rocm_device(hardware: HardwareSpec) -> RocmDevice:
+    """The hardware as a rocm device (the family checks the kind before it gets here)."""
+    if not isinstance(hardware, RocmDevice):
+        raise TypeError(f"{hardware.name} is not a rocm device")
+    return hardware
+
+
+@dataclass(frozen=True)
+class Dims:
+    """The padded head dims and element size of a request (docs/model.md 19.3)."""
+
+    d: int  # kQKHeaddim: head_dim padded to its qualified length
+    dv: int  # head_dim_v padded likewise
+    elem: int  # bytes per Q/K/V element
+
+    @classmethod
+    def of(cls, problem: AttentionProblem) -> Dims:
+        return cls(
+            qualified_head_dim(problem.head_dim),
+            qualified_head_dim(problem.head_dim_v_eff),
+            problem.dtype.bytes,
+        )
+
+
+def illegal(
+    dims: Dims,
+    gfx: str,
+    dtype: DType,
+    bm: IntArray,
+    bn: IntArray,
+    bk0: IntArray,
+    bn1: IntArray,
+    warps: IntArray,
+    mfma: IntArray,
+    pipe: IntArray,
+) -> dict[str, IntArray]:
+    """Every template rule an instance breaks, as 0/1 columns by rule (docs/model.md 19.3)."""
+    lanes_m = warps * mfma
+    k0_loops = dims.d // bk0
+    trload = pipe == Pipeline.QR_ASYNC_TRLOAD
+    async_k = (pipe == Pipeline.QR_ASYNC) | trload
+    k_vector = max(4 // dims.elem, 1)
+    rules = {
+        # kQKHeaddim % kK0 == 0 and k0_loops >= 2 (tile_fmha_shape.hpp; qr_ks_vs.hpp)
+        "k0_divides_head_dim": (dims.d % bk0 != 0) | (k0_loops < 2),
+        # gemm1's chunk divides head_dim_v and is no wider than it
+        "n1_divides_head_dim_v": (dims.dv % bn1 != 0) | (bn1 > dims.dv),
+        # warps laid along M: each owns kM0 / warps rows, whole MFMA tiles of them
+        "warps_tile_m": bm % lanes_m != 0,
+        # gemm0's N and gemm1's N in whole MFMA tiles; kN0 in whole kK1 unrolls
+        "mfma_tiles_n": (bn % mfma != 0) | (bn1 % mfma != 0) | (bn % BLOCK_K1 != 0),
+        # V's LDS layout: kN1 a multiple of NPerRow = 8, kK1 of KPack (custom policy)
+        "v_lds_layout": bn1 % V_ROWS_PER_LDS_ROW != 0,
+        # async K: kN0 x kK1 is a whole number of issues of (threads x KVector) elements
+        "async_issues": async_k & ((bn * BLOCK_K1) % (warps * 64 * k_vector) != 0),
+        # fp8 takes the 32x32 MFMA and the qr/qs pipelines
+        "fp8_instance": np.full_like(bm, dtype is DType.FP8)
+        & ((mfma != 32) | ~np.isin(pipe, [int(p) for p in FP8_PIPELINES])),
+        # transpose loads are gfx950's, for the instances generated
+        "trload_target": trload & np.full_like(bm, not trload_instance(gfx, dims)),
+    }
+    return {name: np.asarray(bad, dtype=np.int64) for name, bad in rules.items()}
+
+
+RULE_WORDS = {
+    "k0_divides_head_dim": "kK0 divides the padded head dim at least twice (k0_loops >= 2)",
+    "n1_divides_head_dim_v": "kN1 divides the padded head_dim_v",
+    "warps_tile_m": "block_m is a whole number of warps x MFMA rows (warps along M)",
+    "mfma_tiles_n": f"block_n and kN1 whole MFMA tiles, block_n a multiple of kK1 = {BLOCK_K1}",
+    "v_lds_layout": "V's LDS layout: kN1 a multiple of 8 (NPerRow)",
+    "async_issues": "qr_async: block_n x kK1 a whole number of (threads x 4-byte) issues",
+    "fp8_instance": "fp8 runs the 32x32 MFMA on the qr or qs pipeline",
+    "trload_target": "qr_async_trload needs gfx950 and d = dv in {64, 128, 256}",
+}
+
+
+class TemplateRules(Constraint):
+    """CK's template constraints on the instance (legality)."""
+
+    name = "ck_template"
+    rule = "CK tile FMHA template rules: " + "; ".join(RULE_WORDS.values())
+    short = "tmpl"
+    kind = ConstraintKind.LEGALITY
+
+    def _broken(self, ev: Evaluation) -> dict[str, IntArray]:
+        cfg = ev.cfg
+        device = rocm_device(ev.hardware)
+        return illegal(
+            Dims.of(ev.problem),
+            device.rocm.gfx_target,
+            ev.problem.dtype,
+            cfg["block_m"],
+            cfg["block_n"],
+            cfg["block_k0"],
+            cfg["block_n1"],
+            cfg["num_warps"],
+            cfg["mfma"],
+            cfg["pipeline"],
+        )
+
+    def rules(self, ev: Evaluation) -> list[Rule]:
+        broken = self._broken(ev)
+        column = np.zeros(len(ev.cfg), dtype=np.int64)
+        for bad in broken.values():
+            column |= bad
+        return [Rule("ck_illegal", column, "<=", 0)]
+
+    def detail(self, ev: Evaluation, i: int) -> str:
+        broken = [RULE_WORDS[name] for name, bad in self._broken(ev).items() if bad[i]]
+        return f"{ev.label(i)} breaks CK's template rules: {'; '.join(broken)}"

@@ -1,0 +1,290 @@
+"""The `ck` family (issue 26): CK tile FMHA forward on the rocm devices. CK's template rules as
+legality, the LDS of each pipeline worked out by hand from CK's policies (docs/model.md
+19.4), registers and occupancy, the cost model's structure (docs/model.md 19.5), bad input,
+and the answer over the CLI and a real loopback gRPC server."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import grpc
+import numpy as np
+import pytest
+
+from tilesolve import wire
+from tilesolve.solver import AttentionProblem, InvalidRequestError, SolveOptions, solve
+from tilesolve.solver.candidates import CandidateTable, build_candidate_table
+from tilesolve.solver.families.ck.resources import CkResources, lds_bytes
+from tilesolve.solver.families.ck.shape import Dims, Pipeline, qualified_head_dim
+from tilesolve.solver.hardware import get_hardware
+from tilesolve.solver.registry import find_family
+from tilesolve.solver.space import Config
+from tilesolve.solver.validate import check_config
+from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
+
+from command_line import run
+
+PROBLEM = AttentionProblem(batch=4, heads=32, seq_len=8192, head_dim=128, dtype="bf16")
+
+
+def _problem(**changes: Any) -> AttentionProblem:
+    return AttentionProblem(**{**PROBLEM.model_dump(), **changes})
+
+
+def _family() -> Any:
+    family = find_family("ck")
+    assert family is not None
+    return family
+
+
+def _lds(dims: Dims, pipeline: Pipeline, bm: int, bn: int, bk0: int, bn1: int, w: int) -> int:
+    columns = [np.array([x], dtype=np.int64) for x in (bm, bn, bk0, bn1, w, int(pipeline))]
+    return int(lds_bytes(dims, *columns)[0])
+
+
+def _table(
+    hardware: str, problem: AttentionProblem = PROBLEM, pins: dict[str, int] | None = None
+) -> CandidateTable:
+    options = SolveOptions(kernel="ck", parameter_pins=pins or {})
+    return build_candidate_table(_family(), get_hardware(hardware), problem, options)
+
+
+def _resources(table: CandidateTable) -> CkResources:
+    assert isinstance(table.res, CkResources)
+    return table.res
+
+
+def _config(**values: int) -> Config:
+    chosen = {"block_m": 128, "block_n": 128, "block_k0": 32, "block_n1": 128}
+    chosen.update({"num_warps": 4, "mfma": 32, "pipeline": int(Pipeline.QR)})
+    chosen.update(values)
+    names = [p.name for p in _family().params(PROBLEM, get_hardware("mi300x"))]
+    return Config(tuple((name, chosen[name]) for name in names))
+
+
+def _check(hardware: str, problem: AttentionProblem = PROBLEM, **values: int) -> list[str]:
+    return check_config(
+        _family(), get_hardware(hardware), problem, SolveOptions(kernel="ck"), _config(**values)
+    )
+
+
+# ---- the shape and CK's template rules --------------------------------------------------------
+
+
+def test_head_dims_pad_to_ck_qualified_lengths() -> None:
+    """ceil_to_qualified_tile_length: 48 stays, 96 -> 128, 160 -> 256, 192 stays."""
+    got = [qualified_head_dim(d) for d in (48, 64, 80, 96, 128, 160, 192, 256)]
+    assert got == [48, 64, 128, 128, 128, 256, 192, 256]
+
+
+def test_a_typical_instance_is_legal() -> None:
+    assert _check("mi300x") == []
+
+
+@pytest.mark.parametrize(
+    ("values", "rule"),
+    [
+        ({"block_k0": 128}, "kK0"),  # 128 / 128 = 1 chunk: k0_loops >= 2 fails
+        ({"block_n1": 256}, "kN1"),  # wider than head_dim_v 128
+        ({"block_m": 64, "num_warps": 4}, "warps"),  # 64 rows over 4 warps of 32-row MFMAs
+        ({"mfma": 32, "block_n": 32, "block_n1": 32, "pipeline": 3}, "trload"),  # gfx942
+    ],
+)
+def test_template_rules_refuse(values: dict[str, int], rule: str) -> None:
+    broken = _check("mi300x", **values)
+    assert broken and all(b.startswith("ck_template") for b in broken), broken
+    assert rule in " ".join(broken)
+
+
+def test_fp8_takes_the_32x32_mfma_on_qr_or_qs() -> None:
+    fp8 = _problem(dtype="fp8")
+    assert _check("mi300x", fp8) == []
+    assert _check("mi300x", fp8, mfma=16, block_m=64)
+    assert _check("mi300x", fp8, pipeline=int(Pipeline.QR_ASYNC))
+
+
+def test_trload_is_gfx950s_for_equal_power_of_two_head_dims() -> None:
+    assert _check("mi355x", pipeline=int(Pipeline.QR_ASYNC_TRLOAD)) == []
+    mla = _problem(head_dim=192, head_dim_v=128)
+    assert _check("mi355x", mla, pipeline=int(Pipeline.QR_ASYNC_TRLOAD), block_k0=64)
+
+
+def test_the_table_and_the_validator_agree_on_every_configuration() -> None:
+    table = _table("mi355x")
+    family = _family()
+    spec = get_hardware("mi355x")
+    for i in range(0, len(table.cfg), 97):
+        broken = check_config(family, spec, PROBLEM, table.options, table.cfg.config(i))
+        assert bool(table.feasible[i]) == (not broken), (table.label(i), broken)
+
+
+# ---- LDS, registers, occupancy ----------------------------------------------------------------
+
+
+def test_lds_of_each_pipeline_by_hand() -> None:
+    """fp16, d = dv = 128, kM0 128, kN0 128, kK0 32, kN1 128, 4 warps, kK1 32:
+    K chunk (sync) 32 x 129 = 4128 elements; V chunk (32/8) x (128/8) x (64 + 8) = 4608;
+    async K chunk 128 x 32 / 128 x (128 + 8) = 4352.
+    qr: 1 x 4608 x 2 = 9216 B; qr_async: 3 x 4608 x 2 = 27648 B;
+    qs: 9216 + ceil16(32 x 129 x 2) = 9216 + 8256 = 17472 B."""
+    dims = Dims(128, 128, 2)
+    assert _lds(dims, Pipeline.QR, 128, 128, 32, 128, 4) == 9216
+    assert _lds(dims, Pipeline.QR_ASYNC, 128, 128, 32, 128, 4) == 27648
+    assert _lds(dims, Pipeline.QS, 128, 128, 32, 128, 4) == 17472
+    # a wide K chunk outgrows V: kK0 64 -> 64 x 129 = 8256 elements = 16512 B
+    assert _lds(dims, Pipeline.QR, 128, 128, 64, 128, 4) == 16512
+
+
+def test_lds_is_allocated_in_the_parts_granule() -> None:
+    for name, granule in (("mi300x", 512), ("mi355x", 1280)):
+        res = _resources(_table(name))
+        assert np.all(res.lds_allocated % granule == 0)
+        assert np.all(res.lds_allocated >= res.lds)
+        assert np.all(res.lds_allocated - res.lds < granule)
+
+
+def test_gfx950s_larger_lds_admits_what_gfx942s_refuses() -> None:
+    """A qs 256 x 256 tile of head dim 256 with kK0 64 needs 32896 B of Q (64 x 257 x 2) and
+    32896 B of K (64 x 257 x 2): over MI300X's 64 KiB, within MI355X's 160 KiB."""
+    problem = _problem(head_dim=256)
+    pins = {"block_m": 256, "block_n": 256, "block_n1": 256, "block_k0": 64, "num_warps": 8}
+    pins["pipeline"] = int(Pipeline.QS)
+    small = _table("mi300x", problem, pins)
+    large = _table("mi355x", problem, pins)
+    i = int(np.flatnonzero(small.satisfied["pins"])[0])
+    j = int(np.flatnonzero(large.satisfied["pins"])[0])
+    assert _resources(small).lds[i] == 65792
+    assert not small.satisfied["lds"][i] and large.satisfied["lds"][j]
+
+
+def test_occupancy_follows_the_register_estimate() -> None:
+    """More rows per warp keep more accumulators live: fewer waves per SIMD."""
+    table = _table("mi300x")
+    res = _resources(table)
+    cfg = table.cfg
+    base = (cfg["block_n"] == 64) & (cfg["block_k0"] == 32) & (cfg["block_n1"] == 128)
+    base &= (cfg["num_warps"] == 4) & (cfg["mfma"] == 32) & (cfg["pipeline"] == 0)
+    small = int(np.flatnonzero(base & (cfg["block_m"] == 128))[0])
+    large = int(np.flatnonzero(base & (cfg["block_m"] == 256))[0])
+    assert res.regs.demand[large] > res.regs.demand[small]
+    assert res.occupancy.waves_per_cu[large] <= res.occupancy.waves_per_cu[small]
+
+
+# ---- the model's figures ------------------------------------------------------------------------
+
+
+def test_mi355x_runs_faster_than_mi300x_and_fp8_faster_than_bf16() -> None:
+    slow = solve(PROBLEM, "mi300x").candidates[0]
+    fast = solve(PROBLEM, "mi355x").candidates[0]
+    assert fast.predicted_tflops > 1.3 * slow.predicted_tflops
+    fp8 = solve(_problem(dtype="fp8"), "mi355x").candidates[0]
+    assert fp8.predicted_tflops > fast.predicted_tflops
+
+
+def test_predictions_stay_below_the_mfma_peak() -> None:
+    for name in ("mi300x", "mi325x", "mi355x"):
+        spec = get_hardware(name)
+        peak = spec.rocm.mfma_bf16_dense_tflops  # type: ignore[union-attr]
+        best = solve(PROBLEM, name).candidates[0]
+        assert 0.2 * peak < best.predicted_tflops < 0.8 * peak, (name, best.predicted_tflops)
+
+
+def test_a_short_problem_is_limited_by_filling_the_cus() -> None:
+    short = AttentionProblem(batch=1, heads=2, seq_len=256, head_dim=128)
+    best = solve(short, "mi300x").candidates[0]
+    assert "fill the CUs" in best.bottleneck or "HBM" in best.bottleneck
+
+
+def test_causal_does_about_half_the_work() -> None:
+    causal = _problem(causal=True)
+    full = solve(PROBLEM, "mi300x").candidates[0]
+    half = solve(causal, "mi300x").candidates[0]
+    assert 0.4 * full.predicted_time_us < half.predicted_time_us < 0.75 * full.predicted_time_us
+
+
+def test_both_engines_rank_alike() -> None:
+    options = {"top_k": 5}
+    cpsat = solve(PROBLEM, "mi325x", SolveOptions(engine="cpsat", **options))
+    exhaustive = solve(PROBLEM, "mi325x", SolveOptions(engine="exhaustive", **options))
+    assert [c.parameters for c in cpsat.candidates] == [c.parameters for c in exhaustive.candidates]
+
+
+# ---- bad input ---------------------------------------------------------------------------------
+
+
+def _refusal(problem: AttentionProblem, hardware: str = "mi300x") -> dict[str, str]:
+    with pytest.raises(InvalidRequestError) as caught:
+        solve(problem, hardware, SolveOptions(kernel="ck"))
+    return {v.field: v.description for v in caught.value.violations}
+
+
+def test_head_dims_over_256_are_refused_naming_the_field() -> None:
+    refused = _refusal(_problem(head_dim=512))
+    assert "head_dim" in refused and "256" in refused["head_dim"]
+
+
+def test_fp8_on_a_part_without_fp8_mfma_names_the_dtypes() -> None:
+    data = get_hardware("mi300x").model_dump(mode="json")
+    data["name"] = "no-fp8"
+    data["rocm"]["mfma_fp8_dense_tflops"] = None
+    data["rocm"]["fp8_format"] = None
+    data["rocm"]["unconfirmed_fields"] = [
+        f for f in data["rocm"]["unconfirmed_fields"] if "fp8" not in f
+    ]
+    spec = type(get_hardware("mi300x")).model_validate(data)
+    with pytest.raises(InvalidRequestError) as caught:
+        solve(_problem(dtype="fp8"), spec)
+    (violation,) = caught.value.violations
+    assert violation.field == "dtype" and "allowed: fp16, bf16" in violation.description
+
+
+def test_an_undeclared_parameter_pin_lists_the_parameters() -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        solve(PROBLEM, "mi300x", SolveOptions(parameter_pins={"waves_per_eu": 2}))
+    text = " ".join(v.description for v in caught.value.violations)
+    assert "pipeline" in text and "block_k0" in text
+
+
+def test_a_pin_outside_the_pipeline_domain_lists_the_values() -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        solve(PROBLEM, "mi300x", SolveOptions(parameter_pins={"pipeline": 7}))
+    (violation,) = caught.value.violations
+    assert violation.field == "parameter_pins"
+    assert "0, 1, 2, 3" in violation.description
+
+
+# ---- the answer over the CLI and gRPC ------------------------------------------------------------
+
+
+def test_cli_solves_on_each_instinct_part(capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("mi300x", "mi325x", "mi355x"):
+        code, out, err = run(
+            capsys, "solve", "--hardware", name, "--head-dim", "128", "--seq-len", "4096", "--json"
+        )
+        assert code == 0, err
+        doc = json.loads(out)
+        assert doc["kernel"] == "ck" and doc["candidates"]
+        names = [r["name"] for r in doc["candidates"][0]["resources"]]
+        assert names == ["lds", "vgprs", "threads", "workgroups_per_cu"]
+
+
+def test_cli_refuses_fa2_on_mi300x_with_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(
+        capsys, "solve", "--hardware", "mi300x", "--kernel", "fa2", "--head-dim", "128",
+        "--seq-len", "1024",
+    )  # fmt: skip
+    assert code == 2 and "ck" in err
+
+
+def test_answer_over_grpc_equals_in_process(target: str) -> None:
+    options = SolveOptions(engine="exhaustive")
+    local = solve(PROBLEM, "mi355x", options)
+    with grpc.insecure_channel(target) as channel:
+        stub = pb_grpc.TileSolveServiceStub(channel)
+        response = stub.Solve(wire.solve_request_to_proto(PROBLEM, "mi355x", options), 30)
+    assert response.kernel == "ck"
+    remote, _ = wire.answer_from_proto(response)
+    assert [c.parameters for c in remote.candidates] == [c.parameters for c in local.candidates]
+    assert [c.resources for c in remote.candidates] == [c.resources for c in local.candidates]
+    assert remote.notes == local.notes
