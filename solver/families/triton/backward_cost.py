@@ -86,6 +86,24 @@ def _loop_iterations(
     return total, np.zeros_like(total)
 
 
+def _rounds(
+    loops: tuple[tuple[LoopIteration, FloatArray], ...], stages: IntArray, device: CudaDevice
+) -> list[tuple[FloatArray, FloatArray]]:
+    """The round and the hidden share of each (loop iteration, resident blocks) with Triton's
+    pipeline (`stages.stage_round`), evaluated in one call over all of them (the rule is
+    elementwise over the candidates)."""
+    n = len(stages)
+    cycles, hidden = stage_round(
+        np.concatenate([it.compute for it, _ in loops]),
+        np.concatenate([it.tile_load for it, _ in loops]),
+        np.concatenate([it.l2_bytes for it, _ in loops]),
+        np.concatenate([blocks for _, blocks in loops]),
+        np.tile(stages, len(loops)),
+        device,
+    )
+    return [(cycles[k * n : (k + 1) * n], hidden[k * n : (k + 1) * n]) for k in range(len(loops))]
+
+
 def backward_perf(
     family: TritonFlashAttentionBackward,
     device: CudaDevice,
@@ -173,18 +191,18 @@ def backward_perf(
         dram_miss=reuse2.dram_fraction,
     )
 
-    def rounds(it: LoopIteration, resident: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """The loop's round with Triton's pipeline (`stages.stage_round`)."""
-        return stage_round(
-            it.compute, it.tile_load, it.l2_bytes, resident, cfg["num_stages"], device
-        )
-
-    round1, overlap1 = rounds(it1, blocks_f)
-    round2, overlap2 = rounds(it2, blocks_f)
     waves = wave_schedule(ctas, slots)
     last_blocks = np.minimum(blocks, ceil_div(waves.last_wave_ctas.astype(np.int64), n_sm))
-    last1, _ = rounds(it1, last_blocks.astype(np.float64))
-    last2, _ = rounds(it2, last_blocks.astype(np.float64))
+    (round1, overlap1), (round2, overlap2), (last1, _), (last2, _) = _rounds(
+        (
+            (it1, blocks_f),
+            (it2, blocks_f),
+            (it1, last_blocks.astype(np.float64)),
+            (it2, last_blocks.astype(np.float64)),
+        ),
+        cfg["num_stages"],
+        device,
+    )
 
     dram_share = dram_bytes_per_clk(device) / n_sm
     latency = tp.dram_latency_cycles
@@ -228,7 +246,8 @@ def backward_perf(
         np.floor(-offset / m2) - 1.0,
         np.ceil((n_kv2 * n2 - offset) / m2) - 1.0,
     ]
-    longest = np.max([program(np.clip(p, 0.0, last_p), last1, last2) for p in points], axis=0)
+    # All the points at once: the rules are elementwise, a row per point.
+    longest = np.max(program(np.clip(np.stack(points), 0.0, last_p), last1, last2), axis=0)
     full = program(np.zeros_like(last_p), round1, round2)
     last = program(np.zeros_like(last_p), last1, last2)
     equal = (not problem.causal) & (n_kv1 == n_m2)
