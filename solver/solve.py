@@ -26,7 +26,7 @@ from .model_constants import calibration_digest
 from .problem import AttentionProblem, Engine, SolveOptions
 from .registry import get_family, paged_kv_families, with_alternatives
 from .split_kv import paging_requested, split_fields
-from .validate import broken_figures, check_config, fresh_times_us, same_time
+from .validate import broken_figures, check_configs, fresh_times_us, same_time
 
 # 0.2.0: family interface; achievable bandwidth, launch, iteration and window-L2 terms.
 # 0.3.0: the ascend family (CUDA answers unchanged).
@@ -159,8 +159,7 @@ def _validate(table: CandidateTable, ranked: list[int]) -> None:
         )
     configs = [table.cfg.config(i) for i in ranked]
     request = (table.family, table.hardware, table.problem, table.options)
-    for config in configs:
-        broken = check_config(*request, config)
+    for config, broken in zip(configs, check_configs(*request, configs), strict=True):
         if broken:
             label = table.family.label(config)
             raise ModelInvariantError(f"engine returned infeasible {label}: {broken}")
