@@ -34,8 +34,7 @@ from tilesolve.solver import (
 from tilesolve.solver.apps.memory import floor_sum, q_rows_read
 from tilesolve.solver.families.cuda.backward import BACKWARD_MAX_SPILL_REGS, backward_flops
 from tilesolve.solver.registry import find_family
-from tilesolve.solver.solve import prepare
-from tilesolve.solver.validate import check_config, check_configs
+from tilesolve.solver.validate import check_config
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 
@@ -265,31 +264,6 @@ def test_the_inner_layout_choice_is_validated_and_pinnable() -> None:
         assert c.parameters["atom_layout_m_sdp"] == 1
     funnel = [step.constraint for step in answer.funnel]
     assert funnel[:3] == ["alignment", "warp_layout", "threads"]
-
-
-@pytest.mark.parametrize("kernel", ["fa2", "triton"])
-@pytest.mark.parametrize("hardware", ["a100-80gb", "h100-sxm", "l4"])
-def test_checking_configurations_together_finds_what_checking_each_finds(
-    kernel: str, hardware: str
-) -> None:
-    """The validator states the rules once over several configurations (`check_configs`):
-    what it finds for each is what checking it alone finds, for feasible configurations,
-    ones that break a limit or the inner choice, and ones outside the domains."""
-    problem = training_shape(64, causal=True)
-    spec = get_hardware(hardware)
-    options = SolveOptions(kernel=kernel)
-    table = prepare(problem, spec, options)
-    rng = np.random.default_rng(7)
-    picked = [*np.flatnonzero(table.feasible)[:3], *rng.choice(len(table), 12, replace=False)]
-    configs = [table.cfg.config(int(i)) for i in picked]
-    outside = Config.of(**{**configs[0].as_dict(), "num_warps": 3})
-    configs.append(outside)
-    request = (table.family, spec, problem, options)
-    together = check_configs(*request, configs)
-    alone = [check_config(*request, c) for c in configs]
-    assert together == alone
-    assert together[0] == [] and together[-1][0].startswith("domain:")
-    assert any(p for p in together[3:-1]), "no infeasible configuration among those checked"
 
 
 # ---- engines --------------------------------------------------------------------------------

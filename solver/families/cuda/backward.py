@@ -356,10 +356,22 @@ class CudaBackwardFamily(CudaFamily):
         options: SolveOptions,
         config: Config,
     ) -> list[str]:
-        """CudaFamily's rules with the backward register tolerance (`check_all`)."""
-        return self.check_all(hardware, problem, options, [config])[0]
+        """CudaFamily's rules with the backward register tolerance (`backward_checks`)."""
+        return self.backward_checks(hardware, problem, options, [config])[0]
 
     def check_all(
+        self,
+        hardware: HardwareSpec,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        configs: list[Config],
+    ) -> list[list[str]]:
+        """`backward_checks`, unless a subclass states more rules in its own `check`."""
+        if type(self).check is not CudaBackwardFamily.check:
+            return super().check_all(hardware, problem, options, configs)
+        return self.backward_checks(hardware, problem, options, configs)
+
+    def backward_checks(
         self,
         hardware: HardwareSpec,
         problem: AttentionProblem,
