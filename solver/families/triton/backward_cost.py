@@ -87,21 +87,35 @@ def _loop_iterations(
 
 
 def _rounds(
-    loops: tuple[tuple[LoopIteration, FloatArray], ...], stages: IntArray, device: CudaDevice
-) -> list[tuple[FloatArray, FloatArray]]:
-    """The round and the hidden share of each (loop iteration, resident blocks) with Triton's
-    pipeline (`stages.stage_round`), evaluated in one call over all of them (the rule is
-    elementwise over the candidates)."""
+    it1: LoopIteration,
+    it2: LoopIteration,
+    blocks: IntArray,
+    last_blocks: IntArray,
+    stages: IntArray,
+    device: CudaDevice,
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Each loop's round and the share of its tile loads hidden with `blocks` resident blocks,
+    then its round in the last wave with `last_blocks` (`stages.stage_round`): one call over
+    all of them, the last wave's evaluated only where it has fewer blocks (the rule is
+    elementwise over the candidates, so a last wave of as many blocks has the same round)."""
     n = len(stages)
+    fewer = np.flatnonzero(last_blocks != blocks)
+    every = np.arange(n)
+    parts = [(it1, every, blocks), (it2, every, blocks), (it1, fewer, last_blocks)]
+    parts.append((it2, fewer, last_blocks))
     cycles, hidden = stage_round(
-        np.concatenate([it.compute for it, _ in loops]),
-        np.concatenate([it.tile_load for it, _ in loops]),
-        np.concatenate([it.l2_bytes for it, _ in loops]),
-        np.concatenate([blocks for _, blocks in loops]),
-        np.tile(stages, len(loops)),
+        np.concatenate([it.compute[rows] for it, rows, _ in parts]),
+        np.concatenate([it.tile_load[rows] for it, rows, _ in parts]),
+        np.concatenate([it.l2_bytes[rows] for it, rows, _ in parts]),
+        np.concatenate([b[rows] for _, rows, b in parts]).astype(np.float64),
+        np.concatenate([stages[rows] for _, rows, _ in parts]),
         device,
     )
-    return [(cycles[k * n : (k + 1) * n], hidden[k * n : (k + 1) * n]) for k in range(len(loops))]
+    round1, round2 = cycles[:n], cycles[n : 2 * n]
+    last1, last2 = round1.copy(), round2.copy()
+    last1[fewer] = cycles[2 * n : 2 * n + len(fewer)]
+    last2[fewer] = cycles[2 * n + len(fewer) :]
+    return round1, hidden[:n], round2, hidden[n : 2 * n], last1, last2
 
 
 def backward_perf(
@@ -193,15 +207,8 @@ def backward_perf(
 
     waves = wave_schedule(ctas, slots)
     last_blocks = np.minimum(blocks, ceil_div(waves.last_wave_ctas.astype(np.int64), n_sm))
-    (round1, overlap1), (round2, overlap2), (last1, _), (last2, _) = _rounds(
-        (
-            (it1, blocks_f),
-            (it2, blocks_f),
-            (it1, last_blocks.astype(np.float64)),
-            (it2, last_blocks.astype(np.float64)),
-        ),
-        cfg["num_stages"],
-        device,
+    round1, overlap1, round2, overlap2, last1, last2 = _rounds(
+        it1, it2, blocks, last_blocks, cfg["num_stages"], device
     )
 
     dram_share = dram_bytes_per_clk(device) / n_sm

@@ -89,5 +89,8 @@ def _newton_round(
     w = np.maximum(work, load / ahead)
     for _ in range(NEWTON_STEPS):
         delay = spread * decay(ahead * w - load, spread)
-        w = w - (w - work - delay) / (1.0 + ahead * delay / spread)
+        step = w - (w - work - delay) / (1.0 + ahead * delay / spread)
+        if np.array_equal(step, w):  # a fixed point: the remaining steps would repeat it
+            break
+        w = step
     return np.asarray(w)
