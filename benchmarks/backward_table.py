@@ -5,6 +5,7 @@ Usage:
     .venv/bin/python benchmarks/backward_table.py --picks     # one table at a time
     .venv/bin/python benchmarks/backward_table.py --shipped
     .venv/bin/python benchmarks/backward_table.py --published
+    .venv/bin/python benchmarks/backward_table.py --fa3-shipped
 
 `--picks`: tilesolve's rank-1 backward configuration per kernel family, architecture
 (a100-80gb, h100-sxm, rtx-4090) and head dim, on FlashAttention's benchmark shape (16k tokens
@@ -16,7 +17,14 @@ dropout), with what limits its residency (the occupancy limiter), the binding co
 template; sm80 = a100-80gb, sm90 = h100-sxm, sm86/sm89 = rtx-4090) on the same shape, the rank
 of the shipped block_m x block_n among tilesolve's ranking (the ranking lists one warp layout
 per tile: the model's; `layout` says whether it is FA2's), and of the full shipped
-configuration pinned. The shipped tiles are a measurement, never an input.
+configuration pinned. Rows of head dims 160 and 224 name the kernel their release runs
+(`kernel_head_dim`: their own before v2.8.0/v2.6.2, the hdim192/hdim256 kernel in v2.8.3); the
+ranking is the one of that kernel (pinned). The shipped tiles are a measurement, never an input.
+
+`--fa3-shipped`: for every row of tests/data/fa3_backward_tiles.json (FlashAttention-3's
+backward launch template, h100-sxm), the paper's shape (16k tokens, hidden 2048, bf16) at 2k
+and 8k tokens, causal and not: the rank of FA3's tile among the fa3 backward ranking, and its
+full configuration pinned.
 
 `--published`: predicted TFLOP/s of FA2's shipped tiles against the FlashAttention-2 paper
 (Dao 2023, arXiv:2307.08691) at each sequence length of its figures (16k tokens as batch
@@ -36,6 +44,8 @@ from tilesolve.solver import AttentionProblem, SolveAnswer, SolveOptions, solve
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = json.loads((ROOT / "tests" / "data" / "fa2_backward_tiles.json").read_text())
+FA3_SHIPPED = json.loads((ROOT / "tests" / "data" / "fa3_backward_tiles.json").read_text())
+FA3_HEAD_DIMS = (64, 96, 128, 192, 256)
 HARDWARE = ("a100-80gb", "h100-sxm", "rtx-4090")
 ARCH_HARDWARE = {"sm80": "a100-80gb", "sm90": "h100-sxm", "sm86/sm89": "rtx-4090"}
 HEAD_DIMS = (32, 64, 96, 128, 160, 192, 224, 256)
@@ -83,13 +93,23 @@ def describe(answer: SolveAnswer) -> str:
         if p["no_double_buffer"]:
             flags.append("single Q")
         return f"{c.block_m}x{c.block_n} w{c.num_warps} " + ", ".join(flags)
+    if answer.kernel == "fa3":
+        swaps = "".join(
+            name
+            for name, key in (("S", "sdp_swap_ab"), ("K", "dkv_swap_ab"), ("Q", "dq_swap_ab"))
+            if p[key]
+        )
+        flags = [f"dO{p['stages_do']} dS{p['stages_ds']}", f"swapAB {swaps or '-'}"]
+        if p["v_in_regs"]:
+            flags.append("V in regs")
+        return f"{c.block_m}x{c.block_n} w{c.num_warps} " + ", ".join(flags)
     dq = f"dq {p['dq_block_m']}x{p['dq_block_n']}"
     return f"{c.block_m}x{c.block_n} w{c.num_warps} s{c.num_stages} {dq}"
 
 
 def picks() -> list[str]:
     lines = []
-    for kernel in ("fa2", "triton"):
+    for kernel in ("fa2", "triton", "fa3"):
         lines += [
             "",
             f"{kernel} backward, rank 1 (batch 4 x 4096 tokens, hidden 2048, fp16, no mask)",
@@ -97,8 +117,8 @@ def picks() -> list[str]:
             "| hardware | d | pick | TFLOP/s | limits residency | binding | bound by |",
             "|---|---|---|---|---|---|---|",
         ]
-        for hardware in HARDWARE:
-            for head_dim in HEAD_DIMS:
+        for hardware in ("h100-sxm",) if kernel == "fa3" else HARDWARE:
+            for head_dim in FA3_HEAD_DIMS if kernel == "fa3" else HEAD_DIMS:
                 answer = solve(shape(head_dim), hardware, SolveOptions(kernel=kernel, top_k=1))
                 if not answer.candidates:
                     why = answer.infeasibility
@@ -115,6 +135,13 @@ def picks() -> list[str]:
     return lines
 
 
+def _release_pins(row: dict[str, Any]) -> dict[str, int]:
+    """The kernel of the row's release, where two releases run the head dim differently."""
+    if row["head_dim"] not in (160, 224):
+        return {}
+    return {"kernel_head_dim": int(row.get("kernel_head_dim", row["head_dim"]))}
+
+
 def _pinned(row: dict[str, Any]) -> SolveOptions:
     return SolveOptions(
         kernel="fa2",
@@ -122,7 +149,7 @@ def _pinned(row: dict[str, Any]) -> SolveOptions:
         block_m=row["block_m"],
         block_n=row["block_n"],
         num_warps=row["num_warps"],
-        parameter_pins={name: row[name] for name in FA2_OPTIONS},
+        parameter_pins={name: row[name] for name in FA2_OPTIONS} | _release_pins(row),
     )
 
 
@@ -131,16 +158,18 @@ def shipped() -> list[str]:
         "",
         "FlashAttention-2's shipped backward tiles (tests/data/fa2_backward_tiles.json)",
         "",
-        "| arch | d | dropout | shipped | pinned | tile rank | tilesolve rank 1 | layout |",
-        "|---|---|---|---|---|---|---|---|",
+        "| arch | d | kernel | dropout | shipped | pinned | tile rank | tilesolve rank 1 "
+        "| layout |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     top1 = top3 = 0
     for row in SHIPPED:
         hardware = ARCH_HARDWARE[row["arch"]]
         problem = shape(row["head_dim"], dropout=0.1 if row["dropout"] else 0.0)
-        ranked = solve(
-            problem, hardware, SolveOptions(kernel="fa2", top_k=100, engine="exhaustive")
+        ranking = SolveOptions(
+            kernel="fa2", top_k=100, engine="exhaustive", parameter_pins=_release_pins(row)
         )
+        ranked = solve(problem, hardware, ranking)
         tiles = []
         for c in ranked.candidates:
             if (c.block_m, c.block_n) not in tiles:
@@ -160,8 +189,10 @@ def shipped() -> list[str]:
             + (" V" if row["is_v_in_regs"] else "")
             + (" 1Q" if row["no_double_buffer"] else "")
         )
+        kernel = row.get("kernel_head_dim", row["head_dim"])
         lines.append(
-            f"| {row['arch']} | {row['head_dim']} | {'yes' if row['dropout'] else 'no'} "
+            f"| {row['arch']} | {row['head_dim']} | hdim{kernel} "
+            f"| {'yes' if row['dropout'] else 'no'} "
             f"| {shipped_text} | {pinned.status.value} "
             f"| {rank if rank else '>' + str(len(tiles))} | {describe(ranked)} "
             f"| {'same' if same_layout else 'differs'} |"
@@ -170,6 +201,71 @@ def shipped() -> list[str]:
     lines += [
         "",
         f"rows {n}: shipped tile top-1 {top1} ({top1 / n:.0%}), top-3 {top3} ({top3 / n:.0%})",
+    ]
+    return lines
+
+
+def fa3_shipped_pins(row: dict[str, Any]) -> SolveOptions:
+    """FA3's configuration of a row as pins (its atom layouts as the model's splits)."""
+    w = row["num_mma_warpgroups"]
+    pins = {name: row[name] for name in ("sdp_swap_ab", "dkv_swap_ab", "dq_swap_ab")}
+    pins |= {name: row[name] for name in ("v_in_regs", "stages_do", "stages_ds")}
+    pins["sdp_split_m"] = int(row["atom_layout_m_sdp"] == w)
+    pins["dkv_split_n"] = int(row["atom_layout_n_dkv"] == w)
+    pins["dq_split_m"] = int(row["atom_layout_m_dq"] == w)
+    return SolveOptions(
+        kernel="fa3",
+        top_k=1,
+        block_m=row["block_m"],
+        block_n=row["block_n"],
+        num_warps=row["num_warps"],
+        parameter_pins=pins,
+    )
+
+
+def fa3_shipped() -> list[str]:
+    lines = [
+        "",
+        "FlashAttention-3's shipped backward tiles (tests/data/fa3_backward_tiles.json), "
+        "h100-sxm, 16k tokens, hidden 2048, bf16",
+        "",
+        "| d | line | causal | tokens | shipped | pinned | tile rank | tilesolve rank 1 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    top1 = top3 = total = 0
+    for row in FA3_SHIPPED:
+        causal_values = (False, True) if row["causal"] == "both" else (row["causal"],)
+        for causal in causal_values:
+            for n in (2048, 8192):
+                problem = AttentionProblem(
+                    batch=16384 // n,
+                    heads=2048 // row["head_dim"],
+                    seq_len=n,
+                    head_dim=row["head_dim"],
+                    dtype="bf16",
+                    causal=causal,
+                    phase="backward",
+                )
+                ranked = solve(problem, "h100-sxm", SolveOptions(kernel="fa3", top_k=30))
+                tiles = list(dict.fromkeys((c.block_m, c.block_n) for c in ranked.candidates))
+                tile = (row["block_m"], row["block_n"])
+                rank = tiles.index(tile) + 1 if tile in tiles else None
+                pinned = solve(problem, "h100-sxm", fa3_shipped_pins(row))
+                softcap = row["condition"].startswith("Is_causal && Has_softcap")
+                if not softcap:
+                    total += 1
+                    top1 += rank == 1
+                    top3 += rank is not None and rank <= 3
+                lines.append(
+                    f"| {row['head_dim']} | {row['line']}{' (softcap)' if softcap else ''} "
+                    f"| {'yes' if causal else 'no'} | {n} | {row['block_m']}x{row['block_n']} "
+                    f"| {pinned.status.value} | {rank if rank else '>' + str(len(tiles))} "
+                    f"| {describe(ranked)} |"
+                )
+    lines += [
+        "",
+        f"rows {total} (the softcap tile left out: the problem has no softcap): FA3's tile "
+        f"top-1 {top1} ({top1 / total:.0%}), top-3 {top3} ({top3 / total:.0%})",
     ]
     return lines
 
@@ -266,8 +362,9 @@ def main() -> None:
     parser.add_argument("--picks", action="store_true")
     parser.add_argument("--shipped", action="store_true")
     parser.add_argument("--published", action="store_true")
+    parser.add_argument("--fa3-shipped", action="store_true")
     args = parser.parse_args()
-    everything = not (args.picks or args.shipped or args.published)
+    everything = not (args.picks or args.shipped or args.published or args.fa3_shipped)
     lines: list[str] = []
     if args.picks or everything:
         lines += picks()
@@ -275,6 +372,8 @@ def main() -> None:
         lines += shipped()
     if args.published or everything:
         lines += published()
+    if args.fa3_shipped or everything:
+        lines += fa3_shipped()
     print("\n".join(lines).lstrip("\n"))
 
 

@@ -10,7 +10,7 @@ This module is the entry point: it builds the parser from the commands' modules 
 codes. Results go to stdout (a table, or exactly one JSON document with `--json`); errors go to
 stderr. The solver (numpy, pydantic, and lazily ortools) is imported only by the commands that
 use it, so `--help` starts fast; a command's own `--help` reads the options' ranges and values
-from the solver's schemas (`field_help`). Exit codes are the contract in README.md ("Exit
+from the solver's schemas (`field_help`). Exit codes are the contract in docs/cli.md ("Exit
 codes").
 What the commands share is in `cli_common`; `--server` is `cli_remote`.
 """
@@ -23,10 +23,13 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from . import answer_cache, terminal
 from .cli_common import (
     EXIT_CODES_EPILOG,
+    EXIT_INFEASIBLE,
     EXIT_INTERNAL,
     EXIT_INVALID,
+    EXIT_OK,
     EXIT_UNAVAILABLE,
     CliExit,
     CliInputError,
@@ -42,6 +45,7 @@ from .cmd_simulate import add_simulate_parser
 from .cmd_solve import add_solve_parser
 from .cmd_table import add_table_parser
 from .field_help import SchemaHelpFormatter
+from .suggest import unknown_option, with_suggestion
 
 # The entry point, and the names tests and callers use from here.
 __all__ = ["ErrorLine", "build_parser", "main", "server_violations"]
@@ -56,7 +60,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse, with usage errors in the CLI's one-line `error:` form instead of a usage dump."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_INVALID, f"error: {message} (see '{self.prog} --help')\n")
+        self.exit(EXIT_INVALID, f"error: {with_suggestion(message)} (see '{self.prog} --help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,22 +93,38 @@ def _report(lines: Sequence[ErrorLine]) -> int:
     return EXIT_INVALID
 
 
-def _run(argv: Sequence[str] | None) -> int:
+def _run(argv: Sequence[str] | None, use_cache: bool) -> int:
     parser = build_parser()
+    given = sys.argv[1:] if argv is None else list(argv)
+    unknown = unknown_option(parser, given)
+    if unknown is not None:  # before argparse, which would report a missing option instead
+        print(f"error: {unknown}", file=sys.stderr)
+        return EXIT_INVALID
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(given)
     except SystemExit as exc:  # --help, or a usage error argparse has already printed
         return exc.code if isinstance(exc.code, int) else EXIT_INVALID
+    terminal.set_wide(bool(getattr(args, "wide", False)))
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)
         return EXIT_INVALID
 
+    key = answer_cache.cache_key(args) if use_cache else None
+    cached = answer_cache.lookup(key) if key is not None else None
+    if cached is not None:  # a repeated question: its output, without loading the solver
+        return cached.replay()
+
     from tilesolve.solver import InvalidRequestError, TilesolveError
     from tilesolve.solver.errors import DeadlineExceededError
 
     try:
-        result: int = handler(args)
+        with answer_cache.recording() as (out, err):
+            result: int = handler(args)
+        if key is not None and result in (EXIT_OK, EXIT_INFEASIBLE):
+            answer_cache.store(
+                key, answer_cache.CachedRun(result, out.copy.getvalue(), err.copy.getvalue())
+            )
         return result
     except CliInputError as exc:
         return _report(exc.lines)
@@ -123,9 +143,11 @@ def _run(argv: Sequence[str] | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (the console script passes it to `sys.exit`)."""
+    """Run the CLI; returns the exit code (the console script passes it to `sys.exit`). The
+    console script (argv None: the process's own command line) uses the answer cache
+    (`answer_cache`); a call with an argument list from Python does not."""
     try:
-        return _run(argv)
+        return _run(argv, use_cache=argv is None)
     except BrokenPipeError:
         # stdout's reader went away (`| head`): silence the flush at interpreter exit.
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -134,6 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         print(f"internal error (please report): {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_INTERNAL
+    finally:
+        terminal.set_wide(False)  # one call's --wide (main may be called again in-process)
 
 
 if __name__ == "__main__":

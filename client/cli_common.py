@@ -191,6 +191,12 @@ def add_subcommand(
         allow_abbrev=False,
     )
     parser.set_defaults(handler=handler)
+    parser.add_argument(
+        "--wide",
+        action="store_true",
+        help="tables at their full width, one line per row, nothing wrapped (default: text "
+        "fits $COLUMNS, else the terminal, else 80 columns)",
+    )
     return parser
 
 

@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     from .remote import TileSolveClient, TilesolveRpcError
 
 DEFAULT_TIMEOUT_S = 30.0  # --timeout; `solve` allows at least its --time-limit plus 10 s
+# How long the CLI waits for a connection before it reports the server unreachable (exit 3):
+# short enough for a shell; a reached server then has --timeout to answer.
+CONNECT_TIMEOUT_S = 3.0
 MAX_TIMEOUT_S = 3600.0
 
 _REMOTE_ONLY_FLAGS = (
@@ -71,7 +74,8 @@ def add_remote_arguments(parser: argparse.ArgumentParser) -> None:
         "spaces; e.g. 127.0.0.1:50051, localhost:50051, [::1]:50051. Several replicas, "
         "balanced (round robin, skipping any whose health is not SERVING): "
         "IP:PORT,IP:PORT,... (IP addresses of one family, each once) or dns:///NAME:PORT "
-        "(every address NAME resolves to, resolved again as connections end)",
+        "(every address NAME resolves to, resolved again as connections end). A server "
+        f"not reached within {CONNECT_TIMEOUT_S:g} s is reported unreachable (exit 3)",
     )
     group.add_argument(
         "--tls", action="store_true", help="connect with TLS (the system's root certificates)"
@@ -132,7 +136,8 @@ def remote_settings(args: argparse.Namespace) -> Remote | None:
                 [
                     ErrorLine(
                         "server",
-                        f"{', '.join(given)} only apply to a server; add --server HOST:PORT "
+                        f"{', '.join(given)} only {'applies' if len(given) == 1 else 'apply'} "
+                        "to a server; add --server HOST:PORT "
                         "(without it the command runs in-process)",
                     )
                 ]
@@ -239,6 +244,7 @@ def asking(remote: Remote, timeout_s: float | None = None) -> Iterator[TileSolve
         with TileSolveClient(
             remote.target,
             timeout_s=budget,
+            ready_timeout_s=min(CONNECT_TIMEOUT_S, budget),
             tls=remote.tls,
             root_ca=remote.root_ca,
             client_cert=remote.client_cert,

@@ -377,7 +377,7 @@ def _problem_line(estimate: MemoryEstimate) -> str:
 
 def memory_report(estimate: MemoryEstimate) -> list[str]:
     """The single-estimate table: materialised matrix, tiling, traffic, roofline."""
-    from .render import table
+    from .render import table, wrap
 
     e = estimate
     backward = e.problem.phase.value == "backward"
@@ -455,7 +455,7 @@ def memory_report(estimate: MemoryEstimate) -> list[str]:
             f"{roof.ridge_point_flops_per_byte:.1f} FLOP/B: the tiled kernel is "
             f"{roof.bound}-bound",
         ]
-    return lines
+    return [piece for line in lines for piece in wrap(line, "")]
 
 
 def _family_resource_lines(e: MemoryEstimate) -> list[str]:
@@ -480,14 +480,14 @@ def _family_resource_lines(e: MemoryEstimate) -> list[str]:
     return out
 
 
-SWEEP_HEADERS = (
+SWEEP_HEADERS = (  # two lines each where one would widen the table past 80 columns
     "seq_len",
     "tile",
-    "1-D tiles",
-    "score tiles",
-    "score tile KiB",
-    "working set KiB",
-    "score matrix MiB",
+    "1-D\ntiles",
+    "score\ntiles",
+    "score tile\nKiB",
+    "working set\nKiB",
+    "score matrix\nMiB",
     "ratio",
 )
 
@@ -510,7 +510,7 @@ def sweep_rows(estimates: Sequence[MemoryEstimate]) -> list[list[str]]:
 
 def sweep_report(estimates: Sequence[MemoryEstimate]) -> list[str]:
     """Seed 003's comparison: one row per (seq_len, tile)."""
-    from .render import table
+    from .render import join_parts, table, wrap
 
     first = estimates[0]
     parts = [
@@ -518,12 +518,15 @@ def sweep_report(estimates: Sequence[MemoryEstimate]) -> list[str]:
         for part in _problem_line(first).split(", ")
     ]
     return [
-        f"memory model sweep | kernel {first.kernel} | {', '.join(parts)}",
+        *join_parts(["memory model sweep", f"kernel {first.kernel}", ", ".join(parts)]),
         "",
         *table(SWEEP_HEADERS, sweep_rows(estimates), right=frozenset(range(len(SWEEP_HEADERS)))),
         "",
-        "score matrix: what naive attention materialises (batch x heads x seq_len^2 x "
-        f"{first.dtype_bytes} B); working set: the Q, K, V, score and output tiles; ratio: "
-        "score matrix / one score tile, per (batch, head).",
+        *wrap(
+            "score matrix: what naive attention materialises (batch x heads x seq_len^2 x "
+            f"{first.dtype_bytes} B); working set: the Q, K, V, score and output tiles; ratio: "
+            "score matrix / one score tile, per (batch, head).",
+            "",
+        ),
         "Smaller tiles: a smaller working set, but more tiles to schedule.",
     ]

@@ -50,6 +50,11 @@ def add_parallel_arguments(parser: argparse.ArgumentParser) -> None:
         help="evaluate on a Dask distributed cluster instead, e.g. tcp://127.0.0.1:8786 "
         "(pip install 'tilesolve[dask]')",
     )
+    group.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar (one is drawn on stderr only when it is a terminal)",
+    )
 
 
 def parallel_settings(args: argparse.Namespace, remote: bool) -> tuple[int | None, str | None]:
@@ -248,6 +253,7 @@ def cmd_portfolio(args: argparse.Namespace) -> int:
 
     from .cli_common import bounded_int
     from .parallel import evaluator
+    from .progress import Meter, shown
 
     remote = remote_settings(args)
     workers, scheduler = parallel_settings(args, remote is not None)
@@ -269,7 +275,10 @@ def cmd_portfolio(args: argparse.Namespace) -> int:
                 answer = portfolio(client, request, args.hardware, timeout_s=budget)
         else:
             assert spec is not None
-            with evaluator(workers, scheduler) as map_fn:
+            with (
+                Meter("shapes evaluated", shown(args.quiet)) as meter,
+                evaluator(workers, scheduler, meter) as map_fn,
+            ):
                 answer = solve_portfolio(request, spec, map_fn=map_fn)
     except InvalidRequestError as exc:
         raise CliInputError(
@@ -298,7 +307,8 @@ def _pct(fraction: float) -> str:
 
 
 def portfolio_report(answer: PortfolioAnswer, shapes: Shapes) -> list[str]:
-    """The portfolio as text: the configurations, what they serve, and the loss."""
+    """The portfolio as text: the configurations, what they serve, and the loss. Problems
+    and configurations are numbered from 1 here (the JSON's `problem` indices are 0-based)."""
     n = len(shapes.problems)
     total_weight = sum(wp.weight for wp in shapes.problems)
     status: str = answer.status
@@ -306,7 +316,8 @@ def portfolio_report(answer: PortfolioAnswer, shapes: Shapes) -> list[str]:
         status = f"feasible (gap {answer.gap * 100:.2f}%, stopped by the {answer.stopped_by})"
     lines = [
         f"portfolio: {answer.hardware} | kernel {answer.kernel} | {n} problems (total weight "
-        f"{total_weight:g}) | at most {answer.max_configs} configurations | {status} | "
+        f"{total_weight:g}) | at most {answer.max_configs} "
+        f"configuration{'' if answer.max_configs == 1 else 's'} | {status} | "
         f"{answer.solve_ms / 1e3:.2f} s",
         f"program: {answer.candidate_configs} distinct feasible configurations, "
         f"{answer.assignment_variables} assignment variables",
@@ -319,7 +330,7 @@ def portfolio_report(answer: PortfolioAnswer, shapes: Shapes) -> list[str]:
                 f"(--max-configs {answer.smallest_feasible_max_configs})"
             )
         for p in answer.unserved_problems[:10]:
-            lines.append(f"  unserved: problem {p} ({shapes.where(p)})")
+            lines.append(f"  unserved: problem {p + 1} ({shapes.where(p)})")
         return lines
     lines += [
         "",
@@ -344,7 +355,7 @@ def portfolio_report(answer: PortfolioAnswer, shapes: Shapes) -> list[str]:
         worst = answer.assignments[answer.worst_problem]
         config = answer.configurations[worst.config - 1]
         lines.append(
-            f"  worst case      {_pct(answer.worst_loss)}  (problem {worst.problem}, "
+            f"  worst case      {_pct(answer.worst_loss)}  (problem {worst.problem + 1}, "
             f"{shapes.where(worst.problem)}: {config.label} {worst.time_us:.1f} us, its own "
             f"optimum {worst.optimal_label} {worst.optimal_time_us:.1f} us)"
         )

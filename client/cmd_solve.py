@@ -171,6 +171,14 @@ def add_solve_parser(subparsers: Any) -> None:
         "pip install 'tilesolve[plot]'); with --server the heatmap is computed in-process "
         "from the same request",
     )
+    out.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="solve even if this question was answered before (default: a repeated question "
+        "is answered from $XDG_CACHE_HOME/tilesolve, else ~/.cache/tilesolve, keyed by the "
+        "options and the model and catalog versions)",
+    )
+    p.set_defaults(cacheable=True)
     add_remote_arguments(p)
 
 
@@ -266,6 +274,42 @@ def split_shorthands(
     return bad or options
 
 
+def split_phase_violations(
+    problem: AttentionProblem, options: SolveOptions, both: bool
+) -> list[ErrorLine]:
+    """num_splits and page_size asked of a pass that has no such decision: num_splits is
+    decode's and a forward's against a longer K/V (split-KV), page_size decode's and the
+    forward's (a paged KV cache); the backward has neither."""
+    phases = ("forward", "backward") if both else (problem.phase.value,)
+    longer_kv = problem.seq_len_kv_eff > problem.seq_len
+    bad: list[ErrorLine] = []
+    if "num_splits" in options.parameter_pins:
+        without = [
+            phase
+            for phase in phases
+            if not (phase == "decode" or (phase == "forward" and longer_kv))
+        ]
+        if without:
+            passes = "pass has" if len(without) == 1 else "passes have"
+            bad.append(
+                ErrorLine(
+                    "num_splits",
+                    f"the {' and '.join(without)} {passes} no split-KV decision here: "
+                    "num_splits is decided in --phase decode and in --phase forward with "
+                    "--seq-len-kv longer than --seq-len",
+                )
+            )
+    if ("page_size" in options.parameter_pins or options.choose_page_size) and "backward" in phases:
+        bad.append(
+            ErrorLine(
+                "page_size",
+                "the backward pass reads no paged KV cache: page_size is decided in "
+                "--phase decode and --phase forward",
+            )
+        )
+    return bad
+
+
 def cmd_solve(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
@@ -309,6 +353,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
         options = SolveOptions.model_validate(options_input)
     except ValidationError as exc:
         violations.extend(violations_from_pydantic(exc, SolveOptions))
+    if problem is not None and options is not None:
+        violations.extend(split_phase_violations(problem, options, both))
     pictures = args.plot is not None or args.explain
     not_local: list[ErrorLine] = []
     if pictures and both:

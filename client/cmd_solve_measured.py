@@ -36,7 +36,7 @@ def add_format_argument(group: Any) -> None:
         "--format",
         choices=FORMATS,
         help="table (default), json (= --json), or triton: Python source defining `configs`, "
-        "a list of triton.Config, best first",
+        "a list of triton.Config of the triton family (the kernel it implies), best first",
     )
     group.add_argument(
         "--triton-names",
@@ -127,6 +127,8 @@ def format_violations(args: argparse.Namespace) -> list[ErrorLine]:
         args.json = True
     if fmt == "triton" and args.phase == "both":
         out.append(ErrorLine("format", "--format triton prints one pass; give one --phase"))
+    if fmt == "triton":
+        out.extend(_triton_family(args))
     if getattr(args, "triton_names", None) is not None:
         if fmt != "triton":
             out.append(ErrorLine("triton_names", "goes with --format triton"))
@@ -141,6 +143,24 @@ def format_violations(args: argparse.Namespace) -> list[ErrorLine]:
                 )
             )
     return out
+
+
+def _triton_family(args: argparse.Namespace) -> list[ErrorLine]:
+    """--format triton asks for the triton family's tiles: it is the kernel unless --kernel
+    names it already, and another --kernel is refused (its tiles are not triton.Configs)."""
+    kernel = (args.kernel or "").strip()
+    if not kernel:
+        args.kernel = "triton"
+        return []
+    if kernel.lower() == "triton":
+        return []
+    return [
+        ErrorLine(
+            "format",
+            f"--format triton prints the triton family's configurations; --kernel {kernel} "
+            "names another family (give --kernel triton, or leave --kernel out)",
+        )
+    ]
 
 
 def print_formatted(args: argparse.Namespace, answer: SolveAnswer) -> bool:

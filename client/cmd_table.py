@@ -30,7 +30,7 @@ from .cli_common import (
 )
 from .cli_remote import Remote, add_remote_arguments, asking, cli_field, remote_settings
 from .cmd_portfolio import add_parallel_arguments, parallel_settings, parse_percent
-from .files import MIB, check_nesting, read_text, replace_file
+from .files import MIB, check_nesting, output_folder, read_text, replace_file
 from .inputs import read_grid
 
 if TYPE_CHECKING:
@@ -69,6 +69,12 @@ def add_table_parser(subparsers: Any) -> None:
         help="output format (default: from --output's suffix, .h/.hpp cpp, .py python; else json)",
     )
     p.add_argument("--output", metavar="FILE", help="write here (only if changed); default stdout")
+    p.add_argument(
+        "--mkdir",
+        action="store_true",
+        help="create the folder of --output or --stamp if it is missing (default: a missing "
+        "folder is an error naming it)",
+    )
     p.add_argument(
         "--namespace",
         metavar="NAME",
@@ -155,16 +161,21 @@ def _local_document(
     slowdown: float | None,
     workers: int | None,
     scheduler: str | None,
+    quiet: bool,
 ) -> dict[str, Any]:
     from tilesolve.solver.apps.dispatch_table import build_dispatch_table, build_portfolio_table
 
     from .parallel import evaluator
+    from .progress import Meter, shown
 
     for name in grid.hardware:  # unknown names: exit 2 before any work
         from .cli_common import catalog_device
 
         catalog_device(name)
-    with evaluator(workers, scheduler) as map_fn:
+    with (
+        Meter("table cells evaluated", shown(quiet)) as meter,
+        evaluator(workers, scheduler, meter) as map_fn,
+    ):
         if max_configs is None:
             return build_dispatch_table(grid, map_fn=map_fn)
         return build_portfolio_table(grid, max_configs, max_slowdown=slowdown, map_fn=map_fn)[0]
@@ -248,7 +259,6 @@ def _write_if_changed(path: str, text: str, field: str) -> bool:
     except (OSError, UnicodeDecodeError):
         pass
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
         replace_file(target, text)
     except OSError as exc:
         raise CliInputError(
@@ -271,7 +281,18 @@ def cmd_table(args: argparse.Namespace) -> int:
 
     remote = remote_settings(args)
     workers, scheduler = parallel_settings(args, remote is not None)
+    for path, field in ((args.output, "output"), (args.stamp, "stamp")):
+        if path is not None:
+            output_folder(path, field, args.mkdir, "--mkdir")
     grid = read_grid(args.grid, _hardware(args.hardware))
+    unstated = [name for name in ("batch", "heads") if name not in grid.model_fields_set]
+    if unstated:
+        print(
+            f"note: {args.grid} gives no {' or '.join(unstated)}: every cell is solved for "
+            f"batch {grid.batch} and heads {grid.heads}, which leaves most of a GPU's SMs idle "
+            "and picks tiles for that; give the workload's batch and heads in the grid",
+            file=sys.stderr,
+        )
     fmt = _format_for(args)
     namespace = _namespace(args.namespace)
     max_configs = _max_configs(args.max_configs)
@@ -313,7 +334,7 @@ def cmd_table(args: argparse.Namespace) -> int:
         if remote is not None:
             document = _remote_document(grid, max_configs, slowdown, remote)
         else:
-            document = _local_document(grid, max_configs, slowdown, workers, scheduler)
+            document = _local_document(grid, max_configs, slowdown, workers, scheduler, args.quiet)
     except InvalidRequestError as exc:
         raise CliInputError(
             [ErrorLine(f"{args.grid}: {v.field}", v.description) for v in exc.violations]

@@ -111,7 +111,9 @@ class FieldChoices:
         return (*enum_values(self.schema, self.field), *self.extra)
 
     def __contains__(self, value: object) -> bool:
-        return value in self._values()
+        """In any case ('FP16'): the schema folds names to its lower-case ones."""
+        folded = value.strip().lower() if isinstance(value, str) else value
+        return folded in self._values()
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._values())

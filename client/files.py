@@ -14,7 +14,8 @@ leaves the old file and removes the temporary, and a process killed while writin
 old file and, where Linux's O_TMPFILE is available, no temporary either (an unnamed file dies
 with the process; it is named only once written, just before the rename). The new file has
 the mode a plain `open(path, "w")` gives: the old file's, or 0666 less the umask for a new one
-(mkstemp's 0600 would hide an output from the rest of a build).
+(mkstemp's 0600 would hide an output from the rest of a build). An output's folder must exist
+(`output_folder`, checked before the work): it is created only where an option says so.
 """
 
 from __future__ import annotations
@@ -162,6 +163,28 @@ def new_file_mode(target: Path) -> int:
         return stat.S_IMODE(os.stat(target).st_mode)
     except OSError:
         return 0o666 & ~_umask()
+
+
+def output_folder(
+    path: str, field: str, create: bool = False, create_option: str | None = None
+) -> None:
+    """Check, before any work, that the folder `path` is written into exists; with `create`
+    (the command's `create_option`, e.g. `table --mkdir`) make it. A missing folder is a
+    CliInputError naming it (and the option): outputs never create folders unasked."""
+    folder = Path(path).parent
+    if folder.is_dir():
+        return
+    if create:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CliInputError(
+                [ErrorLine(field, f"cannot create the folder {str(folder)!r}: {exc.strerror}")]
+            ) from None
+        return
+    where = "is not a folder" if folder.exists() else "does not exist"
+    hint = f"create it, or pass {create_option}" if create_option else "create it first"
+    raise CliInputError([ErrorLine(field, f"the folder {str(folder)!r} {where}; {hint}")])
 
 
 def replace_file(path: str | Path, content: bytes | str | Writer) -> None:

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from .cli_common import EXIT_UNAVAILABLE, CliExit, CliInputError, ErrorLine
+from .progress import Meter
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -54,9 +55,15 @@ class ProcessMap:
     """`map` over a pool of up to `workers` local processes (spawned: no state is inherited).
     Small inputs run in this process: see MIN_ITEMS_PER_WORKER."""
 
-    def __init__(self, workers: int, min_items_per_worker: int = MIN_ITEMS_PER_WORKER):
+    def __init__(
+        self,
+        workers: int,
+        min_items_per_worker: int = MIN_ITEMS_PER_WORKER,
+        meter: Meter | None = None,
+    ):
         self.workers = workers
         self.min_items_per_worker = max(1, min_items_per_worker)
+        self.meter = meter or Meter("", enabled=False)
         self._pool: ProcessPoolExecutor | None = None
 
     def _executor(self) -> ProcessPoolExecutor:
@@ -67,13 +74,18 @@ class ProcessMap:
 
     def __call__(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         workers = min(self.workers, len(items) // self.min_items_per_worker)
+        self.meter.add(len(items))
+        out: list[R] = []
         if workers <= 1:
-            return run_chunk(fn, list(items))
+            for item in items:
+                out.append(fn(item))
+                self.meter.advance(1)
+            return out
         chunks = _chunks(items, workers * CHUNKS_PER_WORKER)
         pool = self._executor()
-        out: list[R] = []
         for part in pool.map(run_chunk, [fn] * len(chunks), chunks):
             out.extend(part)
+            self.meter.advance(len(part))
         return out
 
     def close(self) -> None:
@@ -91,19 +103,23 @@ def _versions() -> tuple[str, str]:
 class DaskMap:
     """`map` on a Dask distributed cluster: chunks become tasks, gathered in order."""
 
-    def __init__(self, client: Any):
+    def __init__(self, client: Any, meter: Meter | None = None):
         self.client = client
         workers = len(client.scheduler_info().get("workers", {})) or 1
         self.workers = workers
+        self.meter = meter or Meter("", enabled=False)
 
     def __call__(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         if not items:
             return []
+        self.meter.add(len(items))
         chunks = _chunks(items, self.workers * CHUNKS_PER_WORKER)
         futures = self.client.map(run_chunk, [fn] * len(chunks), chunks, pure=False)
         out: list[R] = []
-        for part in self.client.gather(futures):
+        for future in futures:  # in order, each as it is done
+            part = self.client.gather(future)
             out.extend(part)
+            self.meter.advance(len(part))
         return out
 
 
@@ -131,8 +147,11 @@ def _dask_client(address: str) -> Any:
 
 
 @contextmanager
-def evaluator(workers: int | None, dask_scheduler: str | None) -> Iterator[MapFn[Any, Any]]:
-    """The map function the command's options ask for, closed when the command ends."""
+def evaluator(
+    workers: int | None, dask_scheduler: str | None, meter: Meter | None = None
+) -> Iterator[MapFn[Any, Any]]:
+    """The map function the command's options ask for, closed when the command ends; it
+    reports the problems it evaluates to `meter` (a progress bar)."""
     if dask_scheduler is not None:
         client = _dask_client(dask_scheduler)
         try:
@@ -148,11 +167,11 @@ def evaluator(workers: int | None, dask_scheduler: str | None) -> Iterator[MapFn
                         )
                     ]
                 )
-            yield DaskMap(client)
+            yield DaskMap(client, meter)
         finally:
             client.close()
         return
-    pool = ProcessMap(workers if workers is not None else usable_cpus())
+    pool = ProcessMap(workers if workers is not None else usable_cpus(), meter=meter)
     try:
         yield pool
     finally:

@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from . import terminal
 from .files import replace_file
 
 if TYPE_CHECKING:
@@ -27,7 +28,6 @@ PLOT_SUFFIXES = (".png", ".svg")
 INSTALL_HINT = "pip install 'tilesolve[plot]'"
 DPI = 100
 MEMORY_DEFAULT_KERNEL = "fa2"  # the family of panel (a) without a device (memory's default)
-TEXT_MAX_WIDTH = 100
 
 _WINNER_COLOUR = "#d62728"
 _INFEASIBLE_FACE = "#dedede"
@@ -268,7 +268,7 @@ def text_heatmap(grid: HeatmapGrid) -> str:
             [len(str(v)) for v in grid.block_n_values] + [len(c) for row in cells for c in row]
         )
         width = len(corner) + cols * (inner + 3)
-        if width <= TEXT_MAX_WIDTH:
+        if width <= terminal.width():
             break
     lines = [
         f"heatmap: predicted TFLOP/s of each tile's best configuration ({grid.hardware}, "
@@ -299,7 +299,7 @@ def text_heatmap(grid: HeatmapGrid) -> str:
             + (f": {words}" if words else "")
         )
     legend = "; ".join(parts)
-    lines.extend(textwrap.wrap("legend: " + legend, TEXT_MAX_WIDTH, subsequent_indent="  "))
+    lines.extend(textwrap.wrap("legend: " + legend, terminal.width(), subsequent_indent="  "))
     return "\n".join(lines)
 
 

@@ -24,7 +24,7 @@ is `wire`'s `HardwareCatalog` of `HardwareSummary`s.
 Failures raise a `TilesolveRpcError` subclass chosen by the gRPC status code, carrying the
 server's field violations (`problem.head_dim`, ...) from the `google.rpc.BadRequest` detail.
 
-Riding through a restart (the defaults, all documented in the README):
+Riding through a restart (the defaults, all documented in docs/cli.md, "Remote mode"):
 
 - `timeout_s` (30 s) bounds a whole method call, waiting and retries included: it is the
   call's gRPC deadline.
@@ -101,7 +101,7 @@ _DETAILS_KEY = "grpc-status-details-bin"
 _MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a server may be told to send more than gRPC's 4 MiB
 SERVICE = pb.DESCRIPTOR.services_by_name["TileSolveService"].full_name
 
-# The client's defaults (see the module's docstring and the README's "Remote mode").
+# The client's defaults (see the module's docstring and docs/cli.md's "Remote mode").
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_READY_TIMEOUT_S = 10.0
 DEFAULT_RETRIES = 4  # gRPC's retry policy allows 5 attempts at most

@@ -1,9 +1,11 @@
 """Plain-text rendering for `tilesolve-cli`: aligned tables and the per-command reports.
 
 Everything here turns solver objects into lines of text; nothing decides, validates or exits.
-Lines are kept within `MAX_WIDTH` characters where the content allows: the one free-text
-column of a table (a reason, a detail) is the one that is wrapped onto following lines. No
-text is ever cut short.
+Lines are kept within the terminal's width (`terminal.width()`: `$COLUMNS`, the terminal, or
+80 columns in a pipe) where the content allows: free text (a reason, a detail) is what wraps,
+and no text is ever cut short. The ranked table of `solve` puts each candidate's numbers on
+one line and its family parameters and top reason on the lines under it; `--wide` prints the
+full one-line-per-candidate table instead.
 """
 
 from __future__ import annotations
@@ -12,12 +14,11 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from . import terminal
+
 if TYPE_CHECKING:  # the solver (numpy, pydantic) is imported only by the commands that need it
     from tilesolve.solver import CudaDevice, HardwareSpec, Occupancy, SolveAnswer
     from tilesolve.solver.answer import Candidate, DivisibleLength
-
-MAX_WIDTH = 160
-_GAP = "  "
 
 
 def table(
@@ -25,62 +26,47 @@ def table(
     rows: Sequence[Sequence[str]],
     *,
     right: frozenset[int] = frozenset(),
-    shrink: int | None = None,
-    max_width: int = MAX_WIDTH,
+    shrink: int | frozenset[int] | None = None,
+    max_width: int | None = None,
 ) -> list[str]:
-    """An aligned table: a header row, a rule, then each row on one line or more.
+    """An aligned table: a header row, a rule, then each row on one line or more (rich).
 
-    Columns in `right` are right-aligned (numbers). If the table is wider than `max_width`,
-    column `shrink` (a free-text column) is narrowed and a longer cell of it is wrapped onto
-    the lines that follow its row (the other columns blank there): nothing is cut.
+    Columns in `right` are right-aligned (numbers). If the table is wider than `max_width`
+    (default: the terminal's width, `terminal.width()`), column `shrink` (a free-text column,
+    or a set of them) is narrowed and a longer cell of it is wrapped onto the lines that
+    follow its row (the other columns blank there): nothing is cut.
     """
-    widths = [len(h) for h in headers]
-    for row in rows:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], len(cell))
-    total = sum(widths) + len(_GAP) * (len(widths) - 1)
-    if shrink is not None and total > max_width:
-        widths[shrink] = max(len(headers[shrink]), widths[shrink] - (total - max_width))
-
-    def line(cells: Sequence[str]) -> str:
-        out = []
-        for i, cell in enumerate(cells):
-            out.append(cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]))
-        return _GAP.join(out).rstrip()
-
-    body = []
-    for row in rows:
-        if shrink is None or len(row[shrink]) <= widths[shrink]:
-            body.append(line(row))
-            continue
-        pieces = textwrap.wrap(row[shrink], widths[shrink], break_on_hyphens=False)
-        for k, piece in enumerate(pieces):
-            cells = list(row) if k == 0 else [""] * len(row)
-            cells[shrink] = piece
-            body.append(line(cells))
-    return [line(headers), line(["-" * w for w in widths]), *body]
+    wrapped = frozenset({shrink}) if isinstance(shrink, int) else shrink or frozenset()
+    return terminal.table_lines(headers, rows, right=right, wrap=wrapped, columns=max_width)
 
 
-def join_parts(parts: Sequence[str], sep: str = " | ", max_width: int = MAX_WIDTH) -> list[str]:
-    """`parts` joined by `sep`, broken into lines no wider than `max_width` between parts."""
+def join_parts(parts: Sequence[str], sep: str = " | ", max_width: int | None = None) -> list[str]:
+    """`parts` joined by `sep`, broken into lines no wider than `max_width` (default: the
+    terminal's width) between parts; a part longer than a line is wrapped on its own."""
+    limit = max_width or terminal.width()
     lines: list[str] = []
     current = ""
     for part in parts:
         candidate = part if not current else current + sep + part
-        if current and len(candidate) > max_width:
+        if current and len(candidate) > limit:
             lines.append(current)
             current = part
         else:
             current = candidate
     if current:
         lines.append(current)
-    return lines
+    return [piece for line in lines for piece in wrap(line, "", limit)]
 
 
-def wrap(text: str, indent: str = "  ", max_width: int = MAX_WIDTH) -> list[str]:
-    """A paragraph wrapped to `max_width`, every line indented by `indent`."""
+def wrap(text: str, indent: str = "  ", max_width: int | None = None) -> list[str]:
+    """A paragraph wrapped to `max_width` (default: the terminal's width), every line
+    indented by `indent` (continuation lines two more)."""
     return textwrap.wrap(
-        text, width=max_width, initial_indent=indent, subsequent_indent=indent + "  "
+        text,
+        width=max_width or terminal.width(),
+        initial_indent=indent,
+        subsequent_indent=indent + "  ",
+        break_on_hyphens=False,
     ) or [indent]
 
 
@@ -131,7 +117,7 @@ def solve_header(answer: SolveAnswer, spec: HardwareSpec, cache_hit: bool = Fals
             else f"{answer.solve_ms:.1f} ms",
         ]
     )
-    why = [f"family: {answer.kernel_reason}"] if answer.kernel_reason else []
+    why = wrap(f"family: {answer.kernel_reason}", "") if answer.kernel_reason else []
     return [*first, *join_parts([f"problem: {problem_summary(answer)}"]), *why]
 
 
@@ -148,7 +134,7 @@ def _limiter(c: Candidate) -> str:
 def _regs(c: Candidate) -> str:
     if c.regs_per_thread is None:
         return "-"
-    return f"{c.regs_per_thread} +{c.spill_regs} spill" if c.spill_regs else str(c.regs_per_thread)
+    return f"{c.regs_per_thread} +{c.spill_regs}" if c.spill_regs else str(c.regs_per_thread)
 
 
 def _shown(value: object) -> str:
@@ -165,19 +151,42 @@ def _tile(c: Candidate) -> str:
     return " ".join([f"{_shown(c.block_m)}x{_shown(c.block_n)}", *others])
 
 
+def _config(c: Candidate) -> str:
+    """'64x128 w4 s2': the tile, then warps and stages where the family has them."""
+    parts = [f"{_shown(c.block_m)}x{_shown(c.block_n)}"]
+    if c.num_warps is not None:
+        parts.append(f"w{c.num_warps}")
+    if c.num_stages is not None:
+        parts.append(f"s{c.num_stages}")
+    return " ".join(parts)
+
+
+def _extra_parameters(c: Candidate) -> str:
+    """The family's parameters beyond the tile, warps and stages ('num_splits=4 ...')."""
+    return " ".join(f"{k}={v}" for k, v in c.parameters.items() if k not in _COMMON)
+
+
+def _numbers(c: Candidate) -> list[str]:
+    """The cells both layouts share, from smem on."""
+    return [
+        "-" if c.smem_bytes is None else kib(c.smem_bytes),
+        _regs(c),
+        "-" if c.blocks_per_sm is None else f"{c.blocks_per_sm} ({_limiter(c)})",
+        f"{c.predicted_tflops:.1f}",
+        f"{c.predicted_time_us:.1f}",
+        f"{c.overlap:.0%}",
+    ]
+
+
 def candidate_rows(answer: SolveAnswer) -> list[list[str]]:
+    """The `--wide` table's rows (CANDIDATE_HEADERS): everything on one line."""
     return [
         [
             str(c.rank),
             _tile(c),
             _shown(c.num_warps),
             _shown(c.num_stages),
-            "-" if c.smem_bytes is None else kib(c.smem_bytes),
-            _regs(c),
-            "-" if c.blocks_per_sm is None else f"{c.blocks_per_sm} ({_limiter(c)})",
-            f"{c.predicted_tflops:.1f}",
-            f"{c.predicted_time_us:.1f}",
-            f"{c.overlap:.0%}",
+            *_numbers(c),
             c.reasons[0] if c.reasons else "",
         ]
         for c in answer.candidates
@@ -197,6 +206,44 @@ CANDIDATE_HEADERS = (
     "overlap",
     "top reason",
 )
+
+# The terminal-width table: tile, warps and stages as one cell ('64x128 w4 s2'), the
+# family's other parameters and the top reason on the lines under the row.
+COMPACT_HEADERS = (
+    "rank",
+    "tile",
+    "smem KiB",
+    "regs",
+    "blocks/SM",
+    "TFLOP/s",
+    "time us",
+    "overlap",
+)
+_COMPACT_RIGHT = frozenset({0, 2, 3, 5, 6, 7})
+_WIDE_RIGHT = frozenset({0, 2, 3, 4, 7, 8, 9})
+_UNDER_ROW = " " * 6  # where a row's parameter and reason lines start: past `rank`
+
+
+def candidate_table(answer: SolveAnswer) -> list[str]:
+    """The ranked candidates: at the terminal's width, one line of numbers per candidate with
+    its extra parameters and top reason wrapped under it; with `--wide`, one line each."""
+    if terminal.is_wide():
+        return table(CANDIDATE_HEADERS, candidate_rows(answer), right=_WIDE_RIGHT)
+    rows = [[str(c.rank), _config(c), *_numbers(c)] for c in answer.candidates]
+    # The numbers' table is at most 80 columns by construction, and never wraps (no free-text
+    # column): each row is one line, and the lines under it are placed by index.
+    rendered = terminal.table_lines(
+        COMPACT_HEADERS, rows, right=_COMPACT_RIGHT, first_row_style="bold"
+    )
+    lines = rendered[:2]
+    for c, row_line in zip(answer.candidates, rendered[2:], strict=True):
+        lines.append(row_line)
+        extra = _extra_parameters(c)
+        if extra:
+            lines.extend(wrap(extra, _UNDER_ROW))
+        if c.reasons:
+            lines.extend(wrap(c.reasons[0], _UNDER_ROW))
+    return lines
 
 
 def _divisible(d: DivisibleLength, answer: SolveAnswer) -> str:
@@ -242,7 +289,7 @@ def funnel_lines(answer: SolveAnswer) -> list[str]:
         rows,
         right=frozenset({1, 2}),
         shrink=3,
-        max_width=MAX_WIDTH - 2,
+        max_width=terminal.width() - 2,
     )
     return lines + ["  " + line for line in body]
 
@@ -275,14 +322,7 @@ def solve_report(answer: SolveAnswer, spec: HardwareSpec, cache_hit: bool = Fals
                 wrap("    " + "; ".join(_divisible(d, answer) for d in why.divisible_lengths))
             )
     else:
-        lines.extend(
-            table(
-                CANDIDATE_HEADERS,
-                candidate_rows(answer),
-                right=frozenset({0, 2, 3, 4, 7, 8, 9}),
-                shrink=len(CANDIDATE_HEADERS) - 1,
-            )
-        )
+        lines.extend(candidate_table(answer))
         lines.extend(resource_lines(answer))
         lines.append("")
         if answer.binding_constraints:
@@ -338,10 +378,10 @@ def hardware_list_report(
             ]
         )
     lines = table(
-        ("name", "display name", "arch", "cc", "SMs/cores", "default kernel", "aliases"),
+        ("name", "display name", "arch", "cc", "SMs/\ncores", "default\nkernel", "aliases"),
         rows,
         right=frozenset({4}),
-        shrink=6,
+        shrink=frozenset({1, 6}),
     )
     lines.append("")
     lines.append(
@@ -393,7 +433,12 @@ def hardware_show_report(spec: HardwareSpec) -> list[str]:
         for field_name, value in section.model_dump(mode="json").items():
             source = spec.sources.get(f"{section_name}.{field_name}", "(no source given)")
             rows.append([field_name, _value(value), source])
-        body = table(("field", "value", "source"), rows)
+        body = table(
+            ("field", "value", "source"),
+            rows,
+            shrink=frozenset({1, 2}),
+            max_width=terminal.width() - 2,
+        )
         lines.extend("  " + line for line in body)
     extra = sorted(k for k in spec.sources if k.split(".")[0] not in _SECTIONS)
     if extra:
@@ -442,4 +487,4 @@ def occupancy_report(
             f"this block cannot launch on {spec.name}: not one block fits on an SM (limited "
             f"by {limiters}); exit status 1"
         )
-    return lines
+    return [piece for line in lines for piece in wrap(line, "")]

@@ -1,6 +1,6 @@
 """Where a client connects: one server, a list of replicas, or a DNS name of replicas.
 
-The grammar (the README's "Remote mode" shows it to users; `tilesolve-cli --server` and the
+The grammar (docs/cli.md's "Remote mode" shows it to users; `tilesolve-cli --server` and the
 Python clients share it):
 
 - `HOST:PORT` or `[IPV6]:PORT` — one server, as before: HOST a hostname or an IPv4 address,

@@ -225,27 +225,62 @@ ProblemFromArgs = Callable[[Mapping[str, Any], Mapping[str, Any]], "AttentionPro
 
 class ModelPrune:
     """`early_config_prune(configs, named_args, **kwargs)` for `@triton.autotune`: for the
-    shape of the current call (`problem(named_args, kwargs)`), keep the `top_k` of the user's
-    configurations in the model's order on `hardware` (a catalog name, an inline device or a
-    calibrated one from a profile). Rankings are cached per problem."""
+    shape of the current call, keep the `top_k` of the user's configurations in the model's
+    order on `hardware` (a catalog name or alias, an inline device or a calibrated one from a
+    profile). The shape is `problem`: one fixed `AttentionProblem`, or a callable
+    `(named_args, kwargs) -> AttentionProblem` read at each call; `source` says which.
+    Everything is checked here, when the hook is built, not at the autotuner's first call:
+    a bad argument raises TypeError or ValueError, an unknown device or family the solver's
+    InvalidRequestError. Rankings are cached per problem."""
 
     def __init__(
         self,
         hardware: str | HardwareSpec,
-        problem: ProblemFromArgs,
+        problem: ProblemFromArgs | AttentionProblem,
         top_k: int = 3,
         names: MetaNames = DEFAULT_NAMES,
         kernel: str = "triton",
     ) -> None:
-        if top_k < 1:
-            raise ValueError(f"top_k must be at least 1; got {top_k}")
+        from tilesolve.solver import AttentionProblem, HardwareSpec, family_names, get_hardware
+
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+            raise ValueError(f"top_k must be an integer of at least 1; got {top_k!r}")
+        if not isinstance(names, MetaNames):
+            raise TypeError(f"names must be a MetaNames; got {type(names).__name__}")
+        if isinstance(hardware, str):
+            hardware = get_hardware(hardware)  # InvalidRequestError names the catalog
+        elif not isinstance(hardware, HardwareSpec):
+            raise TypeError(
+                f"hardware must be a catalog name or a HardwareSpec; got {type(hardware).__name__}"
+            )
+        if kernel not in family_names():
+            raise ValueError(
+                f"kernel must be one of the families {', '.join(family_names())}; got {kernel!r}"
+            )
+        if isinstance(problem, AttentionProblem):
+            fixed = problem
+            self.problem: ProblemFromArgs = lambda named_args, kwargs: fixed
+            self.source = f"a fixed problem ({fixed.model_dump_json(exclude_defaults=True)})"
+        elif callable(problem):
+            self.problem = problem
+            self.source = f"read at each call by {getattr(problem, '__qualname__', problem)!s}"
+        else:
+            raise TypeError(
+                "problem must be an AttentionProblem (one fixed shape) or a callable "
+                f"(named_args, kwargs) -> AttentionProblem; got {type(problem).__name__}"
+            )
         self.hardware = hardware
-        self.problem = problem
         self.top_k = top_k
         self.names = names
         self.kernel = kernel
         self._orders: dict[str, dict[TileKey, float]] = {}
         self.last_problem: AttentionProblem | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"ModelPrune({self.hardware.name}, {self.kernel}, top_k={self.top_k}, problem: "
+            f"{self.source})"
+        )
 
     def order(self, request: AttentionProblem) -> dict[TileKey, float]:
         """The model's order over its feasible tiles for `request` (tile -> position)."""
@@ -280,13 +315,14 @@ class ModelPrune:
 
 def early_config_prune_for(
     hardware: str | HardwareSpec,
-    problem: ProblemFromArgs | None = None,
+    problem: ProblemFromArgs | AttentionProblem | None = None,
     top_k: int = 3,
     names: MetaNames = DEFAULT_NAMES,
     kernel: str = "triton",
 ) -> ModelPrune:
-    """The prune hook for `prune_configs_by={"early_config_prune": ...}`; `problem` reads the
-    call's shape (default: `problem_from_tensors`)."""
+    """The prune hook for `prune_configs_by={"early_config_prune": ...}`; `problem` is one
+    fixed `AttentionProblem` or a callable reading the call's shape (default:
+    `problem_from_tensors`). Its arguments are checked now (see `ModelPrune`)."""
     return ModelPrune(hardware, problem or problem_from_tensors(), top_k, names, kernel)
 
 

@@ -50,7 +50,8 @@ function(tilesolve_dispatch_table)
   get_filename_component(out_dir "${out}" DIRECTORY)
   set(stamp "${out}.tilesolve-stamp")
 
-  set(args table --grid "${grid}" --format cpp)
+  # --mkdir: OUTPUT may name a folder of the build tree that nothing has created yet.
+  set(args table --grid "${grid}" --format cpp --mkdir)
   if(TS_HARDWARE)
     list(JOIN TS_HARDWARE "," hardware)
     list(APPEND args --hardware "${hardware}")

@@ -20,6 +20,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from .config import MIB, ServerConfig, available_cpus
 
@@ -76,11 +77,18 @@ def _pem_file(text: str) -> Path:
     return path
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error as one line (not the usage block first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .supervisor import MAX_PROCESSES
 
     d = ServerConfig()
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tilesolve-server",
         description="Serve tilesolve.v1.TileSolveService over gRPC, with health checking "
         "(grpc.health.v1) and server reflection.",

@@ -8,7 +8,7 @@ Units: times in microseconds, bytes in bytes, FLOPs in FLOPs. Formulas and sourc
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -79,6 +79,29 @@ def perf(
         bottleneck=bottleneck,
         figures=figures,
     )
+
+
+def gather_perf(parts: list[tuple[IntArray, Perf]], n: int) -> Perf:
+    """One Perf over all n configurations from the Perfs of disjoint index groups (a model
+    evaluated group by group: split-KV's (num_splits, pack_gqa) groups, a kernel head dim);
+    a configuration in no group gets zeros."""
+    first = parts[0][1]
+    arrays: dict[str, FloatArray] = {}
+    for f in fields(first):
+        if f.name in ("bottleneck", "figures"):
+            continue
+        column = np.zeros(n, dtype=np.float64)
+        for indices, perf in parts:
+            column[indices] = getattr(perf, f.name)
+        arrays[f.name] = column
+    bottleneck = [""] * n
+    figures = {name: np.zeros(n, dtype=np.float64) for name in first.figures}
+    for indices, perf in parts:
+        for j, i in enumerate(indices):
+            bottleneck[int(i)] = perf.bottleneck[j]
+        for name, values in perf.figures.items():
+            figures[name][indices] = values
+    return Perf(**arrays, bottleneck=bottleneck, figures=figures)
 
 
 def causal_iterations(

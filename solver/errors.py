@@ -5,7 +5,10 @@ An infeasible request is *not* an error: it is an answer whose status says so an
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from .names import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -29,16 +32,25 @@ class InvalidRequestError(TilesolveError):
 
 
 class UnknownHardwareError(InvalidRequestError):
-    """The hardware name is not in the catalog."""
+    """The hardware name is not in the catalog: the message suggests the closest name or
+    alias (as the canonical name it stands for) and lists every name with its aliases."""
 
-    def __init__(self, name: str, known: list[str]):
+    def __init__(
+        self, name: str, known: list[str], aliases: Mapping[str, Sequence[str]] | None = None
+    ):
         self.name = name
         self.known = known
+        aliases = aliases or {}
+        meaning = {alias: canonical for canonical in known for alias in aliases.get(canonical, ())}
+        suggestion = did_you_mean(name, [*known, *meaning], meaning)
+        listed = ", ".join(
+            f"{n} (aliases {', '.join(aliases[n])})" if aliases.get(n) else n for n in known
+        )
         super().__init__(
             [
                 FieldViolation(
                     "hardware",
-                    f"unknown hardware {name!r}; known names: {', '.join(known)}",
+                    f"unknown hardware {name!r}{suggestion}; known names: {listed}",
                 )
             ]
         )

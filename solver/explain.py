@@ -219,7 +219,7 @@ def reasons(table: CandidateTable, i: int, winner: int) -> list[str]:
     if perf.tail_efficiency[i] < 0.9:
         out.append(
             f"{perf.waves[i]:.2f} waves: the last wave leaves "
-            f"{1 - perf.tail_efficiency[i]:.0%} of the SM slots idle"
+            f"{1 - perf.tail_efficiency[i]:.0%} of the block slots idle"
         )
     if perf.padding_waste[i] > 0.01:
         out.append(f"{perf.padding_waste[i]:.1%} of computed scores are padding or masked")

@@ -27,11 +27,8 @@ from pydantic import (
 from .errors import FieldViolation, InvalidRequestError, UnknownHardwareError
 from .model_constants import ModelConstants
 
-# .2: Ascend core record; .3: achievable DRAM and L2 fractions; .4: fa3 is the cc 9.0 default;
-# .5: 910A and 310P3 vector and transfer rates (assumptions, marked unconfirmed);
-# .6: Blackwell (gb200, b300, rtx-pro-6000 added; b200 and rtx-5090 checked against the sourced
-# figures; tensor memory and the FP4 rate; fa4 the default on compute capability 10.x and 12.0)
-CATALOG_VERSION = "2026.11.6"
+# The catalog's version (and its history) is in versions.py; re-exported here.
+from .versions import CATALOG_VERSION as CATALOG_VERSION
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 # The optional tensor-memory fields of `SmLimits` (absent on parts without tensor memory).
@@ -612,5 +609,7 @@ def get_hardware(name: str) -> HardwareSpec:
             ]
         )
     if canonical is None:
-        raise UnknownHardwareError(name, hardware_names())
+        catalog = load_catalog()
+        aliases = {n: list(catalog[n].aliases) for n in hardware_names()}
+        raise UnknownHardwareError(name, hardware_names(), aliases)
     return load_catalog()[canonical]

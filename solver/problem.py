@@ -7,17 +7,23 @@ head dims it supports) live with the family and are checked by `solve`.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     StringConstraints,
+    ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
+
+from .errors import InvalidRequestError
+from .violations import allowed_range, violations_from_validation
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -55,7 +61,52 @@ class Engine(StrEnum):
     EXHAUSTIVE = "exhaustive"
 
 
-class AttentionProblem(BaseModel):
+_INTEGER_TEXT = re.compile(r"\s*[+-]?\d+\s*")
+
+
+def _whole_number(cls: type[BaseModel], value: Any, info: ValidationInfo) -> Any:
+    """An integer field's input: an int, or text of an int ('4096'); a float (4096.0) or text
+    of one ('4096.0', '4e3') is refused (pydantic would accept a whole float). Other text is
+    pydantic's to refuse."""
+    if isinstance(value, float) or (
+        isinstance(value, str) and not _INTEGER_TEXT.fullmatch(value) and _is_number(value)
+    ):
+        allowed = allowed_range(cls, info.field_name or "") or "an integer"
+        raise ValueError(f"must be {allowed} (digits only, no decimal point or exponent)")
+    return value
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _folded(value: Any) -> Any:
+    """A name given in any case ('FP16', ' Forward'): the schema's lower-case name."""
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+class _Request(BaseModel):
+    """A request schema built by keyword (the Python API) raises InvalidRequestError, whose
+    violations name each bad field and what is allowed; `model_validate` (what the adapters
+    call) raises pydantic's ValidationError, which they convert the same way."""
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise InvalidRequestError(violations_from_validation(exc, type(self))) from None
+
+    # pydantic calls a model's own __init__ from model_validate too, unless it is marked as
+    # the base one (as pydantic's RootModel marks its own): model_validate keeps raising
+    # ValidationError.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+
+class AttentionProblem(_Request):
     """One attention call: shapes, element type, masking and phase."""
 
     model_config = _FROZEN
@@ -77,6 +128,18 @@ class AttentionProblem(BaseModel):
     causal: bool = Field(False, description="causal mask (bottom-right aligned)")
     dropout: float = Field(0.0, ge=0.0, lt=1.0, description="dropout probability (0 = none)")
     phase: Phase = Field(Phase.FORWARD, description="the pass to tile (decode: split-KV)")
+
+    _names_in_any_case = field_validator("dtype", "phase", mode="before")(_folded)
+    _integers_only = field_validator(
+        "batch",
+        "heads",
+        "kv_heads",
+        "seq_len",
+        "seq_len_kv",
+        "head_dim",
+        "head_dim_v",
+        mode="before",
+    )(_whole_number)
 
     @model_validator(mode="after")
     def _kv_heads_divide_heads(self) -> AttentionProblem:
@@ -148,7 +211,7 @@ ParamName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
 PinValue = Annotated[int, Field(ge=0, le=1 << 24)]
 
 
-class SolveOptions(BaseModel):
+class SolveOptions(_Request):
     """How to solve: family, engine, ranking depth, and the user's pins and caps."""
 
     model_config = _FROZEN
@@ -191,6 +254,18 @@ class SolveOptions(BaseModel):
         description="paged KV cache with the page size as a decision (--page-size auto); "
         "a pin `parameter_pins.page_size` fixes it instead; neither: contiguous K/V",
     )
+
+    _names_in_any_case = field_validator("kernel", "engine", mode="before")(_folded)
+    _integers_only = field_validator(
+        "top_k",
+        "block_m",
+        "block_n",
+        "num_warps",
+        "num_stages",
+        "max_smem",
+        "min_blocks_per_sm",
+        mode="before",
+    )(_whole_number)
 
     @field_validator("parameter_pins")
     @classmethod

@@ -13,6 +13,7 @@ from .errors import FieldViolation, InvalidRequestError
 from .families import ascend, fa2, fa3, fa4, flashinfer, triton
 from .family import KernelFamily
 from .hardware import HardwareSpec
+from .names import did_you_mean
 from .problem import AttentionProblem, Phase
 
 _REGISTRY: dict[tuple[str, Phase], KernelFamily] = {}
@@ -125,7 +126,7 @@ def get_family(name: str | None, phase: Phase, hardware: HardwareSpec) -> Kernel
                 )
             ]
         )
-    detail = f"unknown kernel family {chosen!r}"
+    detail = f"unknown kernel family {chosen!r}{did_you_mean(chosen, runs_here or family_names())}"
     if runs_here and phase is Phase.FORWARD:
         allowed = f"families that run on {hardware.name}: {', '.join(runs_here)}"
     elif runs_here:

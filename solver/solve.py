@@ -27,21 +27,11 @@ from .problem import AttentionProblem, Engine, SolveOptions
 from .registry import get_family, paged_kv_families, with_alternatives
 from .split_kv import paging_requested, split_fields
 from .validate import broken_figures, check_configs, fresh_times_us, same_time
+from .versions import MODEL_VERSION as MODEL_VERSION  # re-exported; its history: versions.py
 
-# 0.2.0: family interface; achievable bandwidth, launch, iteration and window-L2 terms.
-# 0.3.0: the ascend family (CUDA answers unchanged).
-# 0.4.0: the fa3 family, the default on compute capability 9.0.
-# 0.5.0: the backward pass (fa2 and triton backward families); forward answers unchanged.
-# 0.6.0: decode and split-KV (num_splits, pack_gqa, page_size), the flashinfer family.
-# 0.7.0: fa3 decode and split-KV (Hopper's decode default), ascend decode (IncreFlashAttention);
-#        forward answers without a longer cache unchanged.
-# 0.8.0: the fa4 family (FlashAttention-4: tcgen05, tensor memory, 2-CTA on sm_100; its mma.sync
-#        kernel on sm_120), the default on compute capability 10.x and 12.0; answers on other
-#        devices unchanged.
-# 0.9.0: the triton family's shared memory, registers and spills as the Triton compiler allocates
-#        them (families/triton_compiler), spills costed not refused, the cost of pipeline stages;
-#        other families' answers unchanged.
-MODEL_VERSION = "0.9.0"
+# The validator re-checks the ranked configurations this many at a time (one evaluation of
+# the family's rules each), a set cancellation stopping it between them.
+VALIDATE_CHUNK = 16
 
 
 def model_version(spec: HardwareSpec) -> str:
@@ -148,9 +138,10 @@ def _candidate(table: CandidateTable, i: int, rank: int, winner: int) -> Candida
     )
 
 
-def _validate(table: CandidateTable, ranked: list[int]) -> None:
+def _validate(table: CandidateTable, ranked: list[int], cancel: Cancellation | None = None) -> None:
     """Re-check every returned candidate apart from the table and the engine, and the figures
-    of every feasible configuration (the ranking's times, the answer's figures)."""
+    of every feasible configuration (the ranking's times, the answer's figures); a set
+    `cancel` stops it between chunks of candidates (`VALIDATE_CHUNK`)."""
     broken = broken_figures(table.perf, np.flatnonzero(table.feasible))
     if broken:
         raise ModelInvariantError(
@@ -159,10 +150,13 @@ def _validate(table: CandidateTable, ranked: list[int]) -> None:
         )
     configs = [table.cfg.config(i) for i in ranked]
     request = (table.family, table.hardware, table.problem, table.options)
-    for config, broken in zip(configs, check_configs(*request, configs), strict=True):
-        if broken:
-            label = table.family.label(config)
-            raise ModelInvariantError(f"engine returned infeasible {label}: {broken}")
+    for start in range(0, len(configs), VALIDATE_CHUNK):
+        stop_if_cancelled(cancel)
+        chunk = configs[start : start + VALIDATE_CHUNK]
+        for config, broken in zip(chunk, check_configs(*request, chunk), strict=True):
+            if broken:
+                label = table.family.label(config)
+                raise ModelInvariantError(f"engine returned infeasible {label}: {broken}")
     for i, config, fresh in zip(ranked, configs, fresh_times_us(*request, configs), strict=True):
         if not same_time(fresh, float(table.perf.time_us[i])):
             raise ModelInvariantError(
@@ -200,6 +194,12 @@ def resolved_problem(problem: AttentionProblem) -> AttentionProblem:
     )
 
 
+def stop_if_cancelled(cancel: Cancellation | None) -> None:
+    """Raise SolveCancelledError once `cancel` is set (between the steps of a solve)."""
+    if cancel is not None and cancel.cancelled:
+        raise SolveCancelledError()
+
+
 def solve(
     problem: AttentionProblem,
     hardware: str | HardwareSpec,
@@ -209,7 +209,8 @@ def solve(
 ) -> SolveAnswer:
     """Rank the tile configurations of `problem` on `hardware` (the in-process API).
 
-    `cancel`, set from another thread, stops the CP-SAT search and raises
+    `cancel`, set from another thread, stops the CP-SAT search at once and the other steps
+    (building the table, re-checking the ranked configurations) when they end, and raises
     SolveCancelledError (the server's cancelled calls; see `solver/cancel.py`)."""
     options = options or SolveOptions()
     if options.engine is Engine.CPSAT:
@@ -217,19 +218,20 @@ def solve(
         from . import ip_model  # noqa: F401
     started = time.perf_counter()
     table = prepare(problem, hardware, options)
+    stop_if_cancelled(cancel)
     core = None
     if options.engine is Engine.CPSAT:
         from .ip_model import solve_cpsat
 
         result = solve_cpsat(table, options.top_k, options.time_limit_s, cancel)
-        if cancel is not None and cancel.cancelled:
-            raise SolveCancelledError()
+        stop_if_cancelled(cancel)
         ranked, proven, core = result.ranked, result.proven_optimal, result.conflicting
         if result.timed_out and not ranked:
             raise DeadlineExceededError(options.time_limit_s, int(table.feasible.sum()))
     else:
         ranked, proven = solve_exhaustive(table, options.top_k), True
-    _validate(table, ranked)
+    _validate(table, ranked, cancel)
+    stop_if_cancelled(cancel)
     feasible_count = int(table.feasible.sum())
     if ranked:
         status = Status.OPTIMAL if proven else Status.FEASIBLE

@@ -46,7 +46,7 @@ import numpy as np
 
 from .candidates import Evaluation
 from .constraints import Constraint, ConstraintKind, Rule
-from .cost import L2_USABLE_FRACTION, LSE_BYTES_PER_ROW, Perf, padding_waste
+from .cost import L2_USABLE_FRACTION, LSE_BYTES_PER_ROW, Perf, gather_perf, padding_waste
 from .errors import FieldViolation, InvalidRequestError
 from .family import pow2_range
 from .hardware import HardwareSpec
@@ -354,7 +354,7 @@ def split_kv_perf(
     for s, p in sorted({(int(a), int(b)) for a, b in zip(splits, pack, strict=True)}):
         indices = np.flatnonzero((splits == s) & (pack == p))
         parts.append((indices, forward(split_problem(problem, s, bool(p)), indices)))
-    base = _gather(parts, n)
+    base = gather_perf(parts, n)
 
     elem = problem.dtype.bytes
     group = np.where(pack > 0, gqa_group(problem), 1)
@@ -408,27 +408,6 @@ def split_kv_perf(
         bottleneck=bottleneck,
         figures=figures,
     )
-
-
-def _gather(parts: list[tuple[IntArray, Perf]], n: int) -> Perf:
-    """One Perf over all configurations from the Perfs of disjoint index groups."""
-    first = parts[0][1]
-    arrays: dict[str, FloatArray] = {}
-    for f in fields(first):
-        if f.name in ("bottleneck", "figures"):
-            continue
-        column = np.zeros(n, dtype=np.float64)
-        for indices, perf in parts:
-            column[indices] = getattr(perf, f.name)
-        arrays[f.name] = column
-    bottleneck = [""] * n
-    figures = {name: np.zeros(n, dtype=np.float64) for name in first.figures}
-    for indices, perf in parts:
-        for j, i in enumerate(indices):
-            bottleneck[int(i)] = perf.bottleneck[j]
-        for name, values in perf.figures.items():
-            figures[name][indices] = values
-    return Perf(**arrays, bottleneck=bottleneck, figures=figures)
 
 
 # ---- the legality rules ---------------------------------------------------------------------
@@ -770,8 +749,10 @@ def split_reason(table: CandidateTable, i: int) -> str:
     busy = figures["busy_unit_fraction"][i]
     pack = f"; the {group} query heads of a KV head share each block" if packed else ""
     if splits == 1:
-        return f"one split: each block streams all of its K/V ({busy:.0%} of the SMs busy){pack}"
+        return (
+            f"one split: each block streams all of its K/V (blocks on {busy:.0%} of the SMs){pack}"
+        )
     return (
-        f"{splits} splits of {int(figures['keys_per_split'][i])} keys ({busy:.0%} of the SMs "
-        f"busy), combine {figures['combine_us'][i]:.1f} us{pack}"
+        f"{splits} splits of {int(figures['keys_per_split'][i])} keys (blocks on {busy:.0%} of "
+        f"the SMs), combine {figures['combine_us'][i]:.1f} us{pack}"
     )

@@ -74,6 +74,18 @@ def field_named_in(model: type[BaseModel], message: str) -> str | None:
     return best[1] if best else None
 
 
+# The schemas' name patterns in words (pydantic's own message is the raw regex).
+_PATTERN_WORDS = {
+    r"^[a-z][a-z0-9_-]{0,31}$": "a name of 1 to 32 letters, digits, '-' or '_', starting "
+    "with a letter (e.g. fa2)",
+    r"^[a-z][a-z0-9_]{0,31}$": "a name of 1 to 32 letters, digits or '_', starting with a "
+    "letter (e.g. num_stages)",
+    r"^[a-z0-9][a-z0-9._-]{0,63}$": "a name of 1 to 64 lower-case letters, digits, '.', '-' "
+    "or '_' (e.g. h100-sxm)",
+    r"^\d{1,2}\.\d$": "MAJOR.MINOR (e.g. '8.0')",
+}
+
+
 def _shown(given: object) -> str:
     # int64 fields arrive over the wire as JSON strings; show them as the number that was sent.
     if isinstance(given, str) and given.lstrip("-").isdigit():
@@ -105,6 +117,10 @@ def violations_from_validation(
         elif kind in ("enum", "literal_error"):
             expected = item.get("ctx", {}).get("expected", "")
             description = f"must be one of {expected}; got {_shown(given)}"
+        elif kind == "string_pattern_mismatch":
+            pattern = str(item.get("ctx", {}).get("pattern", ""))
+            words = _PATTERN_WORDS.get(pattern, f"text matching {pattern}")
+            description = f"must be {words}; got {_shown(given)}"
         elif kind == "missing":
             description = "is required"
         elif given is not None and not isinstance(given, dict | list) and loc:

@@ -33,6 +33,20 @@ from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 import loopback
 
 # ============================================================================================
+# The environment: no test writes to the user's home
+# ============================================================================================
+
+
+@pytest.fixture(autouse=True, scope="session")
+def answer_cache_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The CLI's answer cache ($XDG_CACHE_HOME/tilesolve) of every CLI the suite starts, in a
+    session folder (test_answer_cache.py gives each of its tests its own)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+        yield
+
+
+# ============================================================================================
 # The solver: the engines' agreement and the registry's families
 # ============================================================================================
 

@@ -32,7 +32,7 @@ from tilesolve.solver import (
     unregister,
 )
 from tilesolve.solver.apps.memory import floor_sum, q_rows_read
-from tilesolve.solver.families.cuda.backward import BACKWARD_MAX_SPILL_REGS, backward_flops
+from tilesolve.solver.families.cuda.backward import backward_flops
 from tilesolve.solver.registry import find_family
 from tilesolve.solver.validate import check_config
 from tilesolve.v1 import tilesolve_pb2 as pb
@@ -58,14 +58,11 @@ def training_shape(head_dim: int, **extra: Any) -> AttentionProblem:
 
 
 def _unsupported(kernel: str, hardware: str, head_dim: int, dropout: bool) -> bool:
-    """FlashAttention-2 refuses these backward passes on sm86/sm89 (flash_api.cpp mha_bwd:
-    head dim 224, or 256 with dropout, needs sm80 or sm90); the model finds them infeasible
-    for the same reason (shared memory)."""
-    return (
-        kernel == "fa2"
-        and hardware == "rtx-4090"
-        and (head_dim == 224 or (head_dim == 256 and dropout))
-    )
+    """FlashAttention-2 has no backward on sm86/sm89 for head dims above 192 with dropout
+    (v2.8.3 flash_bwd_launch_template.h run_mha_bwd_hdim256: `if constexpr (!Is_dropout)`;
+    head dims 193-224 run that kernel); the model finds them infeasible for the same reason
+    (shared memory)."""
+    return kernel == "fa2" and hardware == "rtx-4090" and head_dim > 192 and dropout
 
 
 # ---- rankings -------------------------------------------------------------------------------
@@ -89,11 +86,12 @@ def test_backward_ranks_tiles_for_every_head_dim(hardware: str, kernel: str, cau
         times = [c.predicted_time_us for c in answer.candidates]
         assert 1 <= len(times) <= 5 and times == sorted(times)
         best = answer.candidates[0]
-        # fa2 refuses a configuration past its spill limit; triton's spills are costed, and the
-        # answer says so.
+        # fa2 refuses a configuration past its spill tolerance; triton's spills are costed, and
+        # the answer says so.
         assert best.spill_regs is not None
-        if kernel == "fa2":
-            assert best.spill_regs <= BACKWARD_MAX_SPILL_REGS
+        tolerance = find_family(kernel, Phase.BACKWARD).max_spill_regs  # type: ignore[attr-defined]
+        if tolerance is not None:
+            assert best.spill_regs <= tolerance
         elif best.spill_regs:
             assert any("spilled to local memory" in r for r in best.reasons), best.reasons
         assert best.parameters["block_m"] == best.block_m and best.reasons
@@ -184,29 +182,46 @@ def test_throughput_rises_with_sequence_length() -> None:
 # ---- FlashAttention-2's shipped backward tiles -----------------------------------------------
 
 
+def _kernel_head_dim(row: dict[str, Any]) -> int:
+    """The head dim of the kernel the row's release runs (rows before v2.8.3 name their own)."""
+    return int(row.get("kernel_head_dim", row["head_dim"]))
+
+
 def _pinned(row: dict[str, Any]) -> SolveOptions:
+    """The row's tile, layouts and options pinned; for head dims 160 and 224 (which two
+    releases run with different kernels, release.py) the row's kernel too."""
+    pins = {name: row[name] for name in FA2_OPTIONS}
+    if row["head_dim"] in (160, 224):
+        pins["kernel_head_dim"] = _kernel_head_dim(row)
     return SolveOptions(
         kernel="fa2",
         top_k=1,
         block_m=row["block_m"],
         block_n=row["block_n"],
         num_warps=row["num_warps"],
-        parameter_pins={name: row[name] for name in FA2_OPTIONS},
+        parameter_pins=pins,
     )
 
 
 def test_the_shipped_table_is_complete_and_sourced() -> None:
-    assert len(SHIPPED) == 45
+    assert len(SHIPPED) == 56
     for row in SHIPPED:
         assert row["repo"] == "Dao-AILab/flash-attention"
         assert row["path"] == "csrc/flash_attn/src/flash_bwd_launch_template.h"
-        assert len(row["commit"]) == 40 and row["function"] == f"run_mha_bwd_hdim{row['head_dim']}"
-    keys = {(r["arch"], r["head_dim"], r["dropout"]) for r in SHIPPED}
+        assert len(row["commit"]) == 40
+        assert row["function"] == f"run_mha_bwd_hdim{_kernel_head_dim(row)}"
+    keys = {(r["arch"], r["head_dim"], r["dropout"], _kernel_head_dim(r)) for r in SHIPPED}
     assert len(keys) == len(SHIPPED)
+    # v2.8.3's own tiles for the head dims it runs with a larger kernel, with their lines
+    current = [r for r in SHIPPED if r.get("release") == "v2.8.3"]
+    assert {(r["head_dim"], r["kernel_head_dim"]) for r in current} == {(160, 192), (224, 256)}
+    assert all(r["line"] > 0 for r in current)
 
 
 @pytest.mark.parametrize(
-    "row", SHIPPED, ids=lambda r: f"{r['arch']}-d{r['head_dim']}-p{r['dropout']:d}"
+    "row",
+    SHIPPED,
+    ids=lambda r: f"{r['arch']}-d{r['head_dim']}-k{_kernel_head_dim(r)}-p{r['dropout']:d}",
 )
 @pytest.mark.parametrize("causal", [False, True])
 def test_every_shipped_backward_tile_is_feasible_when_pinned(
@@ -221,7 +236,9 @@ def test_every_shipped_backward_tile_is_feasible_when_pinned(
 
 
 @pytest.mark.parametrize(
-    "row", SHIPPED, ids=lambda r: f"{r['arch']}-d{r['head_dim']}-p{r['dropout']:d}"
+    "row",
+    SHIPPED,
+    ids=lambda r: f"{r['arch']}-d{r['head_dim']}-k{_kernel_head_dim(r)}-p{r['dropout']:d}",
 )
 def test_every_shipped_tile_is_feasible_pinned_by_its_common_fields(row: dict[str, Any]) -> None:
     """--block-m/--block-n/--num-warps alone: the layouts and options left to the model."""
@@ -359,15 +376,16 @@ def test_phase_both_exits_with_the_worse_code(capsys: pytest.CaptureFixture[str]
 @pytest.mark.parametrize(
     ("extra", "field", "words"),
     [
-        (["--phase", "backward", "--kernel", "fa3"], "phase", "not modelled yet for kernel 'fa3'"),
+        (["--phase", "backward", "--kernel", "flashinfer"], "phase", "not modelled yet"),
         (["--phase", "backward", "--kernel", "triton", "--dropout"], "dropout", "fa2"),
         (["--phase", "both", "--kernel", "triton", "--dropout"], "dropout", "backward pass"),
         (["--phase", "decode", "--phase", "backward"], "phase", "decode has no backward pass"),
         (["--phase", "both", "--phase", "decode"], "phase", "decode has no backward pass"),
         (["--phase", "decode"], "seq_len", "1 to 64 query rows"),
-        (["--phase", "backward", "--num-warps", "4"], "num_warps", "allowed: 8"),
+        (["--phase", "backward", "--kernel", "fa2", "--num-warps", "4"], "num_warps", "allowed: 8"),
+        (["--phase", "backward", "--num-warps", "4"], "num_warps", "allowed: 12, 16"),
         (["--phase", "backward", "--kernel", "triton", "--dtype", "fp8"], "dtype", "fp16"),
-        (["--phase", "backward", "--param", "is_v_in_regs=2"], "param", "allowed: 0, 1"),
+        (["--phase", "backward", "--kernel", "fa2", "--param", "is_v_in_regs=2"], "param", "0, 1"),
         (["--phase", "both", "--explain"], "phase", "one pass"),
         (["--phase", "forward", "--param", "is_v_in_regs=1"], "param", "is_v_in_regs"),
     ],
@@ -393,7 +411,7 @@ def test_backward_for_a_family_without_one_names_those_with_one(
 ) -> None:
     code, _, err = cli(capsys, "solve", *SHAPE, "--kernel", "toy", "--phase", "backward")
     assert code == 2 and "error: phase:" in err
-    assert "not modelled yet for kernel 'toy'" in err and "fa2, triton" in err
+    assert "not modelled yet for kernel 'toy'" in err and "fa2, fa3, triton" in err
     with pytest.raises(InvalidRequestError) as caught:
         solve(training_shape(64), "l4", SolveOptions(kernel="toy"))
     assert "families with a backward model on l4: fa2, triton" in str(caught.value)
@@ -546,12 +564,39 @@ def test_memory_backward_cli_and_over_grpc(target: str, capsys: pytest.CaptureFi
     assert code == 2 and "--phase" in err and "decode" in err
 
 
-def test_backward_without_kernel_on_hopper_stands_in_for_fa3(
-    capsys: pytest.CaptureFixture[str],
+def test_backward_without_kernel_stands_in_for_a_default_without_one() -> None:
+    """A device whose default family has no backward model (here an a100 whose catalog
+    default were flashinfer) gets the first registered family that has one, and the answer
+    says so; on Hopper the default fa3 answers the backward itself (tests/test_fa3_backward)."""
+    device = get_hardware("a100-80gb").model_copy(update={"default_kernel": "flashinfer"})
+    answer = solve(training_shape(128), device, SolveOptions())
+    assert answer.kernel == "fa2"
+    assert "standing in for a100-80gb's default flashinfer" in answer.kernel_reason
+    hopper = solve(training_shape(128), "h100-sxm", SolveOptions())
+    assert hopper.kernel == "fa3" and "standing in" not in hopper.kernel_reason
+
+
+@pytest.mark.parametrize(("head_dim", "old", "new"), [(160, 160, 192), (200, 224, 256)])
+def test_head_dims_two_releases_run_differently_rank_the_current_kernel(
+    head_dim: int, old: int, new: int
 ) -> None:
-    """fa3, Hopper's default, has no backward model yet: the first registered family that
-    has one stands in, and the answer says so."""
-    code, out, _ = cli(capsys, "solve", *SHAPE, "--phase", "backward", "--json")
-    answer = json.loads(out)
-    assert code == 0 and answer["kernel"] == "fa2"
-    assert "standing in for h100-sxm's default fa3" in answer["kernel_reason"]
+    """Head dims 129-160 and 193-224 run the hdim192/hdim256 kernel since v2.8.0/v2.6.2 and
+    their own before: the model ranks the current release's unless the earlier is pinned."""
+    problem = AttentionProblem(batch=4, heads=8, seq_len=4096, head_dim=head_dim, phase="backward")
+    current = solve(problem, "a100-80gb", SolveOptions(kernel="fa2", top_k=5))
+    assert {c.parameters["kernel_head_dim"] for c in current.candidates} == {new}
+    earlier = SolveOptions(kernel="fa2", top_k=5, parameter_pins={"kernel_head_dim": old})
+    pinned = solve(problem, "a100-80gb", earlier)
+    assert {c.parameters["kernel_head_dim"] for c in pinned.candidates} == {old}
+    # one tile (64x64, layouts 4/4/4, one Q buffer) on either kernel: the earlier, narrower
+    # one takes less shared memory, by the difference of their head dims
+    smem = {}
+    for kernel_head_dim in (old, new):
+        pins = dict.fromkeys(LAYOUTS, 4) | {"is_v_in_regs": 0, "no_double_buffer": 1}
+        pins["kernel_head_dim"] = kernel_head_dim
+        tile = SolveOptions(kernel="fa2", block_m=64, block_n=64, parameter_pins=pins)
+        smem[kernel_head_dim] = solve(problem, "a100-80gb", tile).candidates[0].smem_bytes
+    # kSmemSize1colblock: Q and dO (64 rows each) and K and V (64 rows each), 2 bytes a value
+    assert smem[new] - smem[old] == 2 * (64 + 64 + 64 + 64) * (new - old)
+    plain = solve(training_shape(128), "a100-80gb", SolveOptions(kernel="fa2", top_k=1))
+    assert "kernel_head_dim" not in plain.candidates[0].parameters

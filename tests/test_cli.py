@@ -1,4 +1,4 @@
-"""`tilesolve-cli` against its contract (README.md, "CLI reference" and "Exit codes").
+"""`tilesolve-cli` against its contract (docs/cli.md, the CLI reference, and its "Exit codes").
 
 Most tests call `main([...])` in-process and read stdout/stderr with capsys; a few run the
 installed console script in a subprocess to check what a shell sees (exit status, no traceback,
@@ -63,13 +63,14 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
 
 
 def table_rank1(out: str) -> tuple[int, int, int, int]:
-    """(block_m, block_n, warps, stages) of the table row ranked 1."""
+    """(block_m, block_n, warps, stages) of the table row ranked 1 ('64x128 w4 s2')."""
     lines = out.splitlines()
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["rank", "tile"])
     row = lines[header + 2].split()
     assert row[0] == "1", lines[header + 2]
     block_m, block_n = (int(x) for x in row[1].split("x"))
-    return block_m, block_n, int(row[2]), int(row[3])
+    assert row[2].startswith("w") and row[3].startswith("s"), row
+    return block_m, block_n, int(row[2][1:]), int(row[3][1:])
 
 
 def tile_key(candidate: dict[str, Any]) -> tuple[int, int, int, int]:
@@ -113,9 +114,9 @@ def test_quick_start_table_agrees_with_json_and_the_oracle(
 def test_table_shows_every_column_funnel_and_binding(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, *QUICK_START, "--engine", "exhaustive")
     assert code == 0
-    for column in ("rank", "tile", "warps", "stages", "smem KiB", "regs", "blocks/SM", "TFLOP/s"):
+    for column in ("rank", "tile", "smem KiB", "regs", "blocks/SM", "TFLOP/s", "time us"):
         assert column in out
-    assert "time us" in out and "overlap" in out and "top reason" in out
+    assert "overlap" in out
     assert "binding constraints" in out
     assert "funnel" in out
     for constraint in ("alignment", "shared_memory", "registers", "occupancy"):
@@ -136,20 +137,19 @@ def test_table_lines_stay_narrow_for_a_long_problem(capsys: pytest.CaptureFixtur
 
 
 def _reason_column(out: str) -> dict[int, str]:
-    """rank -> the text of the `top reason` column, its continuation lines joined."""
+    """rank -> the text under its row (extra parameters, then the top reason), joined."""
     lines = out.splitlines()
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["rank", "tile"])
-    start = lines[header].index("top reason")
     reasons: dict[int, str] = {}
     rank = 0
     for line in lines[header + 2 :]:
         if not line.strip():
             break
-        if line[:start].strip():  # a row of its own
+        if line[:6].strip():  # a row of its own
             rank = int(line.split()[0])
-            reasons[rank] = line[start:]
-        else:  # the reason continued
-            reasons[rank] += " " + line[start:]
+            reasons[rank] = ""
+        else:  # a line under the row
+            reasons[rank] = " ".join([reasons[rank], line.strip()]).strip()
     return reasons
 
 
@@ -171,7 +171,13 @@ def test_reasons_are_never_cut(capsys: pytest.CaptureFixture[str], argv: list[st
     assert "..." not in out
     assert all(len(line) <= 160 for line in out.splitlines()), max(out.splitlines(), key=len)
     shown = _reason_column(out)
-    assert shown == {c["rank"]: c["reasons"][0] for c in answer["candidates"]}
+    common = ("block_m", "block_n", "num_warps", "num_stages")
+    assert shown == {
+        c["rank"]: " ".join(
+            [*(f"{k}={v}" for k, v in c["parameters"].items() if k not in common), c["reasons"][0]]
+        )
+        for c in answer["candidates"]
+    }
     flat = " ".join(out.split())
     for binding in answer["binding_constraints"]:
         assert " ".join(f"{binding['constraint']}: {binding['detail']}".split()) in flat
@@ -773,13 +779,15 @@ def test_enum_options_take_their_choices_from_the_schema(
 
 
 def test_top_level_help_imports_no_solver() -> None:
-    """Help of a command reads the schemas; the parser and `--help` do not import them."""
+    """Help of a command reads the schemas; the parser and `--help` do not import them (the
+    solver package itself is light: its names load on first use)."""
     code = (
         "import sys, contextlib, io\n"
         "import tilesolve.client.cli as cli\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    rc = cli.main(['--help'])\n"
-        "print(rc, 'tilesolve.solver' in sys.modules)\n"
+        "heavy = ('numpy', 'pydantic', 'tilesolve.solver.problem', 'tilesolve.solver.solve')\n"
+        "print(rc, any(name in sys.modules for name in heavy))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True

@@ -618,7 +618,7 @@ def test_cli_solve_json_equals_in_process(capsys: pytest.CaptureFixture[str], ta
 
 
 def test_cli_solve_table_equals_in_process(capsys: pytest.CaptureFixture[str], target: str) -> None:
-    (code, out, _), (rcode, rout, rerr) = both(capsys, target, *QUICK_START)
+    (code, out, _), (rcode, rout, rerr) = both(capsys, target, *QUICK_START, "--wide")
     assert code == rcode == 0, rerr
     assert _SOLVE_MS.search(rout.splitlines()[0]) or _CACHED.search(rout.splitlines()[0])
     assert _timeless(rout) == _SOLVE_MS.sub("", out)
@@ -635,7 +635,7 @@ def test_cli_cached_answer_says_so(capsys: pytest.CaptureFixture[str], target: s
     again = json.loads(out)
     assert code == 0 and again["cache_hit"] is True
     assert again["solve_ms"] == first["solve_ms"]  # the original solve's time, repeated
-    code, out, _ = cli(capsys, *argv)
+    code, out, _ = cli(capsys, *argv, "--wide")  # the header on one line
     header = out.splitlines()[0]
     assert code == 0 and not _SOLVE_MS.search(header)
     cached = _CACHED.search(header)
@@ -643,12 +643,13 @@ def test_cli_cached_answer_says_so(capsys: pytest.CaptureFixture[str], target: s
     # in-process: never cached
     code, out, _ = cli(capsys, *argv[:-2], "--json")
     assert code == 0 and json.loads(out)["cache_hit"] is False
-    code, out, _ = cli(capsys, *argv[:-2])
+    code, out, _ = cli(capsys, *argv[:-2], "--wide")
     assert "cached" not in out.splitlines()[0] and _SOLVE_MS.search(out.splitlines()[0])
 
 
 def test_cli_infeasible_exits_1_remotely(capsys: pytest.CaptureFixture[str], target: str) -> None:
-    (code, out, _), (rcode, rout, _) = both(capsys, target, *QUICK_START, "--max-smem", "4096")
+    argv = [*QUICK_START, "--max-smem", "4096", "--wide"]  # --wide: the header on one line
+    (code, out, _), (rcode, rout, _) = both(capsys, target, *argv)
     assert code == rcode == 1
     assert _timeless(rout) == _SOLVE_MS.sub("", out)
     assert "nearest relaxation" in rout

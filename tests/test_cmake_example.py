@@ -107,6 +107,16 @@ def test_the_example_builds_runs_and_matches_the_solver(
         text=True,
     )
     assert (outside.returncode, outside.stdout) == (1, "none\n")
+    aliased = [
+        subprocess.run(
+            [str(build / "pick_tile"), name, "128", "bf16", "0", "forward", "513"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for name in ("h100", "h100-sxm")
+    ]
+    assert aliased[0] == aliased[1] != "none\n"  # an alias finds the canonical entries
     # Nothing that decides the table changed: the second build leaves the header alone.
     before = header.stat().st_mtime_ns
     _build(build, extra, source)

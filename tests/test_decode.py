@@ -96,24 +96,44 @@ SWEEP = [
 
 
 @pytest.mark.parametrize(("hardware", "head_dim", "batch", "kv_heads"), SWEEP)
-def test_decode_splits_exactly_when_the_grid_underfills(
+def test_decode_splits_when_the_grid_underfills(
     hardware: str, head_dim: int, batch: int, kv_heads: int
 ) -> None:
-    """Split-KV exactly when batch x kv_heads is below the SM count; GQA packed; K/V tiles of
-    64 keys or more; within 1.0-1.8x of the K/V bytes at the peak bandwidth (100 MB and up)."""
+    """Split-KV when batch x kv_heads is below the SM count, none when it fills the SMs twice
+    over (between, FA2's 64-row split-KV tile leaves a partial wave that the model weighs
+    against the combine kernel); GQA packed; K/V tiles of 64 keys or more; within 1.0-1.8x
+    of the K/V bytes at the peak bandwidth (100 MB and up)."""
     problem = decode(batch=batch, kv_heads=kv_heads, head_dim=head_dim)
     spec = get_hardware(hardware)
     assert isinstance(spec, CudaDevice)
     options = SolveOptions(kernel="fa2", engine="exhaustive", top_k=1)
     best = solve(problem, spec, options).candidates[0]
     assert best.num_splits is not None
-    assert (best.num_splits > 1) == (batch * kv_heads < spec.throughput.sm_count)
+    grid, sms = batch * kv_heads, spec.throughput.sm_count
+    if grid < sms or grid >= 2 * sms:
+        assert (best.num_splits > 1) == (grid < sms)
     assert best.pack_gqa is (True if kv_heads < 32 else None)
     assert best.block_n is not None and best.block_n >= 64
     cache = kv_bytes(problem)
     if cache >= 100e6:
         ideal_us = cache / (spec.memory.dram_bandwidth_gb_per_s * 1e9) * 1e6
         assert 1.0 * ideal_us <= best.predicted_time_us <= 1.8 * ideal_us
+
+
+@pytest.mark.parametrize("head_dim", [32, 64, 96, 128, 160, 192, 256])
+@pytest.mark.parametrize("hardware", ["a100-80gb", "rtx-4090", "h100-sxm"])
+def test_fa2_decode_names_only_its_split_kv_kernels_tile(hardware: str, head_dim: int) -> None:
+    """FlashAttention-2's decode kernel is one template instance per head dim
+    (run_mha_fwd_splitkv_dispatch, flash_fwd_launch_template.h v2.8.3 lines 164-170): 64 query
+    rows, 256 keys up to head dim 64, 128 up to 128, 64 above; 4 warps."""
+    block_n = 256 if head_dim <= 64 else 128 if head_dim <= 128 else 64
+    for seq_len, kv_heads in ((1, 8), (1, 32), (16, 32)):
+        problem = decode(head_dim=head_dim, seq_len=seq_len, kv_heads=kv_heads)
+        answer = solve(problem, hardware, SolveOptions(kernel="fa2", top_k=10))
+        assert answer.candidates
+        assert {(c.block_m, c.block_n, c.num_warps) for c in answer.candidates} == {
+            (64, block_n, 4)
+        }
 
 
 def test_decode_before_and_after() -> None:
@@ -361,9 +381,12 @@ def test_bad_decode_input_exits_2_with_the_reason(
 
 
 def test_a_pinned_split_count_beyond_a_tiles_keys_is_infeasible_not_invalid() -> None:
-    """num_splits 128 is in the domain (2048 tiles of 16 keys) but leaves 256-key tiles'
-    splits empty: pinning it with block_n 256 is an infeasible request."""
-    options = SolveOptions(kernel="fa2", block_n=256, parameter_pins={"num_splits": 256 // 2})
+    """num_splits 128 is in the domain of FlashInfer's decode (its smallest K/V tile has 8192
+    / 128 keys or fewer) but leaves 256-key tiles' splits empty: pinning it with block_n 256
+    is an infeasible request."""
+    options = SolveOptions(
+        kernel="flashinfer", block_n=256, parameter_pins={"num_splits": 256 // 2}
+    )
     answer = solve(decode(seq_len_kv=8192), "h100-sxm", options)
     assert answer.status == "infeasible"
     assert "split_tiles" in answer.infeasibility.conflicting_constraints  # type: ignore[union-attr]
@@ -474,3 +497,57 @@ def test_bad_decode_requests_are_invalid_argument(
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     found = violations(caught.value)
     assert field in found and words in found[field], found
+
+
+@pytest.mark.parametrize(
+    ("extra", "field", "phases"),
+    [
+        (["--num-splits", "4"], "num_splits", "the forward pass has"),
+        (["--param", "num_splits=4"], "num_splits", "the forward pass has"),
+        (["--phase", "backward", "--num-splits", "4"], "num_splits", "the backward pass has"),
+        (["--phase", "both", "--num-splits", "2"], "num_splits", "forward and backward passes"),
+        (["--phase", "backward", "--page-size", "256"], "page_size", "backward pass reads no"),
+        (["--phase", "both", "--page-size", "auto"], "page_size", "backward pass reads no"),
+    ],
+)
+def test_split_and_page_options_on_a_pass_without_them_exit_2_naming_the_phases(
+    capsys: pytest.CaptureFixture[str], extra: list[str], field: str, phases: str
+) -> None:
+    argv = ["solve", "--hardware", "a100-80gb", "--head-dim", "128", "--seq-len", "4096"]
+    code, out, err = run(capsys, *argv, *extra)
+    assert code == 2 and out == ""
+    assert f"{field}:" in err and phases in err and "--phase decode" in err
+    assert "has no parameter" not in err
+
+
+def test_split_options_where_the_pass_has_them_are_answered(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["solve", "--hardware", "a100-80gb", "--head-dim", "128", "--json", "--top-k", "1"]
+    for extra in (
+        ["--seq-len", "1", "--seq-len-kv", "8192", "--phase", "decode", "--num-splits", "4"],
+        ["--seq-len", "512", "--seq-len-kv", "16384", "--num-splits", "4"],
+    ):
+        code, out, _ = run(capsys, *argv, *extra)
+        assert code == 0
+        assert json.loads(out)["candidates"][0]["parameters"]["num_splits"] == 4
+
+
+@pytest.mark.parametrize("head_dim", [64, 128, 256])
+@pytest.mark.parametrize(("seq_len", "kv_heads"), [(1, 8), (1, 32), (16, 8), (64, 32)])
+def test_flashinfer_decode_names_only_the_layouts_it_dispatches(
+    head_dim: int, seq_len: int, kv_heads: int
+) -> None:
+    """FlashInfer's tensor-core template derives its warps and MMA rows from CTA_TILE_Q (128:
+    4 query warps x 2 MMA rows, 64: 4 x 1, 16: 1 query warp and 4 on the keys); its CUDA-core
+    decode kernel has one layout. Every decode answer names one of those."""
+    problem = decode(head_dim=head_dim, seq_len=seq_len, kv_heads=kv_heads)
+    answer = solve(problem, "a100-80gb", SolveOptions(kernel="flashinfer", top_k=20))
+    assert answer.candidates
+    for c in answer.candidates:
+        p = c.parameters
+        if p.get("decode_kernel") == 1:
+            continue
+        layout = (4 // p["warps_kv"], p["mma_q"])
+        assert layout in {(4, 2), (4, 1), (1, 1)}, c
+        assert c.block_m == 16 * layout[0] * layout[1] in (128, 64, 16)

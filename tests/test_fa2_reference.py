@@ -57,3 +57,38 @@ def test_fa2_shared_memory_formula_matches_every_shipped_row() -> None:
         # The shipped tile must be feasible in our model, with FA2's own smem figure.
         assert answer.candidates, f"shipped tile infeasible in the model: {row}"
         assert answer.candidates[0].smem_bytes == row["smem_bytes"], row
+
+
+RELEASE_ROWS = json.loads((ROOT / "tests/data/fa2_forward_tiles_v2.8.3.json").read_text())["rows"]
+
+
+@pytest.mark.parametrize(
+    "row",
+    [*ROWS, *RELEASE_ROWS],
+    ids=lambda r: (
+        f"{r['arch']}-d{r['head_dim']}-c{r['causal']}-p{r['dropout']:d}-{r['commit'][:7]}"
+    ),
+)
+def test_every_shipped_forward_tile_is_feasible_when_pinned(row: dict[str, object]) -> None:
+    """Every forward tile FlashAttention-2 ships (every release's, causal and not, with and
+    without dropout) is feasible under the device's own shared-memory limit."""
+    head_dim = int(row["head_dim"])  # type: ignore[call-overload]
+    causal_values = (False, True) if row["causal"] == "both" else (bool(row["causal"]),)
+    for causal in causal_values:
+        problem = AttentionProblem(
+            batch=4,
+            heads=2048 // head_dim,
+            seq_len=4096,
+            head_dim=head_dim,
+            causal=causal,
+            dropout=0.1 if row["dropout"] else 0.0,
+        )
+        options = SolveOptions(
+            kernel="fa2",
+            top_k=1,
+            block_m=row["block_m"],
+            block_n=row["block_n"],
+            num_warps=row["num_warps"],
+        )
+        answer = solve(problem, fa2_agreement.ARCH_TO_HARDWARE[str(row["arch"])], options)
+        assert answer.status.value == "optimal", (row, answer.infeasibility)

@@ -148,7 +148,8 @@ def readme_grid() -> HeatmapGrid:
     return heatmap_grid(README_PROBLEM, "a100")
 
 
-def test_text_heatmap(readme_grid: HeatmapGrid) -> None:
+def test_text_heatmap(readme_grid: HeatmapGrid, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "100")  # the README's width: room for warps and stages
     text = text_heatmap(readme_grid)
     lines = text.splitlines()
     assert text.isascii()

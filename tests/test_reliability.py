@@ -322,7 +322,8 @@ def test_cancelling_a_batch_stops_its_cpu() -> None:
 
 
 def test_a_cancelled_solve_stops_within_a_cp_sat_slice() -> None:
-    """In-process: a Cancellation set from another thread stops a long CP-SAT ranking."""
+    """In-process: a Cancellation set from another thread stops a solve in progress (the
+    CP-SAT search at once, the re-check of the ranked configurations between two)."""
     problem, options = AttentionProblem(seq_len=5000, head_dim=128), SolveOptions(**SLOW)
     solve(problem, "a100", options)
     started = time.perf_counter()

@@ -228,7 +228,7 @@ def test_a_search_cut_short_is_a_deadline_not_an_infeasibility() -> None:
 
 
 def test_absurd_work_is_rejected_and_the_largest_allowed_problem_ranks_by_time() -> None:
-    with pytest.raises(ValidationError) as info:
+    with pytest.raises(InvalidRequestError) as info:  # built by keyword: the API's error
         AttentionProblem(batch=65536, heads=1024, seq_len=1 << 24, head_dim=128)
     assert "2^50" in str(info.value)
     huge = AttentionProblem(batch=4, heads=1, seq_len=1 << 24, head_dim=128)

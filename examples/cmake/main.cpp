@@ -13,6 +13,11 @@ namespace tiles = example::tiles;
 static_assert(tiles::kEntryCount > 0, "the generated table is empty");
 static_assert(tiles::lookup("a100-80gb", 128, "fp16", false, "forward", 0) == nullptr,
               "seq_len 0 is outside every bucket");
+// Any catalog alias, in any case, finds the canonical name's entries (kAliases).
+static_assert(tiles::lookup("H100", 128, "bf16", false, "forward", 513) != nullptr &&
+                  tiles::lookup("H100", 128, "bf16", false, "forward", 513) ==
+                      tiles::lookup("h100-sxm", 128, "bf16", false, "forward", 513),
+              "an alias finds the canonical entries");
 
 int main(int argc, char** argv) {
   if (argc != 7) {

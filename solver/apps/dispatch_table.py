@@ -2,7 +2,10 @@
 Python module that a build embeds, so that no service is needed at run time.
 
 A grid names devices, head dims, dtypes, causal or not, phases and seq_len buckets (upper
-bounds: bucket i holds the lengths above bucket i-1's bound up to its own). Each cell is one
+bounds: bucket i holds the lengths above bucket i-1's bound up to its own). A decode cell's
+buckets are the KV cache's length (its queries are the grid's `decode_seq_len`, default 1), so
+a serving table is keyed on the context length; forward and backward cells may state one
+`seq_len_kv` for every cell. Each cell is one
 `AttentionProblem` solved at a representative length the grid states (default: the bucket's
 upper bound), recorded in every entry. The table is a pure function of the grid and of the
 model and catalog versions: cells in a fixed order (devices, head dims, dtypes, causal, phases,
@@ -32,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..answer import SolveAnswer
 from ..errors import FieldViolation, InvalidRequestError
-from ..hardware import CATALOG_VERSION, HardwareSpec
+from ..hardware import CATALOG_VERSION, HardwareSpec, get_hardware
 from ..problem import AttentionProblem, DType, Engine, Phase, SolveOptions
 from ..solve import MODEL_VERSION, solve
 from ..space import COMMON_FIELDS
@@ -54,6 +57,8 @@ FORMATS = ("json", "cpp", "python")
 Format = Literal["json", "cpp", "python"]
 METADATA_TAG = "tilesolve-table:"
 _ENGINE = Engine.EXHAUSTIVE
+# Grid keys added after the first table format: left out of the canonical JSON at defaults.
+_LATER_KEYS = ("seq_len_kv", "decode_seq_len")
 
 
 class Grid(BaseModel):
@@ -76,6 +81,20 @@ class Grid(BaseModel):
     batch: int = Field(1, ge=1, le=1 << 16)
     heads: int = Field(1, ge=1, le=1024)
     kv_heads: int | None = Field(None, ge=1, le=1024)
+    seq_len_kv: int | None = Field(
+        None,
+        ge=1,
+        le=1 << 24,
+        description="forward and backward cells: the key/value length of every cell "
+        "(default: the cell's seq_len)",
+    )
+    decode_seq_len: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="decode cells: query tokens per step; their seq_len buckets are the KV "
+        "cache's length",
+    )
 
     @field_validator("head_dim", "seq_len")
     @classmethod
@@ -128,7 +147,13 @@ class Grid(BaseModel):
         return out
 
     def canonical(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        """The grid as JSON; the keys added after the format's first release (seq_len_kv,
+        decode_seq_len) only where set, so an older grid hashes as it always did."""
+        data = self.model_dump(mode="json")
+        for name in _LATER_KEYS:
+            if data[name] == type(self).model_fields[name].default:
+                del data[name]
+        return data
 
     def sha256(self) -> str:
         text = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
@@ -156,11 +181,13 @@ def cells(grid: Grid) -> list[Cell]:
         grid.hardware, grid.head_dim, grid.dtype, grid.causal, grid.phase, grid.buckets()
     )
     for hardware, head_dim, dtype, causal, phase, (lo, hi, at) in axes:
+        decode = phase is Phase.DECODE  # its buckets are the cache's length
         problem = AttentionProblem(
             batch=grid.batch,
             heads=grid.heads,
             kv_heads=grid.kv_heads,
-            seq_len=at,
+            seq_len=grid.decode_seq_len if decode else at,
+            seq_len_kv=at if decode else grid.seq_len_kv,
             head_dim=head_dim,
             dtype=dtype,
             causal=causal,
@@ -232,7 +259,9 @@ def _entry(cell: Cell, result: CellResult) -> dict[str, Any]:
         "phase": cell.phase,
         "seq_len_min": cell.seq_len_min,
         "seq_len_max": cell.seq_len_max,
-        "solved_at": cell.problem.seq_len,
+        "solved_at": cell.problem.seq_len_kv_eff
+        if cell.phase == Phase.DECODE.value
+        else cell.problem.seq_len,
         "status": result.status,
         "parameters": dict(result.parameters),
         **{name: common.get(name) for name in COMMON_FIELDS},
@@ -289,7 +318,28 @@ def table_document(
     }
     if portfolio is not None:
         metadata["portfolio"] = portfolio
-    return {"metadata": metadata, "entries": entries}
+    return {"metadata": metadata, "entries": entries, "aliases": device_aliases(grid, entries)}
+
+
+def device_aliases(grid: Grid, entries: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Every name a table's lookup accepts for its devices, lower-case, to the canonical name
+    its entries carry: the catalog's aliases and the grid's own spelling (a device the local
+    catalog does not hold, a server's own, is looked up by its canonical name only)."""
+    canonical = sorted({str(e["hardware"]) for e in entries})
+    out: dict[str, str] = {}
+    for name in canonical:
+        try:
+            spec = get_hardware(name)
+        except InvalidRequestError:
+            continue
+        for alias in (name, *spec.aliases):
+            out[alias.lower()] = name
+    for given in grid.hardware:
+        try:
+            out.setdefault(given.strip().lower(), get_hardware(given).name)
+        except InvalidRequestError:
+            continue
+    return dict(sorted(out.items()))
 
 
 def build_dispatch_table(
@@ -428,7 +478,9 @@ def emit(document: dict[str, Any], fmt: Format, namespace: str = "tilesolve_tabl
 
 def emit_json(document: dict[str, Any]) -> str:
     metadata = {**document["metadata"], "format": "json"}
-    return json.dumps({"metadata": metadata, "entries": document["entries"]}, indent=2) + "\n"
+    body = {"metadata": metadata, "entries": document["entries"]}
+    body["aliases"] = document.get("aliases", {})  # lower-case name -> the entries' name
+    return json.dumps(body, indent=2) + "\n"
 
 
 def _cpp_string(text: str) -> str:
@@ -437,6 +489,13 @@ def _cpp_string(text: str) -> str:
 
 def _cpp_number(value: float | None) -> str:
     return "-1.0" if value is None else repr(float(value))
+
+
+# What a table's header adds for a grid of one sequence of one head (the grid's defaults).
+_FEW_BLOCKS = (
+    " (one sequence of one head: too few blocks to fill a GPU, and tiles chosen for that;"
+    "\n// give the workload's batch and heads in the grid)"
+)
 
 
 def emit_cpp(document: dict[str, Any], namespace: str = "tilesolve_table") -> str:
@@ -462,6 +521,10 @@ def emit_cpp(document: dict[str, Any], namespace: str = "tilesolve_table") -> st
         )
     if not params:
         params.append('    {"", 0},  // placeholder: no entry has parameters')
+    aliases = [
+        f"    {{{_cpp_string(k)}, {_cpp_string(v)}}},"
+        for k, v in document.get("aliases", {}).items()
+    ] or ['    {"", ""},  // placeholder: no aliases']
     grid = meta["grid"]
     lines = [
         f"// {METADATA_TAG} {_metadata_line({**meta, 'namespace': namespace}, 'cpp')}",
@@ -469,9 +532,10 @@ def emit_cpp(document: dict[str, Any], namespace: str = "tilesolve_table") -> st
         f"// Model {meta['model_version']}, catalog {meta['catalog_version']}, grid sha256 "
         f"{meta['grid_sha256']}.",
         f"// Problem: batch {grid['batch']}, heads {grid['heads']}, kv_heads "
-        f"{grid['kv_heads'] if grid['kv_heads'] is not None else grid['heads']}; each bucket",
-        "// [seq_len_min, seq_len_max] was solved at seq_len = solved_at. lookup() returns",
-        "// nullptr for a shape outside the grid.",
+        f"{grid['kv_heads'] if grid['kv_heads'] is not None else grid['heads']}"
+        f"{_FEW_BLOCKS if grid['batch'] * grid['heads'] == 1 else ''}; each bucket",
+        "// [seq_len_min, seq_len_max] was solved at seq_len = solved_at (decode: the KV",
+        "// cache's length). lookup() returns nullptr for a shape outside the grid.",
         "#pragma once",
         "",
         "#include <cstddef>",
@@ -523,13 +587,44 @@ def emit_cpp(document: dict[str, Any], namespace: str = "tilesolve_table") -> st
         "",
         f"inline constexpr std::size_t kEntryCount = {len(entries)};",
         "",
-        "// The entry for a run-time shape, or nullptr when the grid does not cover it.",
+        "// Every name lookup() accepts for a device (lower-case) and the entries' name for it.",
+        "struct Alias {",
+        "  std::string_view name;",
+        "  std::string_view canonical;",
+        "};",
+        "",
+        "inline constexpr Alias kAliases[] = {",
+        *aliases,
+        "};",
+        "",
+        "// `a` equals `b` ignoring ASCII case (b is lower-case).",
+        "constexpr bool equal_folded(std::string_view a, std::string_view b) {",
+        "  if (a.size() != b.size()) return false;",
+        "  for (std::size_t i = 0; i < a.size(); ++i) {",
+        "    char c = a[i];",
+        "    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');",
+        "    if (c != b[i]) return false;",
+        "  }",
+        "  return true;",
+        "}",
+        "",
+        "// The entries' name for a device name or alias (in any case); itself if unknown.",
+        "constexpr std::string_view canonical(std::string_view hardware) {",
+        "  for (const Alias& a : kAliases) {",
+        "    if (!a.name.empty() && equal_folded(hardware, a.name)) return a.canonical;",
+        "  }",
+        "  return hardware;",
+        "}",
+        "",
+        "// The entry for a run-time shape, or nullptr when the grid does not cover it;",
+        "// `hardware` may be any catalog alias of a device (canonical()).",
         "constexpr const Entry* lookup(std::string_view hardware, int head_dim,",
         "                              std::string_view dtype, bool causal,",
         "                              std::string_view phase, std::int64_t seq_len) {",
+        "  hardware = canonical(hardware);",
         "  for (std::size_t i = 0; i < kEntryCount; ++i) {",
         "    const Entry& e = kEntries[i];",
-        "    if (e.hardware == hardware && e.head_dim == head_dim && e.dtype == dtype &&",
+        "    if (e.hardware == hardware && e.head_dim == head_dim && e.dtype == dtype &&"
         "        e.causal == causal && e.phase == phase && e.seq_len_min <= seq_len &&",
         "        seq_len <= e.seq_len_max) {",
         "      return &e;",
@@ -588,6 +683,9 @@ def emit_python(document: dict[str, Any]) -> str:
         *(f"    {_py(e)}," for e in document["entries"]),
         ")",
         "",
+        "# Every name lookup() accepts for a device (lower-case) -> the entries' name for it.",
+        f"ALIASES: dict[str, str] = {_py(document.get('aliases', {}))}",
+        "",
         "_Key = tuple[str, int, str, bool, str]",
         "_INDEX: dict[_Key, list[tuple[int, int, dict[str, Any]]]] = {}",
         "for _e in ENTRIES:",
@@ -600,7 +698,9 @@ def emit_python(document: dict[str, Any]) -> str:
         "def lookup(",
         "    hardware: str, head_dim: int, dtype: str, causal: bool, phase: str, seq_len: int",
         ") -> dict[str, Any] | None:",
-        '    """The entry for a run-time shape, or None when the grid does not cover it."""',
+        '    """The entry for a run-time shape, or None when the grid does not cover it;',
+        '    `hardware` may be any catalog alias of a device, in any case (ALIASES)."""',
+        "    hardware = ALIASES.get(hardware.strip().lower(), hardware)",
         "    rows = _INDEX.get((hardware, head_dim, dtype, causal, phase), [])",
         "    i = bisect.bisect_left([row[0] for row in rows], seq_len)",
         "    if i < len(rows) and rows[i][1] <= seq_len:",

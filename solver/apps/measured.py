@@ -60,16 +60,20 @@ class Shape:
     causal: bool
 
     def problem(self) -> AttentionProblem:
-        return AttentionProblem(
-            batch=self.batch,
-            heads=self.heads,
-            kv_heads=self.kv_heads,
-            seq_len=self.seq_len,
-            seq_len_kv=self.seq_len_kv,
-            head_dim=self.head_dim,
-            head_dim_v=self.head_dim_v,
-            dtype=DType(self.dtype),
-            causal=self.causal,
+        """The shape's problem; pydantic's ValidationError when it is not one (the readers
+        turn it into their row's violations)."""
+        return AttentionProblem.model_validate(
+            {
+                "batch": self.batch,
+                "heads": self.heads,
+                "kv_heads": self.kv_heads,
+                "seq_len": self.seq_len,
+                "seq_len_kv": self.seq_len_kv,
+                "head_dim": self.head_dim,
+                "head_dim_v": self.head_dim_v,
+                "dtype": DType(self.dtype),
+                "causal": self.causal,
+            }
         )
 
     def label(self) -> str:

@@ -594,16 +594,18 @@ def memory_sweep(
     estimates: list[MemoryEstimate] = []
     for seq_len in seq_lens:
         try:
-            problem = AttentionProblem(
-                batch=batch,
-                heads=heads,
-                kv_heads=kv_heads,
-                seq_len=seq_len,
-                head_dim=head_dim,
-                head_dim_v=head_dim_v,
-                dtype=dtype,
-                causal=causal,
-                phase=phase,
+            problem = AttentionProblem.model_validate(
+                {
+                    "batch": batch,
+                    "heads": heads,
+                    "kv_heads": kv_heads,
+                    "seq_len": seq_len,
+                    "head_dim": head_dim,
+                    "head_dim_v": head_dim_v,
+                    "dtype": dtype,
+                    "causal": causal,
+                    "phase": phase,
+                }
             )
         except ValidationError as exc:
             raise InvalidRequestError(_problem_violations(exc)) from None

@@ -21,12 +21,12 @@ import numpy as np
 
 from ...candidates import evaluation
 from ...constraints import Constraint, ConstraintKind, Rule
-from ...cost import KvReuse, Perf, kv_reuse
+from ...cost import L2_USABLE_FRACTION, KvReuse, Perf, causal_iterations, kv_reuse
 from ...family import kib
 from ...hardware import CudaDevice, HardwareSpec
 from ...model_constants import model_constants
 from ...problem import AttentionProblem, Phase, SolveOptions
-from ...space import BoolArray, Config, ConfigArrays, FloatArray, IntArray
+from ...space import BoolArray, Config, ConfigArrays, FloatArray, IntArray, Param, ceil_div
 from .constraints import Alignment, MaxSmem, Registers, ResidentBlocks, SharedMemory, Threads
 from .family import CudaFamily
 from .resources import WARP_LANES, CudaResources, cuda_device
@@ -70,7 +70,11 @@ ATOMIC_L2_BYTES_PER_BYTE = 2.0
 BWD_INSTRUCTION_LEVEL_PARALLELISM = 4.0
 A_FRAGMENT_REGS_PER_16_ROWS = 4  # one m16k16 fp16 A fragment: 8 halves per thread
 B_FRAGMENT_REGS_PER_8_COLUMNS = 2  # one n8k16 fp16 B fragment: 4 halves per thread
-BWD_FIXED_OVERHEAD_REGS = 16  # pointers, indices, loop state, predicates
+# Pointers, indices, loop state, predicates and the compiler's scheduling slack of
+# FlashAttention-2's backward loop: calibrated on ptxas's registers and spills of FA2 2.8.3's
+# backward kernels (docs/model.md 16.5: head dims 192 and 256 on sm80/sm86/sm90, the estimate
+# 23-38 registers below what ptxas needs; 16 before).
+BWD_FIXED_OVERHEAD_REGS = 48
 BWD_DROPOUT_PERSISTENT_REGS = 4  # Philox seed and offset, the keep threshold
 BWD_DROPOUT_TRANSIENT_REGS = 8  # one Philox 4x32 counter/key and its 4 words while P is made
 LSE_D_BYTES_PER_ROW = 8  # the FP32 log-sum-exp and D = rowsum(dO o O) of one query row
@@ -89,6 +93,21 @@ def backward_flops(problem: AttentionProblem) -> float:
     2.5 times the forward's when d = dv (FlashAttention-2 paper, sec. 4.1)."""
     d, dv = problem.head_dim, problem.head_dim_v_eff
     return problem.flops * (3.0 * d + 2.0 * dv) / (d + dv)
+
+
+def key_block_iterations(
+    problem: AttentionProblem, n_m: IntArray, bm: FloatArray, bn: FloatArray, n_kv: IntArray
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Iterations of the key blocks of one head over the query blocks that see them: their
+    total and the diagonal ones among them (the forward's pairs, `cost.causal_iterations`),
+    and the longest key block's (key block 0 under a causal mask)."""
+    sq, sk = problem.seq_len, problem.seq_len_kv_eff
+    if problem.causal:
+        total, diagonal = causal_iterations(n_m, bm, bn, n_kv, sk - sq)
+        first = np.clip(np.floor(-(sk - sq) / bm), 0, n_m)  # key block 0's first query block
+        return total, diagonal, np.asarray(n_m - first)
+    total = (n_m * n_kv).astype(np.float64)
+    return total, np.zeros_like(total), n_m.astype(np.float64)
 
 
 def mma_stage_regs(rows: FloatArray, cols: FloatArray) -> FloatArray:
@@ -201,6 +220,23 @@ def streamed_reuse(
     )
 
 
+def query_stream_reuse(
+    problem: AttentionProblem,
+    device: CudaDevice,
+    row_bytes: float,
+    tile_bytes: FloatArray,
+    n_kv: IntArray,
+    passes_per_head: FloatArray,
+    slots: IntArray,
+) -> KvReuse:
+    """The L2 reuse of a backward's streamed query rows (Q, dO, LSE and D, `row_bytes` each,
+    per query head) across the key blocks of a head that walk them in step."""
+    head_bytes = float(problem.seq_len) * row_bytes
+    return streamed_reuse(
+        problem, True, head_bytes, tile_bytes, n_kv, passes_per_head, slots, device.memory.l2_bytes
+    )
+
+
 def bandwidth_kernel_us(device: CudaDevice, hbm_bytes: float) -> float:
     """A helper kernel that streams `hbm_bytes` (preprocess, dQ conversion, GQA reduction):
     its DRAM time at the achievable bandwidth plus the launch floor, microseconds."""
@@ -208,6 +244,57 @@ def bandwidth_kernel_us(device: CudaDevice, hbm_bytes: float) -> float:
         return 0.0
     launch_us = model_constants(device).kernel_launch_us
     return hbm_bytes / device.memory.achievable_dram_bytes_per_s * 1e6 + launch_us
+
+
+def resident_kv_bytes(
+    problem: AttentionProblem,
+    d: int | float | FloatArray,
+    dv: int | float | FloatArray,
+    n_kv: IntArray,
+    slots: IntArray,
+) -> FloatArray:
+    """DRAM bytes of the resident K and V: once per key block, per KV head when the query
+    heads of a GQA group run together (their blocks fit the slots), else per query head."""
+    group = problem.heads // problem.kv_heads_eff
+    kv_reads = np.where(group * n_kv <= slots, 1.0, float(group))
+    elem = problem.dtype.bytes
+    return np.asarray(
+        problem.batch
+        * problem.kv_heads_eff
+        * float(problem.seq_len_kv_eff)
+        * (d + dv)
+        * elem
+        * kv_reads
+    )
+
+
+def dq_accumulator_dram_bytes(
+    problem: AttentionProblem,
+    d: int | float | FloatArray,
+    total_iters: FloatArray,
+    adds_per_iteration: FloatArray,
+    n_kv: IntArray,
+    slots: IntArray,
+    l2_bytes: int,
+) -> tuple[FloatArray, FloatArray]:
+    """The fp32 dQ accumulator the key blocks add `adds_per_iteration` bytes into per
+    iteration (FlashAttention-2's atomics, FlashAttention-3's TMA reduce-adds): its DRAM bytes
+    (first touch and final write-back of each line, plus a round trip for the share of adds
+    whose line L2 evicted between two key blocks' visits: the accumulators of the heads in
+    flight against the usable L2) and the bytes added in all."""
+    heads_total = problem.batch * problem.heads
+    dq_head_bytes = float(problem.seq_len) * d * 4
+    atomic_total = heads_total * total_iters * adds_per_iteration
+    heads_in_flight = np.minimum(heads_total, ceil_div(slots, n_kv) + 1).astype(np.float64)
+    dq_miss = np.clip(
+        1.0 - L2_USABLE_FRACTION * l2_bytes / (heads_in_flight * dq_head_bytes),
+        0.0,
+        1.0,
+    )
+    dram = 2.0 * heads_total * dq_head_bytes + 2.0 * dq_miss * np.maximum(
+        atomic_total - heads_total * dq_head_bytes, 0.0
+    )
+    return np.asarray(dram), np.asarray(atomic_total)
 
 
 def gqa_reduce_bytes(problem: AttentionProblem, d: int, dv: int) -> float:
@@ -230,21 +317,21 @@ def preprocess_bytes(problem: AttentionProblem, d: int, dv: int, clear_dq_accum:
 
 
 class BackwardRegisters(Registers):
-    """The register capacity with the backward tolerance of spilled registers."""
+    """The register capacity with a backward family's tolerance of spilled registers."""
 
-    rule = f"estimated registers spill at most {BACKWARD_MAX_SPILL_REGS} per thread"
+    def __init__(self, max_spill_regs: int = BACKWARD_MAX_SPILL_REGS):
+        self.max_spill_regs = max_spill_regs
+        self.rule = f"estimated registers spill at most {max_spill_regs} per thread"
 
     def rules(self, ev: Evaluation) -> list[Rule]:
-        return [
-            Rule("spill_regs", backward_resources(ev).spill_regs, "<=", BACKWARD_MAX_SPILL_REGS)
-        ]
+        return [Rule("spill_regs", backward_resources(ev).spill_regs, "<=", self.max_spill_regs)]
 
     def detail(self, ev: Evaluation, i: int) -> str:
         res = backward_resources(ev)
         return (
             f"{ev.label(i)} wants about {res.regs_demand[i]} registers per thread; with a limit "
             f"of {res.regs_cap[i]} it would spill {res.spill_regs[i]} "
-            f"(> {BACKWARD_MAX_SPILL_REGS})"
+            f"(> {self.max_spill_regs})"
         )
 
 
@@ -301,18 +388,21 @@ class CudaBackwardFamily(CudaFamily):
     larger (docs/model.md 12.5)."""
 
     phase = Phase.BACKWARD
-    max_spill_regs: ClassVar[int | None] = BACKWARD_MAX_SPILL_REGS
     # What the loops stream, in the words of the reasons.
     streamed_words = "Q/dO tile"
     helper_words = "preprocess D = rowsum(dO o O)"
     inner_params: ClassVar[tuple[str, ...]] = ()
     inner_constraint: ClassVar[str] = "inner_choice"
     inner_short: ClassVar[str] = "inner"
+    # Spilled registers per thread a configuration may have and still fit (the inner choice
+    # prefers configurations within it); fa3's setmaxnreg budgets tolerate none; None: spills
+    # are costed, never refused (triton).
+    max_spill_regs: ClassVar[int | None] = BACKWARD_MAX_SPILL_REGS
 
     def constraints(
         self, hardware: HardwareSpec, problem: AttentionProblem, options: SolveOptions
     ) -> Sequence[Constraint]:
-        registers = () if self.max_spill_regs is None else (BackwardRegisters(),)
+        registers = () if self.max_spill_regs is None else (BackwardRegisters(self.max_spill_regs),)
         return (
             Alignment(self),
             InnerChoice(self),
@@ -340,7 +430,7 @@ class CudaBackwardFamily(CudaFamily):
         device = cuda_device(hardware)
         base = super().resources(hardware, problem, options, cfg)
         perf = self.backward_cost(device, problem, cfg, base)
-        fits = _fits(base, options, self.max_spill_regs)
+        fits = backward_fits(base, options, self.max_spill_regs)
         aligned = self.alignment_ok(cfg, problem, device)
         rank = inner_rank(cfg, self.inner_params, options, aligned, fits, perf.time_us)
         values = {f.name: getattr(base, f.name) for f in fields(CudaResources)}
@@ -409,40 +499,39 @@ class CudaBackwardFamily(CudaFamily):
         order)."""
         device = cuda_device(hardware)
         pins = options.parameter_pins
-        per_config: list[list[dict[str, int]]] = []
+        products = []
         for config in configs:
-            variants: list[dict[str, int]] = [{}]
-            for param in self.params(problem, hardware):
-                if param.name in self.inner_params and param.name not in pins:
-                    variants = [{**v, param.name: x} for v in variants for x in param.domain]
-                else:
-                    variants = [{**v, param.name: config[param.name]} for v in variants]
-            if len(variants) == 1:  # every inner parameter pinned
-                return [[] for _ in configs]
-            per_config.append(variants)
-        names = list(per_config[0][0])
-        every = [v for variants in per_config for v in variants]
-        everything = ConfigArrays.from_configs(names, [Config.of(**v) for v in every])
-        aligned = self.alignment_ok(everything, problem, device)
-        kept: list[list[dict[str, int]]] = []
-        start = 0
-        for variants in per_config:
-            flags = aligned[start : start + len(variants)]
-            kept.append([v for v, ok in zip(variants, flags, strict=True) if ok])
-            start += len(variants)
-        rows = [v for variants in kept for v in variants]
-        if not rows:
+            # the outer values with every unpinned inner domain, in enumeration order
+            variant_params = [
+                p
+                if p.name in self.inner_params and p.name not in pins
+                else Param(p.name, (config[p.name],), p.doc)
+                for p in self.params(problem, hardware)
+            ]
+            products.append(ConfigArrays.product(variant_params))
+        if len(products[0]) == 1:  # every inner parameter pinned
             return [[] for _ in configs]
-        cfg = ConfigArrays.from_configs(names, [Config.of(**v) for v in rows])
+        names = products[0].names
+        everything = ConfigArrays({n: np.concatenate([c[n] for c in products]) for n in names})
+        aligned = self.alignment_ok(everything, problem, device)
+        ends = np.cumsum([len(c) for c in products])
+        rows = [
+            np.flatnonzero(aligned[end - len(c) : end]) + (end - len(c))
+            for c, end in zip(products, ends, strict=True)
+        ]
+        cfg = everything.take(np.concatenate(rows))
+        if not len(cfg):
+            return [[] for _ in configs]
         res = backward_resources(evaluation(self, hardware, problem, options, cfg))
         need = max(1, options.min_blocks_per_sm or 1)
         out: list[list[str]] = []
         offset = 0
-        for config, variants in zip(configs, kept, strict=True):
+        for config, kept in zip(configs, rows, strict=True):
             best: tuple[int, int, int] | None = None
             chosen: dict[str, int] | None = None
-            for i, values in enumerate(variants):
+            for i in range(len(kept)):
                 row = offset + i
+                values = cfg.config(row).as_dict()
                 smem = int(res.smem_bytes[row])
                 spill_limit = self.max_spill_regs
                 breaks = (
@@ -455,7 +544,7 @@ class CudaBackwardFamily(CudaFamily):
                 key = (int(breaks), round(float(res.perf.time_us[row]) * 1000.0), i)
                 if best is None or key < best:
                     best, chosen = key, values
-            offset += len(variants)
+            offset += len(kept)
             if chosen is not None and any(chosen[n] != config[n] for n in self.inner_params):
                 picked = ", ".join(f"{n}={chosen[n]}" for n in self.inner_params)
                 out.append(
@@ -478,7 +567,7 @@ class CudaBackwardFamily(CudaFamily):
             f"{res.occupancy.blocks_per_sm[i]} block(s)/SM limited by {limiters}; "
             f"{warps} of {sm.max_warps_per_sm} warps resident",
             f"{perf.overlap[i]:.0%} of each streamed {self.streamed_words} load hidden by "
-            f"compute; tensor cores busy {perf.mma_utilization[i]:.0%}",
+            f"compute; {self.matrix_units(sm)} busy {perf.mma_utilization[i]:.0%}",
             f"shared memory {kib(res.smem_bytes[i])} of {kib(sm.smem_per_block_optin_bytes)}; "
             f"about {res.regs_demand[i]} registers per thread{spill}",
         ]
@@ -491,17 +580,19 @@ class CudaBackwardFamily(CudaFamily):
         return lines
 
 
-def _fits(res: CudaResources, options: SolveOptions, spill_limit: int | None) -> BoolArray:
-    """Which configurations every capacity limit and user cap admits (`spill_limit`: the
-    family's tolerated spilled registers, None for no limit)."""
+def backward_fits(
+    res: CudaResources, options: SolveOptions, max_spill_regs: int | None
+) -> BoolArray:
+    """Which configurations every capacity limit and user cap admits (at most
+    `max_spill_regs` spilled registers per thread; None: spills are costed, not refused)."""
     need = max(1, options.min_blocks_per_sm or 1)
     ok = (
         (res.smem_bytes <= res.smem_limit_bytes)
         & (res.occupancy.blocks_per_sm >= need)
         & (res.threads <= res.max_threads)
     )
-    if spill_limit is not None:
-        ok &= res.spill_regs <= spill_limit
+    if max_spill_regs is not None:
+        ok &= res.spill_regs <= max_spill_regs
     if options.max_smem is not None:
         ok &= res.smem_bytes <= options.max_smem
     return np.asarray(ok, dtype=np.bool_)

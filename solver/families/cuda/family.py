@@ -20,7 +20,7 @@ import numpy as np
 from ...constraints import Constraint
 from ...cost import tiles_per_head
 from ...family import KernelFamily, kib
-from ...hardware import CudaDevice, HardwareSpec
+from ...hardware import CudaDevice, HardwareSpec, SmLimits
 from ...occupancy import occupancy, occupancy_arrays
 from ...problem import AttentionProblem, SolveOptions
 from ...space import BoolArray, Config, ConfigArrays, IntArray, ceil_div
@@ -61,6 +61,8 @@ class CudaFamily(KernelFamily):
     # constraint); None: spills are costed, never refused (a compiler that spills rather than
     # fails, with a register model that predicts the spill: the triton family).
     max_spill_regs: ClassVar[int | None] = MAX_SPILL_REGS
+    # The name of the legality constraint that states `alignment_ok` (in the validator's words)
+    shape_constraint: ClassVar[str] = "alignment"
 
     # ---- what a CUDA family states -----------------------------------------------------------
     @abstractmethod
@@ -185,6 +187,11 @@ class CudaFamily(KernelFamily):
             -common["block_m"],
         ]
 
+    def matrix_units(self, sm: SmLimits) -> str:
+        """What runs the GEMMs on `sm`, as the reasons name it (a family whose kernel does
+        not use the tensor cores there says so)."""
+        return "tensor cores"
+
     def reason_lines(self, table: CandidateTable, i: int) -> list[str]:
         res = cuda_resources(table)
         sm = cuda_device(table.hardware).sm
@@ -196,10 +203,50 @@ class CudaFamily(KernelFamily):
             f"{res.occupancy.blocks_per_sm[i]} block(s)/SM limited by {limiters}; "
             f"{warps} of {sm.max_warps_per_sm} warps resident",
             f"{perf.overlap[i]:.0%} of each K/V tile load hidden by compute; "
-            f"tensor cores busy {perf.mma_utilization[i]:.0%}",
+            f"{self.matrix_units(sm)} busy {perf.mma_utilization[i]:.0%}",
             f"shared memory {kib(res.smem_bytes[i])} of {kib(sm.smem_per_block_optin_bytes)}; "
             f"about {res.regs_demand[i]} registers per thread{spill}",
         ]
+
+    def check_tile(
+        self,
+        device: CudaDevice,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        one: ConfigArrays,
+    ) -> tuple[list[str], int, int]:
+        """The tile rules of one configuration (`one`: its single-row columns): its shape
+        (reported under `shape_constraint`), threads per block, shared memory and the user's
+        cap; the broken rules, its threads and its shared-memory bytes (`check_tiles`)."""
+        return self.check_tiles(device, problem, options, one)[0]
+
+    def check_tiles(
+        self,
+        device: CudaDevice,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        cfg: ConfigArrays,
+    ) -> list[tuple[list[str], int, int]]:
+        """`check_tile` of each configuration of `cfg`, the shape and the shared memory
+        evaluated once over all of them."""
+        sm = device.sm
+        aligned = self.alignment_ok(cfg, problem, device)
+        smem_bytes = self.shared_memory(cfg, problem, device)
+        out = []
+        for k in range(len(cfg)):
+            problems: list[str] = []
+            if not bool(aligned[k]):
+                problems.append(f"{self.shape_constraint}: {self.alignment_rule}")
+            threads = int(cfg.num_warps[k]) * sm.warp_size_threads
+            if threads > sm.max_threads_per_block:
+                problems.append(f"threads: {threads} > {sm.max_threads_per_block}")
+            smem = int(smem_bytes[k])
+            if smem > sm.smem_per_block_optin_bytes:
+                problems.append(f"shared_memory: {smem} > {sm.smem_per_block_optin_bytes}")
+            if options.max_smem is not None and smem > options.max_smem:
+                problems.append(f"max_smem: {smem} > {options.max_smem}")
+            out.append((problems, threads, smem))
+        return out
 
     def check(
         self,
@@ -225,22 +272,10 @@ class CudaFamily(KernelFamily):
         device = cuda_device(hardware)
         sm = device.sm
         cfg = ConfigArrays.from_configs(configs[0].as_dict(), configs)
-        aligned = self.alignment_ok(cfg, problem, device)
-        smem_bytes = self.shared_memory(cfg, problem, device)
+        tiles = self.check_tiles(device, problem, options, cfg)
         regs = self.register_use(cfg, problem, device, options)
         out: list[list[str]] = []
-        for k, config in enumerate(configs):
-            problems: list[str] = []
-            if not bool(aligned[k]):
-                problems.append(f"alignment: {self.alignment_rule}")
-            threads = config["num_warps"] * sm.warp_size_threads
-            if threads > sm.max_threads_per_block:
-                problems.append(f"threads: {threads} > {sm.max_threads_per_block}")
-            smem = int(smem_bytes[k])
-            if smem > sm.smem_per_block_optin_bytes:
-                problems.append(f"shared_memory: {smem} > {sm.smem_per_block_optin_bytes}")
-            if options.max_smem is not None and smem > options.max_smem:
-                problems.append(f"max_smem: {smem} > {options.max_smem}")
+        for k, (problems, threads, smem) in enumerate(tiles):
             demand, cap = int(regs.demand[k]), int(regs.cap[k])
             if self.max_spill_regs is not None and int(regs.spill[k]) > self.max_spill_regs:
                 problems.append(f"registers: demand {demand} with limit {cap}")

@@ -11,19 +11,22 @@ dimension). A preprocessing kernel computes D = rowsum(dO o O) and zeroes the ac
 conversion kernel turns it into dQ. Source: Dao, "FlashAttention-2" (2023) Algorithm 2;
 `csrc/flash_attn/src/kernel_traits.h` (Flash_bwd_kernel_traits), `flash_bwd_kernel.h`
 (compute_dq_dk_dv_1colblock) and `flash_bwd_launch_template.h` (run_flash_bwd_seqk_parallel).
-Formulas: docs/model.md section 12.
+Which head dim's kernel runs a problem depends on the release (release.py). Formulas:
+docs/model.md section 12.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ...constraints import Constraint
 from ...cost import Perf, tiles_per_head
 from ...errors import FieldViolation
 from ...hardware import CudaDevice, HardwareSpec
-from ...problem import AttentionProblem
+from ...problem import AttentionProblem, SolveOptions
 from ...space import BoolArray, Config, ConfigArrays, IntArray, Param
 from ..cuda.backward import (
     BWD_DROPOUT_PERSISTENT_REGS,
@@ -35,7 +38,8 @@ from ..cuda.backward import (
 )
 from ..cuda.resources import CudaResources
 from .backward_cost import backward_perf, tile_columns
-from .forward import fa2_kernel_head_dims, fa2_violations, rows_per_copy_pass
+from .forward import fa2_violations, rows_per_copy_pass
+from .release import CurrentRelease, current_head_dim, kernel_head_dim_column, kernel_head_dim_param
 
 if TYPE_CHECKING:
     from ...candidates import CandidateTable, Evaluation
@@ -46,6 +50,13 @@ if TYPE_CHECKING:
 # (kernel_traits.h, flash_bwd_kernel.h): the backward kernel runs with 8 warps.
 FA2_BACKWARD_WARPS = 8
 ATOM_LAYOUTS = (1, 2, 4, 8)
+# The second Q buffer's registers: its shared-memory addresses, predicates and the prefetch's
+# copy state, live all loop (ptxas, FA2 2.8.3 at head dim 256: 80 bytes of spill stores with
+# double buffering, none without; docs/model.md 16.5 and 12.3).
+FA2_DOUBLE_BUFFER_REGS = 16
+# Spilled registers per thread FA2's shipped tiles carry: ptxas spills 236 bytes (about 59
+# registers) for the head dim 192 tile FA2 ships on sm86 (16.5); more is rejected.
+FA2_BWD_MAX_SPILL_REGS = 64
 
 
 class FlashAttention2Backward(CudaBackwardFamily):
@@ -69,6 +80,7 @@ class FlashAttention2Backward(CudaBackwardFamily):
     inner_params = ("atom_layout_m_sdp", "atom_layout_n_dkv", "atom_layout_m_dq")
     inner_constraint = "warp_layout"
     inner_short = "layout"
+    max_spill_regs = FA2_BWD_MAX_SPILL_REGS
 
     # ---- the problem -----------------------------------------------------------------------
     def _family_violations(
@@ -77,7 +89,15 @@ class FlashAttention2Backward(CudaBackwardFamily):
         return fa2_violations(problem, hardware)
 
     def kernel_head_dims(self, problem: AttentionProblem) -> tuple[int, int]:
-        return fa2_kernel_head_dims(problem)
+        """The current release's kernel (release.py); a configuration's own is
+        `kernel_head_dim_column`."""
+        d = current_head_dim(problem)
+        return d, d
+
+    def constraints(
+        self, hardware: HardwareSpec, problem: AttentionProblem, options: SolveOptions
+    ) -> Sequence[Constraint]:
+        return (*super().constraints(hardware, problem, options), CurrentRelease())
 
     def params(self, problem: AttentionProblem, hardware: HardwareSpec) -> tuple[Param, ...]:
         return (
@@ -126,6 +146,7 @@ class FlashAttention2Backward(CudaBackwardFamily):
                 "1: one Q tile instead of two (No_double_buffer): less shared memory, the next "
                 "Q load waits for the end of the iteration",
             ),
+            *kernel_head_dim_param(problem),
         )
 
     def common_fields(self, cfg: ConfigArrays) -> dict[str, IntArray]:
@@ -150,7 +171,7 @@ class FlashAttention2Backward(CudaBackwardFamily):
     def alignment_ok(
         self, cfg: ConfigArrays, problem: AttentionProblem, device: CudaDevice
     ) -> BoolArray:
-        d, dv = self.kernel_head_dims(problem)
+        d = dv = kernel_head_dim_column(cfg, problem)
         bm, bn, w = cfg["block_m"], cfg["block_n"], cfg["num_warps"]
         am, an, amq = cfg["atom_layout_m_sdp"], cfg["atom_layout_n_dkv"], cfg["atom_layout_m_dq"]
         ok = (w % am == 0) & (w % an == 0) & (w % amq == 0)
@@ -171,7 +192,7 @@ class FlashAttention2Backward(CudaBackwardFamily):
     def smem_bytes(self, cfg: ConfigArrays, problem: AttentionProblem) -> IntArray:
         """kSmemSize1colblock: Q (2 tiles, or 1 without double buffering) and dO, then K and
         V, dS and P; with V in registers, V's space is reused for dS and P."""
-        d, dv = self.kernel_head_dims(problem)
+        d = dv = kernel_head_dim_column(cfg, problem)
         elem = problem.dtype.bytes
         bm, bn = cfg["block_m"], cfg["block_n"]
         q_tiles = 2 - cfg["no_double_buffer"]
@@ -188,8 +209,10 @@ class FlashAttention2Backward(CudaBackwardFamily):
         """dK and dV accumulators (+ V with Is_V_in_regs) live through the loop; on top, the
         largest of the three phases of an iteration: S and dP accumulators with the LSE and D
         rows (and Philox state with dropout), the dK/dV GEMMs' operand staging, or the dQ
-        accumulator; each with one k-step of its GEMM's A and B fragments."""
-        d, dv = self.kernel_head_dims(problem)
+        accumulator; each with one k-step of its GEMM's A and B fragments. Fixed: loop state
+        and the compiler's slack (calibrated on ptxas, docs/model.md 16.5) and the second Q
+        buffer's copy state with double buffering."""
+        d = dv = kernel_head_dim_column(cfg, problem)
         elem = problem.dtype.bytes
         bm, bn, w, am, an, amq = tile_columns(cfg)
         dkdv = per_thread(bn * (d + dv), w)
@@ -202,11 +225,12 @@ class FlashAttention2Backward(CudaBackwardFamily):
             + mma_stage_regs(bm / am, bn * am / w)
             + (BWD_DROPOUT_TRANSIENT_REGS if dropout else 0)
         )
-        dkv = mma_stage_regs(bn / an, max(d, dv) * an / w)
+        dkv = mma_stage_regs(bn / an, d * an / w)
         dq = per_thread(bm * d, w) + mma_stage_regs(bm / amq, d * amq / w)
         phase = np.maximum.reduce([sdp, dkv, dq])
         fixed = BWD_FIXED_OVERHEAD_REGS + (BWD_DROPOUT_PERSISTENT_REGS if dropout else 0)
-        return np.asarray(dkdv + v_regs + phase + fixed, dtype=np.int64)
+        second_q = (1 - cfg["no_double_buffer"]) * FA2_DOUBLE_BUFFER_REGS
+        return np.asarray(dkdv + v_regs + phase + fixed + second_q, dtype=np.int64)
 
     # ---- tie-break and cost -----------------------------------------------------------------
     def tie_keys(self, ev: Evaluation) -> list[IntArray]:

@@ -12,9 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...cost import (
-    L2_USABLE_FRACTION,
     Perf,
-    causal_iterations,
     wave_schedule,
 )
 from ...hardware import CudaDevice
@@ -30,10 +28,13 @@ from ..cuda.backward import (
     backward_flops,
     bandwidth_kernel_us,
     chain,
+    dq_accumulator_dram_bytes,
     gqa_reduce_bytes,
+    key_block_iterations,
     loop_iteration,
     preprocess_bytes,
-    streamed_reuse,
+    query_stream_reuse,
+    resident_kv_bytes,
 )
 from ..cuda.resources import CudaResources
 from ..cuda.timing import (
@@ -45,6 +46,7 @@ from ..cuda.timing import (
     round_cycles,
     sm_perf,
 )
+from .release import kernel_head_dim_column
 
 if TYPE_CHECKING:
     from .backward import FlashAttention2Backward
@@ -69,7 +71,10 @@ def backward_perf(
     """Predicted time and its parts of every configuration (docs/model.md 12.3-12.4)."""
     tp = device.throughput
     k = model_constants(device)
-    d, dv = family.kernel_head_dims(problem)
+    # each configuration's kernel head dim (release.py) for the tile's work; the current
+    # release's for the stored rows and the helper kernels
+    d = dv = kernel_head_dim_column(cfg, problem).astype(np.float64)
+    helper_d, helper_dv = family.kernel_head_dims(problem)
     elem = problem.dtype.bytes
     n_sm = tp.sm_count
     clock_hz = tp.boost_clock_mhz * 1e6
@@ -87,28 +92,15 @@ def backward_perf(
     slots = blocks * n_sm
 
     # ---- iterations: the (query block, key block) pairs with unmasked scores ----------------
-    if problem.causal:
-        total_iters, diag_iters = causal_iterations(n_m, bm, bn, n_kv, sk - sq)
-        first = np.clip(np.floor(-(sk - sq) / bm), 0, n_m)  # key block 0's first query block
-        max_iters = n_m - first
-    else:
-        total_iters = (n_m * n_kv).astype(np.float64)
-        diag_iters = np.zeros_like(total_iters)
-        max_iters = n_m.astype(np.float64)
+    total_iters, diag_iters, max_iters = key_block_iterations(problem, n_m, bm, bn, n_kv)
     diag_mean = diag_iters / n_kv
 
     # ---- the streamed Q, dO, LSE and D: L2 reuse across the key blocks of a head ------------
-    row_bytes = (d + dv) * elem + LSE_D_BYTES_PER_ROW
+    # (bytes of the stored rows: the problem's, whichever kernel loads them)
+    row_bytes = (helper_d + helper_dv) * elem + LSE_D_BYTES_PER_ROW
     tile_bytes = bm * row_bytes
-    reuse = streamed_reuse(
-        problem,
-        True,
-        float(sq) * row_bytes,
-        tile_bytes,
-        n_kv,
-        total_iters / n_m,
-        slots,
-        device.memory.l2_bytes,
+    reuse = query_stream_reuse(
+        problem, device, row_bytes, tile_bytes, n_kv, total_iters / n_m, slots
     )
 
     # ---- one iteration ---------------------------------------------------------------------
@@ -134,7 +126,7 @@ def backward_perf(
         BWD_ALU_OPS_PER_SCORE + (DROPOUT_OPS_PER_SCORE if problem.dropout > 0 else 0.0)
     )
     atomic_bytes = bm * d * FP32_BYTES
-    k_steps = (max(d, dv) + bm + np.maximum(bm, bn)) / MMA_K  # S|dP, then dV, then dQ|dK
+    k_steps = (np.maximum(d, dv) + bm + np.maximum(bm, bn)) / MMA_K  # S|dP, then dV, then dQ|dK
     it = loop_iteration(
         device,
         w,
@@ -185,23 +177,11 @@ def backward_perf(
         cycles = makespan_cycles(False, ctas, slots, waves, full * ctas, last, full, last)
 
     # ---- DRAM traffic of the main kernel ------------------------------------------------------
-    group = problem.heads // problem.kv_heads_eff
-    kv_reads = np.where(group * n_kv <= slots, 1.0, float(group))  # GQA heads together in L2
-    kv_bytes = problem.batch * problem.kv_heads_eff * float(sk) * (d + dv) * elem * kv_reads
+    kv_bytes = resident_kv_bytes(problem, d, dv, n_kv, slots)
     q_bytes = problem.batch * problem.heads * float(sq) * row_bytes * reuse.dram_reads_per_kv_head
     dkdv_bytes = float(heads_total) * sk * (d + dv) * elem
-    dq_head_bytes = float(sq) * d * FP32_BYTES
-    atomic_total = heads_total * total_iters * atomic_bytes
-    heads_in_flight = np.minimum(heads_total, ceil_div(slots, n_kv) + 1).astype(np.float64)
-    dq_miss = np.clip(
-        1.0 - L2_USABLE_FRACTION * device.memory.l2_bytes / (heads_in_flight * dq_head_bytes),
-        0.0,
-        1.0,
-    )
-    # first touch and final write-back of each accumulator line, plus the round trips of
-    # atomics whose line was evicted between two key blocks' visits
-    dq_bytes = 2.0 * heads_total * dq_head_bytes + 2.0 * dq_miss * np.maximum(
-        atomic_total - heads_total * dq_head_bytes, 0.0
+    dq_bytes, atomic_total = dq_accumulator_dram_bytes(
+        problem, d, total_iters, atomic_bytes, n_kv, slots, device.memory.l2_bytes
     )
     main_bytes = kv_bytes + q_bytes + dkdv_bytes + dq_bytes
     dram_bound = main_bytes / dram_bytes_per_clk(device)
@@ -209,9 +189,9 @@ def backward_perf(
     main_us = cycles / clock_hz * 1e6 + k.kernel_launch_us
 
     # ---- the helper kernels -----------------------------------------------------------------
-    pre_bytes = preprocess_bytes(problem, d, dv, clear_dq_accum=True)
-    convert_bytes = float(heads_total) * sq * d * (FP32_BYTES + elem)
-    reduce_bytes = gqa_reduce_bytes(problem, d, dv)
+    pre_bytes = preprocess_bytes(problem, helper_d, helper_dv, clear_dq_accum=True)
+    convert_bytes = float(heads_total) * sq * helper_d * (FP32_BYTES + elem)
+    reduce_bytes = gqa_reduce_bytes(problem, helper_d, helper_dv)
     pre_us = bandwidth_kernel_us(device, pre_bytes)
     convert_us = bandwidth_kernel_us(device, convert_bytes)
     helper_us = pre_us + convert_us + bandwidth_kernel_us(device, reduce_bytes)

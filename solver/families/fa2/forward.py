@@ -62,11 +62,12 @@ def fa2_kernel_head_dims(problem: AttentionProblem) -> tuple[int, int]:
     return d, d
 
 
-def rows_per_copy_pass(num_warps: IntArray, head_dim: int, warp_size: int) -> IntArray:
+def rows_per_copy_pass(num_warps: IntArray, head_dim: int | IntArray, warp_size: int) -> IntArray:
     """Rows one 16-byte-per-thread copy pass of the block's threads covers: a row of
     kBlockKSmem (64, or 32 where the head dim is not a multiple of 64) elements takes
-    kBlockKSmem / 8 threads (kernel_traits.h, GmemLayoutAtom)."""
-    block_k_smem = 64 if head_dim % 64 == 0 else 32
+    kBlockKSmem / 8 threads (kernel_traits.h, GmemLayoutAtom); `head_dim` one value or one
+    per configuration."""
+    block_k_smem = np.where(np.asarray(head_dim) % 64 == 0, 64, 32)
     threads_per_row = block_k_smem // GMEM_LOAD_ELEMENTS
     return np.asarray(num_warps * warp_size // threads_per_row, dtype=np.int64)
 

@@ -62,23 +62,27 @@ class Fa3Resources(CudaResources):
     smem_barriers: IntArray
 
     def uses(self, i: int) -> list[CapacityUse]:
-        w = int(self.warpgroups[i])
-        register_file = (int(self.producer_regs[i]) + w * int(self.regs_cap[i])) * (
-            WARPGROUP_THREADS
-        )
-        return [
-            CapacityUse("shared_memory", int(self.smem_bytes[i]), self.smem_limit_bytes, "bytes"),
-            CapacityUse(
-                "registers", int(self.regs_demand[i]), int(self.regs_cap[i]), "registers/thread"
-            ),
-            CapacityUse("register_file", register_file, self.sm.regs_per_sm, "registers/SM"),
-            CapacityUse("threads", int(self.threads[i]), self.max_threads, "threads/block"),
-        ]
+        return setmaxnreg_uses(self, i, int(self.warpgroups[i]), int(self.producer_regs[i]))
 
     def candidate_fields(self, i: int) -> dict[str, Any]:
         fields = super().candidate_fields(i)
         fields["regs_per_thread"] = int(self.regs_cap[i])  # the consumers' setmaxnreg budget
         return fields
+
+
+def setmaxnreg_uses(
+    res: CudaResources, i: int, warpgroups: int, producer_regs: int
+) -> list[CapacityUse]:
+    """Configuration i's resources under setmaxnreg (forward and backward): shared memory,
+    the consumers' registers per thread against their budget (`regs_cap`), the register file
+    the producer and the consumer warpgroups take, threads."""
+    register_file = (producer_regs + warpgroups * int(res.regs_cap[i])) * WARPGROUP_THREADS
+    return [
+        CapacityUse("shared_memory", int(res.smem_bytes[i]), res.smem_limit_bytes, "bytes"),
+        CapacityUse("registers", int(res.regs_demand[i]), int(res.regs_cap[i]), "registers/thread"),
+        CapacityUse("register_file", register_file, res.sm.regs_per_sm, "registers/SM"),
+        CapacityUse("threads", int(res.threads[i]), res.max_threads, "threads/block"),
+    ]
 
 
 def fa3_resources(ev: Evaluation) -> Fa3Resources:
@@ -158,6 +162,7 @@ class ConsumerRegisters(Constraint):
     rule = "consumer registers (S, P, O accumulators) within the setmaxnreg budget"
     short = "regs"
     kind = ConstraintKind.CAPACITY
+    smaller = "fewer consumer warpgroups or a narrower block_n"  # what fits instead
 
     def rules(self, ev: Evaluation) -> list[Rule]:
         return [Rule("spill_regs", fa3_resources(ev).spill_regs, "<=", 0)]
@@ -176,6 +181,5 @@ class ConsumerRegisters(Constraint):
             "none",
             "",
             None,
-            f"the register file is what it is; fewer consumer warpgroups or a narrower "
-            f"block_n fit (best then: {ev.label(best)})",
+            f"the register file is what it is; {self.smaller} fit (best then: {ev.label(best)})",
         )

@@ -29,7 +29,7 @@ import numpy as np
 from ...cost import Perf
 from ...errors import FieldViolation
 from ...family import pow2_range
-from ...hardware import CudaDevice, HardwareSpec
+from ...hardware import CudaDevice, HardwareSpec, SmLimits
 from ...problem import AttentionProblem, DType, SolveOptions
 from ...space import BoolArray, Config, ConfigArrays, IntArray, Param
 from ..cuda.backward import CudaBackwardFamily
@@ -42,6 +42,7 @@ from .forward import (
     compiled_register_use,
     compiler_target,
     triton_kernel_head_dims,
+    triton_matrix_units,
     triton_violations,
 )
 from .loops import backward_kernel
@@ -61,6 +62,10 @@ class TritonFlashAttentionBackward(CudaBackwardFamily):
         "Triton fused-attention backward (the tutorial's dK/dV loop and dQ loop in one "
         "program, software-pipelined, no atomics)"
     )
+
+    def matrix_units(self, sm: SmLimits) -> str:
+        return triton_matrix_units(sm)
+
     alignment_rule = (
         "block_n a multiple of block_m and dq_block_m a multiple of dq_block_n (the tutorial's "
         "static asserts); the warps each own at least one 16x8 MMA tile of both loops' score "

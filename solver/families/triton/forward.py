@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from ...errors import FieldViolation
-from ...hardware import CudaDevice, HardwareSpec
+from ...hardware import CudaDevice, HardwareSpec, SmLimits
 from ...model_constants import model_constants
 from ...problem import AttentionProblem, DType, SolveOptions
 from ...space import BoolArray, ConfigArrays, FloatArray, IntArray, Param
@@ -103,9 +103,14 @@ def uses_warpgroup_mma(rows: IntArray, num_warps: IntArray, device: CudaDevice) 
 
 
 def triton_matrix_unit(device: CudaDevice) -> str:
-    """What runs tl.dot on the device, in the words of the bottleneck."""
+    """What runs tl.dot on the device, in the words of the bottleneck: below cc 8.0 the FP32
+    FMAs, and why (the device's tensor cores are there, Triton does not use them), with what
+    would use them (docs/model.md, the triton family's matrix rate)."""
     if device.sm.cc_major < TENSOR_CORE_MIN_CC_MAJOR:
-        return "FP32 FMAs (no tensor cores below cc 8.0)"
+        return (
+            "FP32 FMAs (Triton 3.2 and later emit no tensor-core MMA below cc 8.0; fa2, "
+            "which would use them, needs cc 8.0)"
+        )
     return "tensor cores"
 
 
@@ -127,11 +132,20 @@ def compiled_register_use(
     )
 
 
+def triton_matrix_units(sm: SmLimits) -> str:
+    """What runs tl.dot, as the reasons name its busy fraction."""
+    return "FP32 FMA units" if sm.cc_major < TENSOR_CORE_MIN_CC_MAJOR else "tensor cores"
+
+
 class TritonFlashAttention(FlashForwardFamily):
     """triton forward: the tutorial's kernel, with a split grid against a longer cache."""
 
     name = "triton"
     summary = "Triton fused attention (tl.dot, software-pipelined K/V, num_stages buffers)"
+
+    def matrix_units(self, sm: SmLimits) -> str:
+        return triton_matrix_units(sm)
+
     split_kv = SplitKv()  # FlashAttention-2's combine, no packing, no paged path
     alignment_rule = (
         "block_m and block_n multiples of 16; the warps must each own at least one 16x8 "

@@ -1,0 +1,83 @@
+"""How long a one-off `tilesolve-cli solve` takes, side by side with the cost of starting
+Python with numpy and pydantic (issue 24's yardstick), measured in one run.
+
+    python benchmarks/cli_startup.py [--runs 7] [--json]
+
+Three commands, interleaved run by run so that a busy machine slows all three alike:
+  baseline   python -c "import numpy, pydantic"
+  first      tilesolve-cli solve ... with an empty answer cache (the solver is loaded)
+  repeated   the same question again: answered from the on-disk cache
+Each run gets its own cache folder (XDG_CACHE_HOME), so `first` is always a first question
+and `repeated` always a repeat. Prints the median wall time of each and the ratios to the
+baseline (targets: first <= 2.5x, repeated <= 1.5x); exit 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+QUESTION = ["solve", "--hardware", "a100", "--head-dim", "128", "--seq-len", "4096"]
+TARGETS = {"first": 2.5, "repeated": 1.5}
+
+
+def _cli() -> list[str]:
+    """The console script beside this interpreter, else `python -m tilesolve.client.cli`."""
+    script = Path(sys.executable).with_name("tilesolve-cli")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "tilesolve.client.cli"]
+
+
+def _wall_s(argv: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def measure(runs: int) -> dict[str, list[float]]:
+    """Wall seconds of each command, `runs` times, interleaved."""
+    times: dict[str, list[float]] = {"baseline": [], "first": [], "repeated": []}
+    baseline = [sys.executable, "-c", "import numpy, pydantic"]
+    question = [*_cli(), *QUESTION]
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as cache:
+            env = os.environ | {"XDG_CACHE_HOME": cache}
+            times["baseline"].append(_wall_s(baseline, env))
+            times["first"].append(_wall_s(question, env))
+            times["repeated"].append(_wall_s(question, env))
+    return times
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=7, help="runs of each command (default 7)")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    times = measure(args.runs)
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    ratios = {name: medians[name] / medians["baseline"] for name in TARGETS}
+    met = all(ratios[name] <= target for name, target in TARGETS.items())
+    if args.json:
+        print(json.dumps({"median_s": medians, "ratio": ratios, "targets": TARGETS, "met": met}))
+    else:
+        print(f"{args.runs} runs each, median wall time ({' '.join(QUESTION)}):")
+        print(f"  baseline  {medians['baseline']:.3f} s  python -c 'import numpy, pydantic'")
+        for name, target in TARGETS.items():
+            verdict = "ok" if ratios[name] <= target else "MISSED"
+            print(
+                f"  {name:<9} {medians[name]:.3f} s  {ratios[name]:.2f}x the baseline "
+                f"(target <= {target}x: {verdict})"
+            )
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,29 @@
+"""'Did you mean' for a mistyped name (a device, a family, a dtype, a subcommand, an option):
+the standard library's difflib, the one place that decides how close is close enough."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+
+# difflib's similarity ratio (0 to 1) a known name must reach to be suggested.
+CUTOFF = 0.6
+
+
+def closest(word: str, choices: Iterable[str], meaning: Mapping[str, str] | None = None) -> str:
+    """The known name closest to `word` (compared case-insensitively), or '' when none is
+    close; `meaning` maps an alias to the name it stands for (the suggestion is that name)."""
+    folded = {choice.lower(): choice for choice in choices}
+    match = difflib.get_close_matches(word.strip().lower(), list(folded), n=1, cutoff=CUTOFF)
+    if not match:
+        return ""
+    found = folded[match[0]]
+    return (meaning or {}).get(found, found)
+
+
+def did_you_mean(
+    word: str, choices: Iterable[str], meaning: Mapping[str, str] | None = None
+) -> str:
+    """' (did you mean X?)' for the closest known name, or ''."""
+    found = closest(word, choices, meaning)
+    return f" (did you mean {found}?)" if found else ""

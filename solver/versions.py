@@ -1,0 +1,27 @@
+"""The versions an answer names (`model_version`, `catalog_version`), in a module that imports
+nothing: the CLI's answer cache keys its entries by them without loading the solver.
+`hardware.CATALOG_VERSION` and `solve.MODEL_VERSION` are these."""
+
+# .2: Ascend core record; .3: achievable DRAM and L2 fractions; .4: fa3 is the cc 9.0 default;
+# .5: 910A and 310P3 vector and transfer rates (assumptions, marked unconfirmed);
+# .6: Blackwell (gb200, b300, rtx-pro-6000 added; b200 and rtx-5090 checked against the sourced
+# figures; tensor memory and the FP4 rate; fa4 the default on compute capability 10.x and 12.0)
+CATALOG_VERSION = "2026.11.6"
+
+# 0.2.0: family interface; achievable bandwidth, launch, iteration and window-L2 terms.
+# 0.3.0: the ascend family (CUDA answers unchanged).
+# 0.4.0: the fa3 family, the default on compute capability 9.0.
+# 0.5.0: the backward pass (fa2 and triton backward families); forward answers unchanged.
+# 0.6.0: decode and split-KV (num_splits, pack_gqa, page_size), the flashinfer family.
+# 0.7.0: fa3 decode and split-KV (Hopper's decode default), ascend decode (IncreFlashAttention);
+#        forward answers without a longer cache unchanged.
+# 0.8.0: the fa4 family (FlashAttention-4: tcgen05, tensor memory, 2-CTA on sm_100; its mma.sync
+#        kernel on sm_120), the default on compute capability 10.x and 12.0; answers on other
+#        devices unchanged.
+# 0.9.0: the triton family's shared memory, registers and spills as the Triton compiler allocates
+#        them (families/triton_compiler), spills costed not refused, the cost of pipeline stages;
+#        other families' answers unchanged.
+# 0.10.0: training kernels as they are: the fa3 backward (Hopper's default backward); fa2's
+#        backward by release (kernel_head_dim) with ptxas-calibrated registers; decode tiles
+#        the decode kernels instantiate (fa2's split-KV kernel, flashinfer's layouts).
+MODEL_VERSION = "0.10.0"
