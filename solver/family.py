@@ -185,6 +185,17 @@ class KernelFamily(ABC):
         """The validator's independent statement of the family's rules for one
         configuration: every rule it breaks, as '<constraint>: <why>' (empty if none)."""
 
+    def check_all(
+        self,
+        hardware: HardwareSpec,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        configs: list[Config],
+    ) -> list[list[str]]:
+        """`check` of each configuration (a family may state its rules once over all of
+        them, vectorised, when it gives the same answer as `check` for each)."""
+        return [self.check(hardware, problem, options, config) for config in configs]
+
 
 def cuda_only_options(options: SolveOptions) -> list[str]:
     """The CLI flags of the options set that only a CUDA device's residency rules read

@@ -26,8 +26,12 @@ from .model_constants import calibration_digest
 from .problem import AttentionProblem, Engine, SolveOptions
 from .registry import get_family, paged_kv_families, with_alternatives
 from .split_kv import paging_requested, split_fields
-from .validate import broken_figures, check_config, fresh_times_us, same_time
+from .validate import broken_figures, check_configs, fresh_times_us, same_time
 from .versions import MODEL_VERSION as MODEL_VERSION  # re-exported; its history: versions.py
+
+# The validator re-checks the ranked configurations this many at a time (one evaluation of
+# the family's rules each), a set cancellation stopping it between them.
+VALIDATE_CHUNK = 16
 
 
 def model_version(spec: HardwareSpec) -> str:
@@ -137,7 +141,7 @@ def _candidate(table: CandidateTable, i: int, rank: int, winner: int) -> Candida
 def _validate(table: CandidateTable, ranked: list[int], cancel: Cancellation | None = None) -> None:
     """Re-check every returned candidate apart from the table and the engine, and the figures
     of every feasible configuration (the ranking's times, the answer's figures); a set
-    `cancel` stops it between candidates."""
+    `cancel` stops it between chunks of candidates (`VALIDATE_CHUNK`)."""
     broken = broken_figures(table.perf, np.flatnonzero(table.feasible))
     if broken:
         raise ModelInvariantError(
@@ -146,12 +150,13 @@ def _validate(table: CandidateTable, ranked: list[int], cancel: Cancellation | N
         )
     configs = [table.cfg.config(i) for i in ranked]
     request = (table.family, table.hardware, table.problem, table.options)
-    for config in configs:
+    for start in range(0, len(configs), VALIDATE_CHUNK):
         stop_if_cancelled(cancel)
-        broken = check_config(*request, config)
-        if broken:
-            label = table.family.label(config)
-            raise ModelInvariantError(f"engine returned infeasible {label}: {broken}")
+        chunk = configs[start : start + VALIDATE_CHUNK]
+        for config, broken in zip(chunk, check_configs(*request, chunk), strict=True):
+            if broken:
+                label = table.family.label(config)
+                raise ModelInvariantError(f"engine returned infeasible {label}: {broken}")
     for i, config, fresh in zip(ranked, configs, fresh_times_us(*request, configs), strict=True):
         if not same_time(fresh, float(table.perf.time_us[i])):
             raise ModelInvariantError(

@@ -3,7 +3,9 @@
 `check_config` states every rule directly for one configuration, without the candidate table,
 the constraint objects or any engine: the declared domains, the family's own statement of its
 rules (`KernelFamily.check`, e.g. the CUDA families' scalar occupancy calculation), the pins
-and divisibility. `solve` runs it on every candidate it returns and fails loudly if an engine
+and divisibility; `check_configs` does the same for several at once (a family may evaluate
+its rules once over all of them: `KernelFamily.check_all`). `solve` runs it on every
+candidate it returns and fails loudly if an engine
 ever returns a configuration the rules reject, or figures that differ from a fresh evaluation.
 `broken_figures` states what every figure of an answer must be (finite, not negative; a time
 positive): an answer that breaks it would not even encode, so it is a broken model invariant,
@@ -32,27 +34,52 @@ def check_config(
     config: Config,
 ) -> list[str]:
     """Every rule `config` breaks, as '<constraint>: <why>' (empty when it is feasible)."""
-    problems: list[str] = []
+    return check_configs(family, hardware, problem, options, [config])[0]
+
+
+def check_configs(
+    family: KernelFamily,
+    hardware: HardwareSpec,
+    problem: AttentionProblem,
+    options: SolveOptions,
+    configs: list[Config],
+) -> list[list[str]]:
+    """`check_config` of each configuration, the family's rules stated once over all of
+    those inside the domains (`KernelFamily.check_all`)."""
     params = family.request_params(problem, hardware, options)
-    values = config.as_dict()
-    for param in params:
-        if values.get(param.name) not in param.domain:
-            problems.append(f"domain: {param.name}={values.get(param.name)} not in the domain")
-    if problems:
-        return problems
-    problems.extend(family.check(hardware, problem, options, config))
-    fields = {**{k: v for k, v in values.items() if k in COMMON_FIELDS}, **family.derived(values)}
+    found: list[list[str]] = []
+    for config in configs:
+        values = config.as_dict()
+        found.append(
+            [
+                f"domain: {param.name}={values.get(param.name)} not in the domain"
+                for param in params
+                if values.get(param.name) not in param.domain
+            ]
+        )
+    inside = [k for k, problems in enumerate(found) if not problems]
+    if not inside:
+        return found
+    checked = family.check_all(hardware, problem, options, [configs[k] for k in inside])
     pins = dict(options.parameter_pins)
     pins.update({f: getattr(options, f) for f in COMMON_FIELDS if getattr(options, f) is not None})
-    for name, pinned in pins.items():
-        actual = values.get(name, fields.get(name))
-        if actual != pinned:
-            problems.append(f"pins: {name} {actual} != pinned {pinned}")
-    if options.require_divisible:
-        bm, bn = fields.get("block_m"), fields.get("block_n")
-        if (bm and problem.seq_len % bm) or (bn and problem.seq_len_kv_eff % bn):
-            problems.append("divisibility: seq_len not a multiple of the tile")
-    return problems
+    for k, family_problems in zip(inside, checked, strict=True):
+        problems = found[k]
+        problems.extend(family_problems)
+        values = configs[k].as_dict()
+        fields = {
+            **{name: v for name, v in values.items() if name in COMMON_FIELDS},
+            **family.derived(values),
+        }
+        for name, pinned in pins.items():
+            actual = values.get(name, fields.get(name))
+            if actual != pinned:
+                problems.append(f"pins: {name} {actual} != pinned {pinned}")
+        if options.require_divisible:
+            bm, bn = fields.get("block_m"), fields.get("block_n")
+            if (bm and problem.seq_len % bm) or (bn and problem.seq_len_kv_eff % bn):
+                problems.append("divisibility: seq_len not a multiple of the tile")
+    return found
 
 
 def fresh_times_us(

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from pydantic import ValidationError
 
 from tilesolve.solver import AttentionProblem, Config, Phase, SolveOptions, get_hardware, solve
 from tilesolve.solver.errors import InvalidRequestError, UnknownHardwareError
 from tilesolve.solver.registry import get_family
-from tilesolve.solver.validate import check_config
+from tilesolve.solver.solve import prepare
+from tilesolve.solver.validate import check_config, check_configs
 
 A100 = "a100-80gb"
 BASE = {"batch": 4, "heads": 16, "seq_len": 4096, "head_dim": 128}
@@ -243,3 +245,40 @@ def test_min_blocks_beyond_the_hardware_limit_names_the_limit() -> None:
     with pytest.raises(InvalidRequestError) as info:
         solve(problem(), A100, SolveOptions(min_blocks_per_sm=33))
     assert info.value.violations[0].field == "min_blocks_per_sm" and "32" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("kernel", "phase"),
+    [
+        ("fa2", "backward"),
+        ("triton", "backward"),
+        ("triton", "forward"),
+        ("fa2", "forward"),
+        ("flashinfer", "forward"),
+    ],
+)
+@pytest.mark.parametrize("hardware", ["a100-80gb", "h100-sxm", "l4"])
+def test_checking_configurations_together_finds_what_checking_each_finds(
+    kernel: str, phase: str, hardware: str
+) -> None:
+    """The validator states the rules once over several configurations (`check_configs`):
+    what it finds for each is what checking it alone finds, for feasible configurations,
+    ones that break a limit (or the backward's inner choice), and ones outside the domains."""
+    problem = AttentionProblem(
+        batch=4, heads=16, seq_len=4096, head_dim=64, causal=True, phase=phase
+    )
+    spec = get_hardware(hardware)
+    options = SolveOptions(kernel=kernel)
+    table = prepare(problem, spec, options)
+    rng = np.random.default_rng(7)
+    infeasible = np.flatnonzero(~table.feasible)
+    assert len(infeasible), "every configuration is feasible: nothing to refuse"
+    picked = [*np.flatnonzero(table.feasible)[:3], *rng.choice(infeasible, 12)]
+    configs = [table.cfg.config(int(i)) for i in picked]
+    first = table.params[0].name
+    configs.append(Config.of(**{**configs[0].as_dict(), first: -1}))  # outside its domain
+    request = (table.family, spec, problem, options)
+    together = check_configs(*request, configs)
+    assert together == [check_config(*request, c) for c in configs]
+    assert together[:3] == [[], [], []] and together[-1][0].startswith("domain:")
+    assert all(together[3:-1]), "an infeasible configuration passed the check"

@@ -14,6 +14,7 @@ from tilesolve.solver.families.triton_compiler.loops import (
     Chain,
     DotLoop,
     Operand,
+    Size,
 )
 from tilesolve.solver.families.triton_compiler.target import CompilerTarget, DotPath
 
@@ -22,7 +23,7 @@ SM90 = CompilerTarget.cuda(9, 0)
 E = 2  # fp16
 
 
-def forward_loop(rows: int, keys: int, d: int, accumulator_cols: int | None = None) -> DotLoop:
+def forward_loop(rows: Size, keys: Size, d: int, accumulator_cols: int | None = None) -> DotLoop:
     """A FlashAttention forward loop as a template would describe it: Q resident, K and V
     streamed, P chained into the second dot."""
     return DotLoop(
@@ -99,3 +100,39 @@ def test_bad_descriptions_are_refused_by_name() -> None:
     kernel = AttentionKernel((forward_loop(64, 32, 64),))
     with pytest.raises(ValueError, match="warps and stages differ in length: 2 and 1"):
         allocate(kernel, SM80, arrays(4, 4), arrays(2))
+
+
+def test_candidates_together_get_the_figures_each_gets_alone() -> None:
+    """The rules are elementwise over the candidates (each lowering and stage rule evaluated
+    only where some candidate takes it): every candidate of a mixed set gets the shared
+    memory, registers and spill it gets alone."""
+    rng = np.random.default_rng(3)
+    n = 600
+    rows = rng.choice(arrays(16, 32, 64, 128), n)
+    keys = rng.choice(arrays(16, 32, 64, 128), n)
+    other = rng.choice(arrays(32, 64, 128, 256), n)
+    warps = rng.choice(arrays(2, 4, 8), n)
+    stages = rng.choice(arrays(1, 2, 3, 4), n)
+    kernel = AttentionKernel((forward_loop(rows, keys, 64), forward_loop(other, keys, 128)))
+    for target in (SM80, SM90, CompilerTarget.cuda(10, 0), CompilerTarget.amd("gfx942")):
+        together = allocate(kernel, target, warps, stages)
+        for i in range(0, n, 7):
+            alone = allocate(
+                AttentionKernel(
+                    (
+                        forward_loop(int(rows[i]), int(keys[i]), 64),
+                        forward_loop(int(other[i]), int(keys[i]), 128),
+                    )
+                ),
+                target,
+                warps[i : i + 1],
+                stages[i : i + 1],
+            )
+            assert together.shared_bytes[i] == alone.shared_bytes[0], (target.name, i)
+            if target.is_amd:
+                assert together.registers is None and alone.registers is None
+                continue
+            assert together.registers is not None and alone.registers is not None
+            for name in ("live", "cap", "allocated", "spilled"):
+                got = getattr(together.registers, name)[i]
+                assert got == getattr(alone.registers, name)[0], (target.name, i, name)

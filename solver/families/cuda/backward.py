@@ -446,70 +446,113 @@ class CudaBackwardFamily(CudaFamily):
         options: SolveOptions,
         config: Config,
     ) -> list[str]:
-        """CudaFamily's rules with the backward register tolerance."""
-        problems = [
-            p
-            for p in super().check(hardware, problem, options, config)
-            if not p.startswith("registers:")
-        ]
+        """CudaFamily's rules with the backward register tolerance (`backward_checks`)."""
+        return self.backward_checks(hardware, problem, options, [config])[0]
+
+    def check_all(
+        self,
+        hardware: HardwareSpec,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        configs: list[Config],
+    ) -> list[list[str]]:
+        """`backward_checks`, unless a subclass states more rules in its own `check`."""
+        if type(self).check is not CudaBackwardFamily.check:
+            return super().check_all(hardware, problem, options, configs)
+        return self.backward_checks(hardware, problem, options, configs)
+
+    def backward_checks(
+        self,
+        hardware: HardwareSpec,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        configs: list[Config],
+    ) -> list[list[str]]:
+        """CudaFamily's rules with the backward register tolerance, and the inner choice, for
+        each of `configs` (each rule evaluated once over all of them)."""
+        if not configs:
+            return []
         device = cuda_device(hardware)
-        one = ConfigArrays.from_configs(config.as_dict(), [config])
-        regs = self.register_use(one, problem, device, options)
-        demand, cap = int(regs.demand[0]), int(regs.cap[0])
-        if self.max_spill_regs is not None and int(regs.spill[0]) > self.max_spill_regs:
-            problems.append(f"registers: demand {demand} with limit {cap}")
-        problems.extend(self._check_inner(hardware, problem, options, config))
-        return problems
+        cfg = ConfigArrays.from_configs(configs[0].as_dict(), configs)
+        regs = self.register_use(cfg, problem, device, options)
+        inner = self._check_inner(hardware, problem, options, configs)
+        out = []
+        for k, found in enumerate(self.cuda_checks(hardware, problem, options, configs)):
+            problems = [p for p in found if not p.startswith("registers:")]
+            demand, cap = int(regs.demand[k]), int(regs.cap[k])
+            if self.max_spill_regs is not None and int(regs.spill[k]) > self.max_spill_regs:
+                problems.append(f"registers: demand {demand} with limit {cap}")
+            out.append(problems + inner[k])
+        return out
 
     def _check_inner(
         self,
         hardware: HardwareSpec,
         problem: AttentionProblem,
         options: SolveOptions,
-        config: Config,
-    ) -> list[str]:
-        """The inner choice restated for one configuration: evaluate every inner variant of
-        its outer parameters afresh (not from the table) and confirm, row by row, that the
-        configuration is the first aligned one by (breaks a limit, modelled time in whole ns,
-        enumeration order)."""
+        configs: list[Config],
+    ) -> list[list[str]]:
+        """The inner choice restated for each configuration: evaluate every inner variant of
+        its outer parameters afresh (not from the table; the variants of all the
+        configurations in one evaluation) and confirm, row by row, that the configuration is
+        the first aligned one by (breaks a limit, modelled time in whole ns, enumeration
+        order)."""
         device = cuda_device(hardware)
         pins = options.parameter_pins
-        # the configuration's outer values with every unpinned inner domain, in enumeration order
-        variant_params = [
-            p
-            if p.name in self.inner_params and p.name not in pins
-            else Param(p.name, (config[p.name],), p.doc)
-            for p in self.params(problem, hardware)
+        products = []
+        for config in configs:
+            # the outer values with every unpinned inner domain, in enumeration order
+            variant_params = [
+                p
+                if p.name in self.inner_params and p.name not in pins
+                else Param(p.name, (config[p.name],), p.doc)
+                for p in self.params(problem, hardware)
+            ]
+            products.append(ConfigArrays.product(variant_params))
+        if len(products[0]) == 1:  # every inner parameter pinned
+            return [[] for _ in configs]
+        names = products[0].names
+        everything = ConfigArrays({n: np.concatenate([c[n] for c in products]) for n in names})
+        aligned = self.alignment_ok(everything, problem, device)
+        ends = np.cumsum([len(c) for c in products])
+        rows = [
+            np.flatnonzero(aligned[end - len(c) : end]) + (end - len(c))
+            for c, end in zip(products, ends, strict=True)
         ]
-        everything = ConfigArrays.product(variant_params)
-        if len(everything) == 1:  # every inner parameter pinned
-            return []
-        aligned = np.flatnonzero(self.alignment_ok(everything, problem, device))
-        if not len(aligned):
-            return []
-        cfg = everything.take(aligned)
+        cfg = everything.take(np.concatenate(rows))
+        if not len(cfg):
+            return [[] for _ in configs]
         res = backward_resources(evaluation(self, hardware, problem, options, cfg))
         need = max(1, options.min_blocks_per_sm or 1)
-        best: tuple[int, int, int] | None = None
-        chosen: dict[str, int] | None = None
-        for i in range(len(cfg)):
-            values = cfg.config(i).as_dict()
-            smem = int(res.smem_bytes[i])
-            spill_limit = self.max_spill_regs
-            breaks = (
-                smem > res.smem_limit_bytes
-                or (options.max_smem is not None and smem > options.max_smem)
-                or (spill_limit is not None and int(res.spill_regs[i]) > spill_limit)
-                or int(res.occupancy.blocks_per_sm[i]) < need
-                or int(res.threads[i]) > res.max_threads
-            )
-            key = (int(breaks), round(float(res.perf.time_us[i]) * 1000.0), i)
-            if best is None or key < best:
-                best, chosen = key, values
-        if chosen is not None and any(chosen[n] != config[n] for n in self.inner_params):
-            picked = ", ".join(f"{n}={chosen[n]}" for n in self.inner_params)
-            return [f"{self.inner_constraint}: the model runs {picked} with these parameters"]
-        return []
+        out: list[list[str]] = []
+        offset = 0
+        for config, kept in zip(configs, rows, strict=True):
+            best: tuple[int, int, int] | None = None
+            chosen: dict[str, int] | None = None
+            for i in range(len(kept)):
+                row = offset + i
+                values = cfg.config(row).as_dict()
+                smem = int(res.smem_bytes[row])
+                spill_limit = self.max_spill_regs
+                breaks = (
+                    smem > res.smem_limit_bytes
+                    or (options.max_smem is not None and smem > options.max_smem)
+                    or (spill_limit is not None and int(res.spill_regs[row]) > spill_limit)
+                    or int(res.occupancy.blocks_per_sm[row]) < need
+                    or int(res.threads[row]) > res.max_threads
+                )
+                key = (int(breaks), round(float(res.perf.time_us[row]) * 1000.0), i)
+                if best is None or key < best:
+                    best, chosen = key, values
+            offset += len(kept)
+            if chosen is not None and any(chosen[n] != config[n] for n in self.inner_params):
+                picked = ", ".join(f"{n}={chosen[n]}" for n in self.inner_params)
+                out.append(
+                    [f"{self.inner_constraint}: the model runs {picked} with these parameters"]
+                )
+            else:
+                out.append([])
+        return out
 
     def reason_lines(self, table: CandidateTable, i: int) -> list[str]:
         assert isinstance(table.res, CudaResources)

@@ -217,20 +217,36 @@ class CudaFamily(KernelFamily):
     ) -> tuple[list[str], int, int]:
         """The tile rules of one configuration (`one`: its single-row columns): its shape
         (reported under `shape_constraint`), threads per block, shared memory and the user's
-        cap; the broken rules, its threads and its shared-memory bytes."""
+        cap; the broken rules, its threads and its shared-memory bytes (`check_tiles`)."""
+        return self.check_tiles(device, problem, options, one)[0]
+
+    def check_tiles(
+        self,
+        device: CudaDevice,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        cfg: ConfigArrays,
+    ) -> list[tuple[list[str], int, int]]:
+        """`check_tile` of each configuration of `cfg`, the shape and the shared memory
+        evaluated once over all of them."""
         sm = device.sm
-        problems: list[str] = []
-        if not bool(self.alignment_ok(one, problem, device)[0]):
-            problems.append(f"{self.shape_constraint}: {self.alignment_rule}")
-        threads = int(one.num_warps[0]) * sm.warp_size_threads
-        if threads > sm.max_threads_per_block:
-            problems.append(f"threads: {threads} > {sm.max_threads_per_block}")
-        smem = int(self.shared_memory(one, problem, device)[0])
-        if smem > sm.smem_per_block_optin_bytes:
-            problems.append(f"shared_memory: {smem} > {sm.smem_per_block_optin_bytes}")
-        if options.max_smem is not None and smem > options.max_smem:
-            problems.append(f"max_smem: {smem} > {options.max_smem}")
-        return problems, threads, smem
+        aligned = self.alignment_ok(cfg, problem, device)
+        smem_bytes = self.shared_memory(cfg, problem, device)
+        out = []
+        for k in range(len(cfg)):
+            problems: list[str] = []
+            if not bool(aligned[k]):
+                problems.append(f"{self.shape_constraint}: {self.alignment_rule}")
+            threads = int(cfg.num_warps[k]) * sm.warp_size_threads
+            if threads > sm.max_threads_per_block:
+                problems.append(f"threads: {threads} > {sm.max_threads_per_block}")
+            smem = int(smem_bytes[k])
+            if smem > sm.smem_per_block_optin_bytes:
+                problems.append(f"shared_memory: {smem} > {sm.smem_per_block_optin_bytes}")
+            if options.max_smem is not None and smem > options.max_smem:
+                problems.append(f"max_smem: {smem} > {options.max_smem}")
+            out.append((problems, threads, smem))
+        return out
 
     def check(
         self,
@@ -240,16 +256,31 @@ class CudaFamily(KernelFamily):
         config: Config,
     ) -> list[str]:
         """Each CUDA rule restated for one configuration, with the scalar occupancy
-        calculator (not the table's vectorised one)."""
+        calculation (not the table's vectorised one): `cuda_checks`."""
+        return self.cuda_checks(hardware, problem, options, [config])[0]
+
+    def cuda_checks(
+        self,
+        hardware: HardwareSpec,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        configs: list[Config],
+    ) -> list[list[str]]:
+        """The CUDA rules each of `configs` breaks: the family's shape and resource rules
+        evaluated once over the configurations (apart from the table), the occupancy by the
+        scalar calculation for each."""
         device = cuda_device(hardware)
         sm = device.sm
-        one = ConfigArrays.from_configs(config.as_dict(), [config])
-        problems, threads, smem = self.check_tile(device, problem, options, one)
-        regs = self.register_use(one, problem, device, options)
-        demand, cap = int(regs.demand[0]), int(regs.cap[0])
-        if self.max_spill_regs is not None and int(regs.spill[0]) > self.max_spill_regs:
-            problems.append(f"registers: demand {demand} with limit {cap}")
-        blocks = occupancy(sm, threads, int(regs.allocated[0]), smem).blocks_per_sm
-        if blocks < max(1, options.min_blocks_per_sm or 1):
-            problems.append(f"occupancy: {blocks} block(s) per SM")
-        return problems
+        cfg = ConfigArrays.from_configs(configs[0].as_dict(), configs)
+        tiles = self.check_tiles(device, problem, options, cfg)
+        regs = self.register_use(cfg, problem, device, options)
+        out: list[list[str]] = []
+        for k, (problems, threads, smem) in enumerate(tiles):
+            demand, cap = int(regs.demand[k]), int(regs.cap[k])
+            if self.max_spill_regs is not None and int(regs.spill[k]) > self.max_spill_regs:
+                problems.append(f"registers: demand {demand} with limit {cap}")
+            blocks = occupancy(sm, threads, int(regs.allocated[k]), smem).blocks_per_sm
+            if blocks < max(1, options.min_blocks_per_sm or 1):
+                problems.append(f"occupancy: {blocks} block(s) per SM")
+            out.append(problems)
+        return out

@@ -324,6 +324,26 @@ class FlashForwardFamily(CudaFamily):
             *self.split_kv.check(problem, fields),
         ]
 
+    def check_all(
+        self,
+        hardware: HardwareSpec,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        configs: list[Config],
+    ) -> list[list[str]]:
+        """`check` of each configuration, the CUDA rules evaluated once over all of them
+        (`cuda_checks`), unless a subclass states more rules in its own `check`."""
+        if type(self).check is not FlashForwardFamily.check or not configs:
+            return super().check_all(hardware, problem, options, configs)
+        out = []
+        for config, found in zip(
+            configs, self.cuda_checks(hardware, problem, options, configs), strict=True
+        ):
+            values = config.as_dict()
+            fields = {**values, **self.derived(values)}
+            out.append([*found, *self.split_kv.check(problem, fields)])
+        return out
+
 
 def forward_perf(
     family: FlashForwardFamily,

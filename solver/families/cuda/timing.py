@@ -150,7 +150,7 @@ def bottleneck_words(
         k,
         np.where(waves < 0.5, k + 1, np.where(load_bound, k + 2, busiest)),
     )
-    return [str(word) for word in words[code]]
+    return list(words[code].tolist())
 
 
 def cuda_rates(device: CudaDevice) -> UnitRates:

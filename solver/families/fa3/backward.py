@@ -285,7 +285,7 @@ class Fa3Backward(CudaBackwardFamily):
         ).blocks_per_sm
         if blocks < max(1, options.min_blocks_per_sm or 1):
             out.append(f"occupancy: {blocks} block(s) per SM")
-        out.extend(self._check_inner(hardware, problem, options, config))
+        out.extend(self._check_inner(hardware, problem, options, [config])[0])
         return out
 
 

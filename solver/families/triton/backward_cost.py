@@ -86,6 +86,38 @@ def _loop_iterations(
     return total, np.zeros_like(total)
 
 
+def _rounds(
+    it1: LoopIteration,
+    it2: LoopIteration,
+    blocks: IntArray,
+    last_blocks: IntArray,
+    stages: IntArray,
+    device: CudaDevice,
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Each loop's round and the share of its tile loads hidden with `blocks` resident blocks,
+    then its round in the last wave with `last_blocks` (`stages.stage_round`): one call over
+    all of them, the last wave's evaluated only where it has fewer blocks (the rule is
+    elementwise over the candidates, so a last wave of as many blocks has the same round)."""
+    n = len(stages)
+    fewer = np.flatnonzero(last_blocks != blocks)
+    every = np.arange(n)
+    parts = [(it1, every, blocks), (it2, every, blocks), (it1, fewer, last_blocks)]
+    parts.append((it2, fewer, last_blocks))
+    cycles, hidden = stage_round(
+        np.concatenate([it.compute[rows] for it, rows, _ in parts]),
+        np.concatenate([it.tile_load[rows] for it, rows, _ in parts]),
+        np.concatenate([it.l2_bytes[rows] for it, rows, _ in parts]),
+        np.concatenate([b[rows] for _, rows, b in parts]).astype(np.float64),
+        np.concatenate([stages[rows] for _, rows, _ in parts]),
+        device,
+    )
+    round1, round2 = cycles[:n], cycles[n : 2 * n]
+    last1, last2 = round1.copy(), round2.copy()
+    last1[fewer] = cycles[2 * n : 2 * n + len(fewer)]
+    last2[fewer] = cycles[2 * n + len(fewer) :]
+    return round1, hidden[:n], round2, hidden[n : 2 * n], last1, last2
+
+
 def backward_perf(
     family: TritonFlashAttentionBackward,
     device: CudaDevice,
@@ -173,18 +205,11 @@ def backward_perf(
         dram_miss=reuse2.dram_fraction,
     )
 
-    def rounds(it: LoopIteration, resident: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """The loop's round with Triton's pipeline (`stages.stage_round`)."""
-        return stage_round(
-            it.compute, it.tile_load, it.l2_bytes, resident, cfg["num_stages"], device
-        )
-
-    round1, overlap1 = rounds(it1, blocks_f)
-    round2, overlap2 = rounds(it2, blocks_f)
     waves = wave_schedule(ctas, slots)
     last_blocks = np.minimum(blocks, ceil_div(waves.last_wave_ctas.astype(np.int64), n_sm))
-    last1, _ = rounds(it1, last_blocks.astype(np.float64))
-    last2, _ = rounds(it2, last_blocks.astype(np.float64))
+    round1, overlap1, round2, overlap2, last1, last2 = _rounds(
+        it1, it2, blocks, last_blocks, cfg["num_stages"], device
+    )
 
     dram_share = dram_bytes_per_clk(device) / n_sm
     latency = tp.dram_latency_cycles
@@ -228,7 +253,8 @@ def backward_perf(
         np.floor(-offset / m2) - 1.0,
         np.ceil((n_kv2 * n2 - offset) / m2) - 1.0,
     ]
-    longest = np.max([program(np.clip(p, 0.0, last_p), last1, last2) for p in points], axis=0)
+    # All the points at once: the rules are elementwise, a row per point.
+    longest = np.max(program(np.clip(np.stack(points), 0.0, last_p), last1, last2), axis=0)
     full = program(np.zeros_like(last_p), round1, round2)
     last = program(np.zeros_like(last_p), last1, last2)
     equal = (not problem.causal) & (n_kv1 == n_m2)

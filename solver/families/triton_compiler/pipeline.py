@@ -70,12 +70,27 @@ def pipelined_round(
     unpipelined = work + exposed_load_cycles(np.maximum(work - compute, 0.0), load)
     spread = np.maximum(LOAD_LATENCY_SPREAD * load, 1e-9)
     linear = (work + load + spread) / np.maximum(s, 1.0)
-    w = np.maximum(work, load / ahead)
-    for _ in range(NEWTON_STEPS):
-        delay = spread * decay(ahead * w - load, spread)
-        w = w - (w - work - delay) / (1.0 + ahead * delay / spread)
-    pipelined = np.where((s - 1.0) * linear < load, linear, w)
+    # Newton's method only where its root is the answer (pipelined, past the linear part);
+    # each candidate's steps are its own, so the others need none.
+    solve = np.flatnonzero((stages > 1) & ~((s - 1.0) * linear < load))
+    pipelined = linear.copy()
+    pipelined[solve] = _newton_round(work[solve], load[solve], spread[solve], ahead[solve])
     # A wait of less than a cycle per round is none: whole cycles keep stage counts that hide
     # the load equally well at exactly the same time (no sub-nanosecond ranking noise).
     wait = np.floor(np.where(stages > 1, pipelined, unpipelined) - work)
     return np.asarray(work + wait), np.asarray(wait)
+
+
+def _newton_round(
+    work: FloatArray, load: FloatArray, spread: FloatArray, ahead: FloatArray
+) -> FloatArray:
+    """The root W of W = work + spread exp(-(ahead W - load) / spread) (`pipelined_round`),
+    by NEWTON_STEPS of Newton's method from max(work, load / ahead)."""
+    w = np.maximum(work, load / ahead)
+    for _ in range(NEWTON_STEPS):
+        delay = spread * decay(ahead * w - load, spread)
+        step = w - (w - work - delay) / (1.0 + ahead * delay / spread)
+        if np.array_equal(step, w):  # a fixed point: the remaining steps would repeat it
+            break
+        w = step
+    return np.asarray(w)

@@ -260,9 +260,15 @@ def loop_registers(
     )
 
 
-def _weighted(terms: LoopRegisters, constants: dict[str, PathConstants], part: str) -> FloatArray:
+def _weighted(
+    terms: LoopRegisters,
+    constants: dict[str, PathConstants],
+    part: str,
+    keys: npt.NDArray[np.str_],
+) -> FloatArray:
+    """The `part` ("live" or "count") estimate of each candidate with the weights of its
+    lowering (`keys`: the candidates' `path_keys`)."""
     out = np.zeros(len(terms.path))
-    keys = path_keys(terms.path)
     for key, chosen in constants.items():
         mask = keys == key
         if mask.any():
@@ -280,9 +286,15 @@ def register_estimate(
 ) -> RegisterEstimate:
     """Registers per thread, the cap and the spill of every candidate (the largest loop's)."""
     table = (REGISTER_CONSTANTS if constants is None else constants)[target_family(target)]
-    per_loop = [loop_registers(loop, target, warps, stages) for loop in kernel.loops]
-    live = np.max([_weighted(t, table, "live") for t in per_loop], axis=0)
-    count = np.max([_weighted(t, table, "count") for t in per_loop], axis=0)
+    per_loop = []
+    for loop in kernel.loops:
+        terms = loop_registers(loop, target, warps, stages)
+        keys = path_keys(terms.path)
+        per_loop.append(
+            (_weighted(terms, table, "live", keys), _weighted(terms, table, "count", keys))
+        )
+    live = np.max([live for live, _ in per_loop], axis=0)
+    count = np.max([count for _, count in per_loop], axis=0)
     cap = target.register_cap(warps * LANES)
     live_regs = np.ceil(np.maximum(live, 1.0)).astype(np.int64)
     spilled = np.maximum(live_regs - cap, 0)

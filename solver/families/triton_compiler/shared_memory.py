@@ -40,6 +40,8 @@ compiled evidence):
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ...space import BoolArray, IntArray
@@ -81,21 +83,47 @@ def loop_shared_bytes(
         return _fma_bytes(loop, n)
     path = target.dot_path(as_array(loop.rows, n), warps)
     warpgroup = warpgroup_path(path)
+    tcgen05 = np.asarray(path == DotPath.TCGEN05)
     along_rows = warps_along_rows(loop, warps)
-    pipelined = np.select(
-        [np.asarray(path == DotPath.TCGEN05), warpgroup],
-        [_pipelined_bytes(loop, stages, "tcgen05"), _pipelined_bytes(loop, stages, "wgmma")],
-        _pipelined_bytes(loop, stages, "mma.sync"),
+
+    # Each rule is evaluated only when some candidate takes it (the choice is elementwise).
+    def pipelined() -> IntArray:
+        return _where_taken(
+            warpgroup,
+            lambda: (
+                _pipelined_bytes(loop, stages, "mma.sync")
+                + np.where(along_rows, 0, _chain_bytes(loop, n))
+            ),
+            lambda: _where_taken(
+                tcgen05,
+                lambda: _pipelined_bytes(loop, stages, "wgmma"),
+                lambda: _pipelined_bytes(loop, stages, "tcgen05"),
+            ),
+        )
+
+    out = _where_taken(
+        np.asarray(stages > 1),
+        lambda: _where_taken(
+            warpgroup,
+            lambda: _unpipelined_bytes(loop, warps, along_rows, warpgroup=False),
+            lambda: _unpipelined_bytes(loop, warps, along_rows, warpgroup=True),
+        ),
+        pipelined,
     )
-    pipelined = pipelined + np.where(warpgroup, 0, np.where(along_rows, 0, _chain_bytes(loop, n)))
-    unpipelined = np.where(
-        warpgroup,
-        _unpipelined_bytes(loop, warps, along_rows, warpgroup=True),
-        _unpipelined_bytes(loop, warps, along_rows, warpgroup=False),
-    )
-    out = np.where(stages > 1, pipelined, unpipelined)
-    out = out + np.where(path == DotPath.TCGEN05, TCGEN05_BARRIER_BYTES, 0)
+    out = out + np.where(tcgen05, TCGEN05_BARRIER_BYTES, 0)
     return np.asarray(out, dtype=np.int64)
+
+
+def _where_taken(
+    chosen: BoolArray, otherwise: Callable[[], IntArray], where_chosen: Callable[[], IntArray]
+) -> IntArray:
+    """`where(chosen, where_chosen(), otherwise())`, evaluating a side only when some candidate
+    takes it."""
+    if chosen.all():
+        return where_chosen()
+    if not chosen.any():
+        return otherwise()
+    return np.asarray(np.where(chosen, where_chosen(), otherwise()))
 
 
 def warps_along_rows(loop: DotLoop, warps: IntArray) -> BoolArray:
@@ -172,19 +200,19 @@ def _unpipelined_bytes(
             return o.last_use
         return max(o.plain_uses) if o.plain_uses else None
 
-    streamed = loop.streamed()
+    streamed = [(o, _tile_bytes(o, n, e)) for o in loop.streamed()]
     peak = resident.copy()
     for dot in range(loop.dots):
         live = resident.copy()
-        for o in streamed:  # buffers loaded earlier and still to be read
+        for o, tile in streamed:  # buffers loaded earlier and still to be read
             until = buffered_until(o)
             if o.loaded_before < dot and until is not None and until >= dot:
-                live = live + _tile_bytes(o, n, e)
-        for o in streamed:  # the loads issued before this dot, in declaration order
+                live = live + tile
+        for o, tile in streamed:  # the loads issued before this dot, in declaration order
             if o.loaded_before != dot:
                 continue
             if buffered_until(o) is not None:
-                live = live + _tile_bytes(o, n, e)
+                live = live + tile
             peak = np.maximum(peak, live)
             if o.transposed_uses and not warpgroup:
                 scratch = _transpose_scratch(o, n, e, warps, along_rows, threads)
