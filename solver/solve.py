@@ -44,7 +44,9 @@ from .validate import broken_figures, check_config, fresh_times_us, same_time
 # 0.10.0: training kernels as they are: the fa3 backward (Hopper's default backward); fa2's
 #        backward by release (kernel_head_dim) with ptxas-calibrated registers; decode tiles
 #        the decode kernels instantiate (fa2's split-KV kernel, flashinfer's layouts).
-MODEL_VERSION = "0.10.0"
+# 0.11.0: fa3 decode on the one tile FA3's decode kernel is built with (tile_size_fwd_sm90), a
+#        tile's Q/O traffic on its real rows; fa3 forward and fa2 answers may move, others not.
+MODEL_VERSION = "0.11.0"
 
 
 def model_version(spec: HardwareSpec) -> str:
