@@ -45,7 +45,8 @@ from .validate import broken_figures, check_config, fresh_times_us, same_time
 #        backward by release (kernel_head_dim) with ptxas-calibrated registers; decode tiles
 #        the decode kernels instantiate (fa2's split-KV kernel, flashinfer's layouts).
 # 0.11.0: fa3 decode on the one tile FA3's decode kernel is built with (tile_size_fwd_sm90), a
-#        tile's Q/O traffic on its real rows; fa3 forward and fa2 answers may move, others not.
+#        tile's Q/O traffic on its real rows; fa2's forward by release (kernel_head_dim: head
+#        dims 160 and 224 on v2.8.3's 192/256 kernels); other families' answers unchanged.
 MODEL_VERSION = "0.11.0"
 
 
