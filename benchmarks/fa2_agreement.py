@@ -4,7 +4,9 @@ The reference rows (`tests/data/fa2_forward_tiles.json`, a copy of the shared re
 FA2's launch templates: per head_dim, architecture, causal and dropout. The problem for each
 row is the one the issue fixes: batch 4, heads 2048 / head_dim, seq_len 4096, fp16;
 sm80 = a100-80gb, sm90 = h100-sxm, sm86/sm89 = rtx-4090. A hit compares (block_m, block_n,
-num_warps).
+num_warps). Head dims 160 and 224 run one of two releases' kernels (the 160/224 instantiation,
+or since v2.8.0/v2.6.2 the 192/256 one): a row is compared with the model's ranking of its own
+kernel (`kernel_head_dim` pinned to the row's, its head dim unless the row names one).
 
     python benchmarks/fa2_agreement.py [--reference PATH] [--json] [--misses]
 """
@@ -34,6 +36,19 @@ def row_problem(row: dict[str, object]) -> AttentionProblem:
     )
 
 
+# head dims whose kernel depends on the release (solver/families/fa2/release.py)
+TWO_KERNEL_HEAD_DIMS = (160, 224)
+
+
+def row_options(row: dict[str, object], engine: str) -> SolveOptions:
+    """The fa2 top 10 for the row's kernel."""
+    head_dim = int(row["head_dim"])  # type: ignore[call-overload]
+    pins = {}
+    if head_dim in TWO_KERNEL_HEAD_DIMS:
+        pins["kernel_head_dim"] = int(row.get("kernel_head_dim", head_dim))  # type: ignore[call-overload]
+    return SolveOptions(kernel="fa2", top_k=10, engine=engine, parameter_pins=pins)
+
+
 def evaluate_rows(
     rows: list[dict[str, object]], engine: str = "exhaustive"
 ) -> list[dict[str, object]]:
@@ -41,9 +56,7 @@ def evaluate_rows(
     out = []
     for row in rows:
         hardware = ARCH_TO_HARDWARE[str(row["arch"])]
-        answer = solve(
-            row_problem(row), hardware, SolveOptions(kernel="fa2", top_k=10, engine=engine)
-        )
+        answer = solve(row_problem(row), hardware, row_options(row, engine))
         ours = [(c.block_m, c.block_n, c.num_warps) for c in answer.candidates]
         shipped = (row["block_m"], row["block_n"], row["num_warps"])
         rank = ours.index(shipped) + 1 if shipped in ours else None  # type: ignore[arg-type]

@@ -27,4 +27,7 @@ CATALOG_VERSION = "2026.11.7"
 #        the decode kernels instantiate (fa2's split-KV kernel, flashinfer's layouts).
 # 0.11.0: the rocm device kind (AMD Instinct MI300X, MI325X, MI355X) and the ck family; answers
 #        on every other device unchanged.
-MODEL_VERSION = "0.11.0"
+# 0.12.0: fa3 decode on the one tile FA3's decode kernel is built with (tile_size_fwd_sm90), a
+#        tile's Q/O traffic on its real rows; fa2's forward by release (kernel_head_dim: head
+#        dims 160 and 224 on v2.8.3's 192/256 kernels); other families' answers unchanged.
+MODEL_VERSION = "0.12.0"

@@ -71,6 +71,13 @@ def peak_us(p: AttentionProblem, hardware: str) -> float:
     return kv_bytes(p) / (get_hardware(hardware).memory.dram_bandwidth_gb_per_s * 1e9) * 1e6
 
 
+# FA3 does not split a grid of 80% of the SMs or more (num_splits_heuristic, hopper/heuristics.h
+# line 29)
+FA3_NO_SPLIT_SM_FRACTION = 0.8
+
+# what fa3's bottleneck names when the wgmma and exp of a tile outlast its K/V load (cost.py)
+COMPUTE_BOTTLENECKS = ("tensor cores (wgmma)", "softmax exp (SFU) not hidden by the GEMMs")
+
 # ---- fa3: the issue's decode example -----------------------------------------------------------
 
 
@@ -83,7 +90,9 @@ def test_the_decode_example_with_fa3(capsys: pytest.CaptureFixture[str]) -> None
     best = answer["candidates"][0]
     assert best["num_splits"] > 1 and best["parameters"]["num_splits"] == best["num_splits"]
     assert best["pack_gqa"] is True and best["parameters"]["pack_gqa"] == 1
-    assert best["page_size"] is None and best["block_n"] >= 64 and best["block_m"] == 64
+    # FA3's decode kernel is its forward instance: tile_size_fwd_sm90 gives 128 x 176 for head
+    # dim 128, 16-bit, no mask, TMA (hopper/tile_size.h line 33)
+    assert best["page_size"] is None and (best["block_m"], best["block_n"]) == (128, 176)
     ideal_us = peak_us(decode(), "h100-sxm")
     assert 1.0 * ideal_us <= best["predicted_time_us"] <= 1.8 * ideal_us
     assert any("FlashAttention-3 split path with PackGQA" in r for r in best["reasons"])
@@ -91,6 +100,42 @@ def test_the_decode_example_with_fa3(capsys: pytest.CaptureFixture[str]) -> None
     code, out, _ = run(capsys, *EXAMPLE, "--json")
     forward = json.loads(out)["candidates"][0]
     assert code == 0 and forward["num_splits"] > 1 and forward["pack_gqa"] is True
+
+
+# FA3's decode tiles, 16-bit, no local window or softcap (hopper/tile_size.h lines 22-39 at
+# 0251105a): (head dim, causal, paged) -> (kBlockM, kBlockN); a decode step's paged cache is
+# always read without TMA (get_pagedkv_tma: no more packed rows than kBlockM).
+FA3_DECODE_TILES = [
+    (64, False, False, (192, 192)),
+    (64, True, False, (192, 128)),
+    (64, False, True, (192, 128)),
+    (96, False, False, (192, 144)),
+    (96, False, True, (192, 128)),
+    (128, False, False, (128, 176)),
+    (128, True, False, (128, 128)),
+    (192, False, False, (128, 112)),  # head_dim_v 192 > 128
+    (192, False, True, (128, 96)),
+    (256, False, False, (128, 80)),
+]
+
+
+@pytest.mark.parametrize(("head_dim", "causal", "paged", "tile"), FA3_DECODE_TILES)
+def test_fa3_decode_names_only_its_instance_tile(
+    head_dim: int, causal: bool, paged: bool, tile: tuple[int, int]
+) -> None:
+    """Every fa3 decode answer is the one tile FA3's forward template is built with for the
+    head dim, mask and paged load; a pinned other tile is infeasible, naming the rule."""
+    pins = {"page_size": 64} if paged else {}
+    for seq_len, kv_heads in ((1, 8), (4, 32)):
+        problem = decode(head_dim=head_dim, seq_len=seq_len, kv_heads=kv_heads, causal=causal)
+        options = SolveOptions(kernel="fa3", top_k=10, parameter_pins=pins)
+        answer = solve(problem, "h100-sxm", options)
+        assert answer.candidates
+        assert {(c.block_m, c.block_n) for c in answer.candidates} == {tile}
+    other = SolveOptions(kernel="fa3", block_m=64, parameter_pins=pins)
+    answer = solve(decode(head_dim=head_dim, causal=causal), "h100-sxm", other)
+    assert answer.status == "infeasible"
+    assert "fa3_decode_tile" in answer.infeasibility.conflicting_constraints  # type: ignore[union-attr]
 
 
 def test_decode_on_hopper_defaults_to_fa3_and_fa2_stays_selectable() -> None:
@@ -117,11 +162,15 @@ SWEEP = [
 def test_fa3_decode_splits_where_the_grid_underfills(
     hardware: str, head_dim: int, batch: int, kv_heads: int
 ) -> None:
-    """Split-KV whenever batch x kv_heads is below the SM count; at or above it, no split when
-    the last wave of one-CTA-per-SM blocks is full or nearly (60% or more), and a split when
-    it is a short tail (under 10%): FA3's 64-row tile makes one SM too slow to stream a whole
-    head alone (docs/model.md 13.9). GQA packed, K/V tiles of 64 keys or more, and within
-    1.0-1.8x of the K/V bytes at the peak bandwidth for caches of 100 MB or more."""
+    """Split-KV whenever batch x kv_heads is below 80% of the SM count (FA3's own heuristic
+    does not split from 80% on; between, either); at or above the SM count, no split when the
+    last wave of one-CTA-per-SM blocks is full or nearly (60% or more), and a split when it is
+    a short tail (under 10%): one CTA per SM is too slow to stream a whole head alone
+    (docs/model.md 13.9). GQA packed, FA3's decode instance (192 x 192 at head dim 64,
+    128 x 176 at 128), and for caches of 100 MB or more within 1.0-1.8x of the K/V bytes at the
+    peak bandwidth at head dim 128; at head dim 64 the 192-row instance computes the wgmma and
+    exp of 192 rows for 4 or 1 real ones, which on h200's 4.8 TB/s takes longer than the tile's
+    K/V bytes: compute-bound, within 2.4x there (1.8x on h100-sxm)."""
     problem = decode(batch=batch, kv_heads=kv_heads, head_dim=head_dim)
     spec = get_hardware(hardware)
     assert isinstance(spec, CudaDevice)
@@ -130,24 +179,36 @@ def test_fa3_decode_splits_where_the_grid_underfills(
     sms, blocks = spec.throughput.sm_count, batch * kv_heads
     assert c.num_splits is not None
     last_wave = (blocks % sms) / sms
-    if blocks < sms:
+    if blocks < FA3_NO_SPLIT_SM_FRACTION * sms:
         assert c.num_splits > 1
+    elif blocks < sms:
+        pass  # FA3 does not split here, the model may (13.9)
     elif last_wave == 0 or last_wave >= 0.6:
         assert c.num_splits == 1
     elif last_wave < 0.1:
         assert c.num_splits > 1
     assert c.pack_gqa is (True if kv_heads < 32 else None)
-    assert c.block_n is not None and c.block_n >= 64
+    assert (c.block_m, c.block_n) == ((192, 192) if head_dim == 64 else (128, 176))
     if kv_bytes(problem) >= 100e6:
         ideal_us = peak_us(problem, hardware)
-        assert 1.0 * ideal_us <= c.predicted_time_us <= 1.8 * ideal_us
+        compute_bound = head_dim == 64 and hardware == "h200"
+        assert 1.0 * ideal_us <= c.predicted_time_us <= (2.4 if compute_bound else 1.8) * ideal_us
+        if compute_bound:
+            assert c.bottleneck in (
+                "tensor cores (wgmma)",
+                "softmax exp (SFU) not hidden by the GEMMs",
+            )
 
 
 def test_fa3_splits_exactly_below_the_sm_count_on_the_issues_h100_sweep() -> None:
-    """On h100-sxm (132 SMs) the only shape of the issue's sweep where fa3 splits at or above
-    the SM count is 17 x 8 = 136 blocks: a second wave of 4 CTAs."""
+    """On h100-sxm (132 SMs) fa3 splits every shape of the issue's sweep below 80% of the SM
+    count. At or above the SM count it splits only where the last wave is under 20% full:
+    17 x 8 = 136 blocks (a second wave of 4 CTAs) at both head dims, and some of 416 and 544
+    blocks (last waves of 20 and 16 CTAs), which the 128- and 192-row instances make slow
+    to stream a whole head alone (docs/model.md 13.9)."""
     spec = get_hardware("h100-sxm")
     assert isinstance(spec, CudaDevice)
+    sms = spec.throughput.sm_count
     above = []
     for head_dim in (64, 128):
         for batch in (1, 2, 3, 4, 8, 13, 16, 17, 32, 64):
@@ -156,10 +217,11 @@ def test_fa3_splits_exactly_below_the_sm_count_on_the_issues_h100_sweep() -> Non
                 options = SolveOptions(kernel="fa3", engine="exhaustive", top_k=1)
                 c = solve(problem, spec, options).candidates[0]
                 blocks = batch * kv_heads
-                assert (c.num_splits or 1) > 1 or blocks >= spec.throughput.sm_count
-                if (c.num_splits or 1) > 1 and blocks >= spec.throughput.sm_count:
-                    above.append(blocks)
-    assert set(above) == {136}
+                assert (c.num_splits or 1) > 1 or blocks >= FA3_NO_SPLIT_SM_FRACTION * sms
+                if (c.num_splits or 1) > 1 and blocks >= sms:
+                    above.append((head_dim, blocks))
+    assert {(64, 136), (128, 136)} <= set(above)
+    assert all((blocks % sms) / sms < 0.2 for _, blocks in above)
 
 
 # ---- fa3: what did not change, and its rules --------------------------------------------------
@@ -232,8 +294,16 @@ def test_fa3_paged_lookups_tma_or_row_gather() -> None:
     gather = SolveOptions(kernel="fa3", block_n=128, parameter_pins=pins)
     answer = solve(decode(batch=64), spec, gather)
     assert answer.status == "infeasible"  # a 16-key page is gathered row by row: packed only
-    tma = SolveOptions(kernel="fa3", block_n=16, parameter_pins=pins)
-    assert solve(decode(batch=64), spec, tma).candidates  # a tile of one page: TMA, unpacked
+    # FA3 takes the TMA path only for more packed rows than its TMA instance's 128 (get_pagedkv_tma,
+    # hopper/flash_api.cpp lines 415-424): a decode step's 4 never, so its paged tile is the
+    # non-TMA instance's 128 x 128 (tile_size.h line 33), even on pages that hold 176-key tiles
+    paged = {"page_size": 176, "num_splits": 1}
+    answer = solve(decode(batch=64), spec, SolveOptions(kernel="fa3", parameter_pins=paged))
+    assert {(c.block_m, c.block_n) for c in answer.candidates} == {(128, 128)}
+    tma = SolveOptions(kernel="fa3", block_n=176, parameter_pins=paged)
+    answer = solve(decode(batch=64), spec, tma)
+    assert answer.status == "infeasible"
+    assert "fa3_decode_tile" in answer.infeasibility.conflicting_constraints  # type: ignore[union-attr]
     answer = solve(decode(), spec, SolveOptions(kernel="fa3", parameter_pins={"page_size": 256}))
     best = answer.candidates[0]
     assert best.page_size == 256 and any("paged KV" in r for r in best.reasons)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ...hardware import HardwareSpec
 from ...problem import AttentionProblem, Phase
 from ...space import Param
-from .forward import FlashAttention2, fa2_kernel_head_dims
+from .forward import FlashAttention2
 
 SPLITKV_BLOCK_M = 64
 SPLITKV_WARPS = 4
@@ -37,7 +37,7 @@ class FlashAttention2Decode(FlashAttention2):
 
     def tile_params(self, problem: AttentionProblem, hardware: HardwareSpec) -> tuple[Param, ...]:
         """The split-KV kernel's one tile for the problem's head dim."""
-        d, _ = fa2_kernel_head_dims(problem)
+        d, _ = self.kernel_head_dims(problem)
         return (
             Param("block_m", (SPLITKV_BLOCK_M,), "query rows per block (kBlockM = 64, split-KV)"),
             Param(

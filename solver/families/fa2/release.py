@@ -1,4 +1,5 @@
-"""Which of FlashAttention-2's backward instantiations runs a head dim, by release.
+"""Which of FlashAttention-2's instantiations runs a head dim, by release (forward, decode and
+backward alike).
 
 FlashAttention-2 compiles one kernel per head dim it instantiates and rounds a problem's head
 dim up to the next one (`HEADDIM_SWITCH`, static_switch.h). Releases 2.0.0-2.6.1 instantiate
@@ -8,7 +9,9 @@ specialize for hdim 224 to speed up compilation": head dims 193-224 run the 256 
 129-160 run the 192 kernel). A head dim of 129-160 or 193-224 therefore runs one of two
 kernels, with different tiles (the 256 kernel's sm86 tile does not even tile a head dim of
 224), and the fa2 backward declares which as `kernel_head_dim`. The current release's kernel is
-the one the model runs; a pin (`--param kernel_head_dim=160`) asks for an earlier release's.
+the one the model runs; a pin (`--param kernel_head_dim=160`) asks for an earlier release's. The
+forward and decode registrations run the current release's kernel (its head dim is their
+`kernel_head_dims`); they declare no kernel_head_dim (docs/model.md 12.11).
 Sources: Dao-AILab/flash-attention `csrc/flash_attn/src/static_switch.h` and
 `csrc/flash_attn/flash_api.cpp` at v2.6.1, v2.6.2, v2.7.4 and v2.8.3 (docs/model.md 12.2).
 """
@@ -22,13 +25,23 @@ import numpy as np
 from ...constraints import Constraint, ConstraintKind, Rule
 from ...problem import AttentionProblem, SolveOptions
 from ...space import ConfigArrays, IntArray, Param
-from .forward import fa2_kernel_head_dims
 
 if TYPE_CHECKING:
     from ...candidates import Evaluation
 
+# Head dims FlashAttention-2 has compiled kernels for in some release; a problem's head_dim is
+# padded up to one.
+FA2_HEAD_DIMS = (32, 64, 96, 128, 160, 192, 224, 256)
 # A head dim's instantiation in releases up to the one named, and the kernel that replaced it.
 REPLACED_HEAD_DIMS = {160: (192, "2.7.4"), 224: (256, "2.6.1")}
+
+
+def fa2_kernel_head_dims(problem: AttentionProblem) -> tuple[int, int]:
+    """The head dims of the first instantiation that runs the problem in some release:
+    head_dim padded up to one of FA2_HEAD_DIMS (Q/K and V alike); the current release's is
+    `current_head_dim`."""
+    d = next((h for h in FA2_HEAD_DIMS if h >= problem.head_dim), FA2_HEAD_DIMS[-1])
+    return d, d
 
 
 def kernel_head_dim_domain(problem: AttentionProblem) -> tuple[int, ...]:

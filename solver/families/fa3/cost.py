@@ -162,8 +162,11 @@ def evaluate(ev: Evaluation) -> Perf:
     )
     # Between two tiles of a CTA, the next Q comes from DRAM (no other tile reads it) and the
     # O tile, staged over the V ring, must leave before the next V lands there; the SMs of a
-    # round switch tiles together, so each gets its share of the DRAM bandwidth.
-    q_o_bytes = bm * (d * e + dv * OUTPUT_BYTES_PER_ELEMENT + LSE_BYTES_PER_ROW)
+    # round switch tiles together, so each gets its share of the DRAM bandwidth. Only a tile's
+    # real rows move (Q's rows past the sequence are not read, O's not written): Sq / n_m on
+    # average, which a decode step's few packed rows in a 128- or 192-row tile make small.
+    real_rows = np.minimum(bm, sq / n_m.astype(np.float64))
+    q_o_bytes = real_rows * (d * e + dv * OUTPUT_BYTES_PER_ELEMENT + LSE_BYTES_PER_ROW)
     switch = tp.dram_latency_cycles + q_o_bytes / dram_share
     per_tile = fill + epilogue + switch
     prologue = k.block_start_cycles + tile_load
