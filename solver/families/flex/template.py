@@ -11,11 +11,20 @@ software pipeliner) and head dims up to 256.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...constraints import ConstraintKind
 from ...errors import FieldViolation
 from ...hardware import HardwareSpec
 from ...problem import AttentionProblem, DType, SolveOptions
+from ..cuda.constraints import cuda_resources
 from ..cuda.resources import cuda_device
 from .mask import sparse_block_size
+
+if TYPE_CHECKING:
+    from ...candidates import CandidateTable
 
 MIN_CC = (8, 0)
 MIN_HEAD_DIM = 16  # tl.dot's smallest K extent
@@ -88,8 +97,47 @@ def mask_option_violations(options: SolveOptions) -> list[FieldViolation]:
 
 
 class FlexTemplateRules:
-    """What every flex registration states alike: the block-mask options it accepts and the
-    rounded head dims its tiles are sized with."""
+    """What every flex registration states alike: the block-mask options it accepts, the
+    rounded head dims its tiles are sized with, and the note on a pinned configuration that
+    does not fit."""
+
+    def answer_notes(self, table: CandidateTable, ranked: list[int]) -> list[str]:
+        """With no feasible configuration and pins given: the shared memory the pinned
+        configurations need against the part's limit, and the nearest one that fits (fewest
+        pins changed, then the fastest)."""
+        if ranked or "pins" not in table.satisfied or table.satisfied["pins"].all():
+            return []
+        res = cuda_resources(table)
+        limit = int(res.smem_limit_bytes)
+        legal = table.satisfied["pins"].copy()
+        for constraint in table.constraints:
+            if constraint.kind is ConstraintKind.LEGALITY:
+                legal &= table.satisfied[constraint.name]
+        pinned = np.flatnonzero(legal)
+        if not len(pinned):
+            return []
+        smallest = int(pinned[np.argmin(res.smem_bytes[pinned])])
+        others = np.ones(len(table.cfg), dtype=np.bool_)
+        for constraint in table.constraints:
+            if constraint.name != "pins":
+                others &= table.satisfied[constraint.name]
+        note = (
+            f"the pinned configuration needs {int(res.smem_bytes[smallest])} bytes of shared "
+            f"memory at the least ({table.label(smallest)}); {table.hardware.name} allows "
+            f"{limit} bytes per block"
+        )
+        fitting = np.flatnonzero(others)
+        if not len(fitting):
+            return [note]
+        changed = np.zeros(len(fitting), dtype=np.int64)
+        for name, value in table.pins.items():
+            changed += table.column(name)[fitting] != value
+        order = np.lexsort((table.time_ns[fitting], changed))
+        nearest = int(fitting[order[0]])
+        return [
+            f"{note}; the nearest that fits: {table.label(nearest)} with "
+            f"{int(res.smem_bytes[nearest])} bytes"
+        ]
 
     def option_violations(
         self, problem: AttentionProblem, hardware: HardwareSpec, options: SolveOptions
