@@ -181,3 +181,23 @@ def test_helper_errors_name_the_argument(call: object, named: str) -> None:
     with pytest.raises(flex.FlexOptionsError) as caught:
         call()  # type: ignore[operator]
     assert named in str(caught.value)
+
+
+def test_memory_reports_a_pinned_flex_configuration(capsys: pytest.CaptureFixture[str]) -> None:
+    """`memory --kernel flex --param ...`: the configuration's shared memory against the limit,
+    the same figure the solver reports for that configuration."""
+    pins = {"block_m1": 32, "block_n1": 64, "block_m2": 64, "block_n2": 32, "num_stages": 3}
+    args = ["memory", "--hardware", "rtx-4090", "--kernel", "flex", "--seq-len", "4096",
+            "--head-dim", "128", "--phase", "backward", "--tile", "64", "--json"]  # fmt: skip
+    for name, value in pins.items():
+        args += ["--param", f"{name}={value}"]
+    assert main(args) == 0
+    estimate = json.loads(capsys.readouterr().out)
+    smem = next(u for u in estimate["family_resources"] if u["name"] == "shared_memory")
+    assert smem["capacity"] == 101376
+    problem = AttentionProblem(seq_len=4096, head_dim=128, phase="backward")
+    options = SolveOptions(kernel="flex", parameter_pins={**pins, "num_warps": 4})
+    answer = solve(problem, "rtx-4090", options)
+    assert answer.candidates[0].smem_bytes == smem["used"] == estimate["family_smem_bytes"]
+    assert main([*args, "--param", "block_q=3"]) == 2
+    assert "block_q" in capsys.readouterr().err
