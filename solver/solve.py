@@ -41,10 +41,10 @@ from .validate import broken_figures, check_config, fresh_times_us, same_time
 # 0.9.0: the triton family's shared memory, registers and spills as the Triton compiler allocates
 #        them (families/triton_compiler), spills costed not refused, the cost of pipeline stages;
 #        other families' answers unchanged.
-# 0.10.0: the flex family (PyTorch FlexAttention's forward, backward and decode templates; block
-#        mask options); other families' answers unchanged (the triton family now builds on the
-#        shared triton_cuda piece, bit-identically).
-MODEL_VERSION = "0.10.0"
+# 0.12.0 (after main's 0.10.0 and 0.11.0, issue 26): the flex family (PyTorch FlexAttention's
+#        forward, backward and decode templates; block-mask options); other families' answers
+#        unchanged (the triton family now builds on the shared triton_cuda piece, bit-identically).
+MODEL_VERSION = "0.12.0"
 
 
 def model_version(spec: HardwareSpec) -> str:

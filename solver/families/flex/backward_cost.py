@@ -8,7 +8,7 @@ cost theirs (`cuda.backward.loop_iteration`), its round with Triton's pipeline
 (`triton_compiler.pipeline.stage_round`), and the programs are scheduled over the SMs as blocks
 of unequal length. No atomics: each role writes its own gradients (dK, dV per query head of the
 group summed inside the program; dQ per query head). A preprocessing kernel computes Delta =
-rowsum(O o dO). Formulas: docs/model.md section 18.
+rowsum(O o dO). Formulas: docs/model.md section 20.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def flex_backward_perf(
     cfg: ConfigArrays,
     res: CudaResources,
 ) -> Perf:
-    """Predicted time and its parts of every configuration (docs/model.md 18.4)."""
+    """Predicted time and its parts of every configuration (docs/model.md 20.4)."""
     tp = device.throughput
     k = model_constants(device)
     d, dv = flex_head_dims(problem)

@@ -11,7 +11,7 @@ pipeliner), score_mod on every element and mask_mod on the partial blocks' eleme
 pipelined round are `triton_cuda.forward.TritonForwardFamily`'s (docs/model.md 16.7-16.8).
 What FlexAttention adds: tiles sized with the rounded head dims, the block mask's block size as
 a legality rule, iterations that follow the block mask (`mask.py`), and the score/mask
-modification's instructions per element. Formulas: docs/model.md section 18.
+modification's instructions per element. Formulas: docs/model.md section 20.
 """
 
 from __future__ import annotations
