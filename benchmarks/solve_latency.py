@@ -32,6 +32,9 @@ An AMD block (`build_amd_cases`, its own set and fingerprint: the sets above are
 times the AMD Instinct parts' default family (ck) over head dims 64, 128 and 256, fp16, bf16 and
 fp8, causal and not, against the issue-26 target: cold CP-SAT top-5 median under 20 ms and p95
 under 50 ms.
+A flex block (`build_flex_cases`, its own set and fingerprint: issue
+23) times FlexAttention's templates (forward, backward, decode; some with a sliding window) on
+six sm80+ parts, against the same target.
 """
 
 from __future__ import annotations
@@ -406,6 +409,36 @@ def build_fa4_cases() -> list[Case]:
             i = 600 + h * FA4_DECODE_PER_HARDWARE + j
             problem = AttentionProblem(**_decode_shape(i), head_dim=(128, 64)[i % 2], dtype="bf16")
             cases.append(Case(f"fa4-decode-{i - 600:02d}", hw, None, problem))
+    return cases
+
+
+FLEX_HARDWARE = ("a100-80gb", "rtx-4090", "l4", "h100-sxm", "a10", "b200")
+FLEX_HEAD_DIMS = ((64, None), (128, None), (192, 128), (256, None), (96, None))
+FLEX_PHASES = ("forward", "backward", "decode")
+FLEX_PER_HARDWARE = 6
+TARGET_FLEX_P95_MS = 50.0
+
+
+def build_flex_cases() -> list[Case]:
+    """The fixed flex set (issue 23: forward, backward, decode; identical on every run)."""
+    cases: list[Case] = []
+    for h, hw in enumerate(FLEX_HARDWARE):
+        for j in range(FLEX_PER_HARDWARE):
+            i = 700 + h * FLEX_PER_HARDWARE + j
+            phase = FLEX_PHASES[i % len(FLEX_PHASES)]
+            head_dim, head_dim_v = FLEX_HEAD_DIMS[(3 * i) % len(FLEX_HEAD_DIMS)]
+            dtype = ("bf16", "fp16")[(i // 3) % 2]
+            if phase == "decode":
+                shape = _decode_shape(i)
+                group = shape["heads"] // (shape["kv_heads"] or shape["heads"])
+                if group & (group - 1):  # FlexDecoding takes power-of-two groups only
+                    shape["kv_heads"] = None
+            else:
+                shape = _shape(i, seq_stride=3) | {"dropout": 0.0, "phase": phase}
+            shape |= {"head_dim": head_dim, "head_dim_v": head_dim_v, "dtype": dtype}
+            problem = AttentionProblem(**shape)
+            extra = (("window", 1024),) if j == 4 and phase != "decode" else ()
+            cases.append(Case(f"flex-{i - 700:02d}", hw, "flex", problem, extra))
     return cases
 
 
@@ -874,6 +907,12 @@ def main(argv: list[str] | None = None) -> int:
         d for c in amd_cases if (d := disagreement(c, amd_results[c.name])) is not None
     ]
     amd_stats = summary(amd_cases, amd_results)
+    flex_cases = build_flex_cases()
+    flex_results = run(flex_cases, args.repeats, progress=sys.stderr.isatty())
+    flex_disagreements = [
+        d for c in flex_cases if (d := disagreement(c, flex_results[c.name])) is not None
+    ]
+    flex_stats = summary(flex_cases, flex_results)
     if args.json:
         doc = to_json(ctx, cases, results, stats, disagreements)
         doc["ascend_group"] = to_json(
@@ -897,6 +936,9 @@ def main(argv: list[str] | None = None) -> int:
             context(amd_cases, args.repeats), amd_cases, amd_results, amd_stats, amd_disagreements
         )
         doc["amd"]["target_p95_ms"] = TARGET_AMD_P95_MS
+        flex_ctx = context(flex_cases, args.repeats)
+        doc["flex"] = to_json(flex_ctx, flex_cases, flex_results, flex_stats, flex_disagreements)
+        doc["flex"]["target_p95_ms"] = TARGET_FLEX_P95_MS
         json.dump(doc, sys.stdout, indent=2)
         print()
     else:
@@ -923,6 +965,10 @@ def main(argv: list[str] | None = None) -> int:
         print_decode_report(
             amd_cases, amd_results, amd_stats, amd_disagreements, "amd", TARGET_AMD_P95_MS
         )
+        print()
+        print_decode_report(
+            flex_cases, flex_results, flex_stats, flex_disagreements, "flex", TARGET_FLEX_P95_MS
+        )
     failed = (
         disagreements
         or ascend_disagreements
@@ -930,6 +976,7 @@ def main(argv: list[str] | None = None) -> int:
         or decode_disagreements
         or fa4_disagreements
         or amd_disagreements
+        or flex_disagreements
     )
     return 1 if failed else 0
 

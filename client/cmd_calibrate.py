@@ -29,8 +29,9 @@ from .cli_common import (
 from .files import replace_file
 
 if TYPE_CHECKING:
+    from tilesolve.solver import HardwareSpec
     from tilesolve.solver.apps.calibrate import Calibration
-    from tilesolve.solver.apps.measured import Summary
+    from tilesolve.solver.apps.measured import Measurement, Summary
 
 
 def add_calibrate_parser(subparsers: Any) -> None:
@@ -40,7 +41,12 @@ def add_calibrate_parser(subparsers: Any) -> None:
         "fit the model's free constants to measured times (a sweep's CSV) and write a profile",
         cmd_calibrate,
     )
-    p.add_argument("measurements", metavar="MEASUREMENTS.csv", help="the sweep's CSV")
+    p.add_argument(
+        "measurements",
+        metavar="MEASUREMENTS.csv",
+        help="the sweep's CSV, or FlexAttention's autotune log (a .json file: "
+        "TORCHINDUCTOR_FLEX_ATTENTION_LOGGING_FILE), whose forward choices become flex rows",
+    )
     p.add_argument(
         "--hardware", required=True, metavar="NAME", help="the device the rows were measured on"
     )
@@ -60,6 +66,17 @@ def add_calibrate_parser(subparsers: Any) -> None:
         metavar="N",
         default="3",
         help="hold out every N-th shape in sorted order (default 3; 0: none)",
+    )
+    p.add_argument(
+        "--dtype",
+        choices=("fp16", "bf16"),
+        help="with an autotune log: the dtype of the logged calls (the log does not record it; "
+        "required there)",
+    )
+    p.add_argument(
+        "--causal",
+        action="store_true",
+        help="with an autotune log: the logged calls were causal (the log does not record it)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
@@ -107,10 +124,17 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if not output.parent.is_dir():
         violations.append(ErrorLine("output", f"folder {str(output.parent)!r} does not exist"))
     rows = []
-    try:
-        rows = read_measurements(args.measurements)
-    except MeasurementsError as exc:
-        violations.extend(ErrorLine("measurements", line) for line in exc.lines())
+    if str(args.measurements).endswith(".json"):
+        rows = _autotune_rows(args, spec, violations)
+    else:
+        if args.dtype is not None or args.causal:
+            violations.append(
+                ErrorLine("dtype", "--dtype and --causal go with an autotune log (.json)")
+            )
+        try:
+            rows = read_measurements(args.measurements)
+        except MeasurementsError as exc:
+            violations.extend(ErrorLine("measurements", line) for line in exc.lines())
     if violations:
         raise CliInputError(violations)
     assert spec is not None
@@ -148,6 +172,36 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     else:
         print_lines(report_lines(result, str(output), profile.model_version))
     return EXIT_OK
+
+
+def _autotune_rows(
+    args: argparse.Namespace, spec: HardwareSpec | None, violations: list[ErrorLine]
+) -> list[Measurement]:
+    """The forward rows of FlexAttention's autotune log (`flex_autotune`), on --hardware."""
+    from .flex_autotune import AutotuneLogError, read_autotune_log
+
+    if args.dtype is None:
+        violations.append(
+            ErrorLine("dtype", "an autotune log does not record the dtype: give --dtype")
+        )
+        return []
+    if spec is None:
+        return []
+    try:
+        imported = read_autotune_log(args.measurements, spec.name, args.dtype, args.causal)
+    except AutotuneLogError as exc:
+        violations.append(ErrorLine("measurements", f"{args.measurements}: {exc}"))
+        return []
+    except CliInputError as exc:
+        violations.extend(exc.lines)
+        return []
+    if imported.skipped_backward:
+        print(
+            f"note: skipped {imported.skipped_backward} backward choices (calibration compares "
+            "forward tiles)",
+            file=sys.stderr,
+        )
+    return imported.rows
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:

@@ -37,6 +37,7 @@ from .cli_common import (
     violations_from_pydantic,
 )
 from .cli_remote import Remote, add_remote_arguments, asking, remote_settings, remote_spec
+from .cmd_solve import parameter_pins
 
 if TYPE_CHECKING:
     from tilesolve.solver import AttentionProblem, HardwareSpec, MemoryEstimate
@@ -73,6 +74,14 @@ def add_memory_parser(subparsers: Any) -> None:
     tile.add_argument("--tile", metavar="N", help="a square tile: block_m = block_n = N")
     tile.add_argument("--block-m", metavar="N", help="query rows per tile")
     tile.add_argument("--block-n", metavar="N", help="key/value rows per tile")
+    tile.add_argument(
+        "--param",
+        action="append",
+        metavar="NAME=VALUE",
+        help="fix any parameter of --kernel's family for its figures (repeatable), e.g. "
+        "--param num_stages=3, or a flex backward tile's --param block_m1=64 ...; in-process "
+        "only",
+    )
     model = p.add_argument_group("kernel and hardware")
     model.add_argument(
         "--kernel",
@@ -197,6 +206,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
             violations.append(ErrorLine("sweep", f"{flag} needs --sweep"))
     violations.extend(_plot_check(args.plot))
     kernel = args.kernel
+    parameters = _parameters(args, remote is not None, violations)
     if remote is None:
         spec = _local_spec(args.hardware, violations)
         if violations:
@@ -204,7 +214,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
         assert problem is not None and not isinstance(tile, list)
         from tilesolve.solver import estimate_memory
 
-        estimate = estimate_memory(problem, tile[0], tile[1], spec, kernel)
+        estimate = estimate_memory(problem, tile[0], tile[1], spec, kernel, parameters)
     else:
         with asking(remote) as client:
             spec = None
@@ -221,6 +231,24 @@ def cmd_memory(args: argparse.Namespace) -> int:
     if args.plot is not None:
         _draw(args.plot, problem, tile[0], tile[1], spec)
     return EXIT_OK
+
+
+def _parameters(
+    args: argparse.Namespace, remote: bool, violations: list[ErrorLine]
+) -> dict[str, int]:
+    """`--param NAME=VALUE ...` (the family judges names and values); in-process only."""
+    if not args.param:
+        return {}
+    if remote:
+        violations.append(
+            ErrorLine("param", "--param is applied in-process; leave out --server to use it")
+        )
+        return {}
+    pins = parameter_pins(args.param)
+    if isinstance(pins, list):
+        violations.extend(pins)
+        return {}
+    return pins
 
 
 def _local_spec(name: str | None, violations: list[ErrorLine]) -> HardwareSpec | None:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .block_mask_options import BLOCK_MASK_OPTIONS, add_block_mask_arguments
 from .cli_common import (
     EXIT_INFEASIBLE,
     EXIT_OK,
@@ -41,6 +42,7 @@ from .cmd_solve_measured import (
     apply_profile,
     format_violations,
     print_formatted,
+    print_formatted_both,
 )
 from .field_help import FieldChoices, FieldHelp
 
@@ -64,6 +66,7 @@ _OPTION_FIELDS = (
     "max_smem",
     "min_blocks_per_sm",
     "time_limit_s",
+    *BLOCK_MASK_OPTIONS,
 )
 
 
@@ -154,6 +157,7 @@ def add_solve_parser(subparsers: Any) -> None:
     rules.add_argument(
         "--min-blocks-per-sm", metavar="N", help=FieldHelp("options", "min_blocks_per_sm")
     )
+    add_block_mask_arguments(p)
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON document")
     add_format_argument(out)
@@ -533,7 +537,9 @@ def _solve_both(
     for answer, _ in results:
         _time_limit_note(answer)
     (forward, forward_hit), (backward, backward_hit) = results
-    if args.json:
+    if print_formatted_both(args, forward, backward):
+        pass
+    elif args.json:
         print_json(
             {
                 "phase": BOTH,

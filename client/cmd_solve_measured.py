@@ -1,6 +1,7 @@
 """The options `solve` takes from measurement and calibration (docs/model.md section 15):
-`--profile FILE` solves on the calibrated device a profile describes, and `--format triton`
-prints the answer as Python source defining a list of `triton.Config` (no Triton needed).
+`--profile FILE` solves on the calibrated device a profile describes, `--format triton`
+prints the answer as Python source defining a list of `triton.Config` (no Triton needed), and
+`--format flex` as FlexAttention's kernel_options (`client/flex.py`).
 Kept apart from `cmd_solve` so that its touch points there stay a few lines.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .cli_common import CliInputError, ErrorLine
@@ -17,7 +19,7 @@ from .files import MIB, check_nesting, read_text
 if TYPE_CHECKING:
     from tilesolve.solver import CudaDevice, HardwareSpec, SolveAnswer
 
-FORMATS = ("table", "json", "triton")
+FORMATS = ("table", "json", "triton", "flex")
 PROFILE_MAX_BYTES = 1 * MIB  # a profile is a few constants and their provenance
 
 
@@ -35,8 +37,10 @@ def add_format_argument(group: Any) -> None:
     group.add_argument(
         "--format",
         choices=FORMATS,
-        help="table (default), json (= --json), or triton: Python source defining `configs`, "
-        "a list of triton.Config of the triton family (the kernel it implies), best first",
+        help="table (default), json (= --json), triton: Python source defining `configs`, "
+        "a list of triton.Config of the triton family (the kernel it implies), best first, or "
+        "flex: FlexAttention's kernel_options as JSON (--kernel flex; fwd_/bwd_ keys with "
+        "--phase both)",
     )
     group.add_argument(
         "--triton-names",
@@ -164,8 +168,15 @@ def _triton_family(args: argparse.Namespace) -> list[ErrorLine]:
 
 
 def print_formatted(args: argparse.Namespace, answer: SolveAnswer) -> bool:
-    """Print the answer as `--format triton` asks; False when another format applies."""
-    if getattr(args, "format", None) != "triton":
+    """Print the answer as `--format triton` or `--format flex` asks (an answer without a
+    configuration is left to the report, which explains it); False when another format
+    applies."""
+    fmt = getattr(args, "format", None)
+    if fmt == "flex" and answer.candidates:
+        from .flex import format_answer
+
+        return _write_flex(lambda: format_answer(answer))
+    if fmt != "triton":
         return False
     from .triton import config_source
 
@@ -174,4 +185,27 @@ def print_formatted(args: argparse.Namespace, answer: SolveAnswer) -> bool:
     except ValueError as exc:
         raise CliInputError([ErrorLine("format", str(exc))]) from None
     sys.stdout.write(text)
+    return True
+
+
+def print_formatted_both(
+    args: argparse.Namespace, forward: SolveAnswer, backward: SolveAnswer
+) -> bool:
+    """`--format flex` with `--phase both`: one dict, fwd_/bwd_-prefixed (when both passes
+    have a configuration); False otherwise."""
+    if getattr(args, "format", None) != "flex" or not (forward.candidates and backward.candidates):
+        return False
+    from .flex import format_both
+
+    return _write_flex(lambda: format_both(forward, backward))
+
+
+def _write_flex(text: Callable[[], str]) -> bool:
+    """Write `--format flex`'s JSON; the helper's refusal is bad input naming `format`."""
+    from .flex import FlexOptionsError
+
+    try:
+        sys.stdout.write(text())
+    except FlexOptionsError as exc:
+        raise CliInputError([ErrorLine("format", str(exc))]) from None
     return True

@@ -20,7 +20,7 @@ import numpy as np
 
 from .errors import FieldViolation
 from .hardware import HardwareSpec
-from .problem import AttentionProblem, Phase, SolveOptions
+from .problem import BLOCK_MASK_FIELDS, AttentionProblem, Phase, SolveOptions
 from .space import COMMON_FIELDS, Config, ConfigArrays, IntArray, Param
 
 if TYPE_CHECKING:
@@ -92,6 +92,21 @@ class KernelFamily(ABC):
         self, problem: AttentionProblem, hardware: HardwareSpec
     ) -> list[FieldViolation]:
         """The family's own rules (compute capability, dtypes, head dims), on its device kind."""
+
+    def option_violations(
+        self, problem: AttentionProblem, hardware: HardwareSpec, options: SolveOptions
+    ) -> list[FieldViolation]:
+        """The family's rules for the options beyond the common ones. By default a family has
+        no block-mask model, so a block-mask field (`problem.BLOCK_MASK_FIELDS`) is refused."""
+        return [
+            FieldViolation(
+                name,
+                f"kernel family {self.name!r} has no block-mask model; block-mask options "
+                "apply to a family that models a BlockMask (--kernel flex)",
+            )
+            for name in BLOCK_MASK_FIELDS
+            if getattr(options, name) is not None
+        ]
 
     # ---- the decision variables ------------------------------------------------------------
     @abstractmethod

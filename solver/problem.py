@@ -15,10 +15,12 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     StringConstraints,
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -207,6 +209,9 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+# The SolveOptions fields that describe a block mask (FlexAttention's BlockMask).
+BLOCK_MASK_FIELDS = ("sparse_block_size", "window", "block_density", "score_mod_ops")
+
 ParamName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
 PinValue = Annotated[int, Field(ge=0, le=1 << 24)]
 
@@ -264,8 +269,54 @@ class SolveOptions(_Request):
         "num_stages",
         "max_smem",
         "min_blocks_per_sm",
+        "sparse_block_size",
+        "window",
         mode="before",
     )(_whole_number)
+
+    # ---- a block mask (FlexAttention's BlockMask; families with a block-mask model) ----------
+    sparse_block_size: int | None = Field(
+        None,
+        ge=1,
+        le=1 << 20,
+        description="the block mask's BLOCK_SIZE, tokens (FlexAttention's create_block_mask; "
+        "absent: 128 for a family with a block-mask model)",
+    )
+    window: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_SEQ_LEN,
+        description="sliding-window mask: each query sees the `window` keys up to its diagonal "
+        "(with causal) or within `window` of it on either side",
+    )
+    block_density: float | None = Field(
+        None,
+        gt=0.0,
+        le=1.0,
+        description="fraction of the block mask's blocks that are not empty (a mask the model "
+        "cannot derive); every listed block is taken as partial (mask_mod applied)",
+    )
+    score_mod_ops: float | None = Field(
+        None,
+        ge=0.0,
+        le=1024.0,
+        description="FP32 instructions the score_mod/mask_mod adds per score element",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_unset_mask(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        """The block-mask fields appear only when set, so the answers of requests without a
+        block mask read as they did before the fields existed."""
+        data: dict[str, object] = handler(self)
+        for name in BLOCK_MASK_FIELDS:
+            if data.get(name, 0) is None:
+                del data[name]
+        return data
+
+    @property
+    def has_block_mask_options(self) -> bool:
+        """Whether any block-mask field is set."""
+        return any(getattr(self, name) is not None for name in BLOCK_MASK_FIELDS)
 
     @field_validator("parameter_pins")
     @classmethod

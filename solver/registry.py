@@ -10,7 +10,7 @@ anywhere else. Backward and decode models are registrations under their phase, n
 from __future__ import annotations
 
 from .errors import FieldViolation, InvalidRequestError
-from .families import ascend, ck, fa2, fa3, fa4, flashinfer, triton
+from .families import ascend, ck, fa2, fa3, fa4, flashinfer, flex, triton
 from .family import KernelFamily
 from .hardware import HardwareSpec
 from .names import did_you_mean
@@ -138,7 +138,7 @@ def get_family(name: str | None, phase: Phase, hardware: HardwareSpec) -> Kernel
 
 # Folder by folder; a device default without a model of the phase is stood in for by the first
 # family registered for it that runs on the device (`get_family`), so the order matters there.
-for _kernel in (fa2, triton, flashinfer, fa3, fa4, ascend, ck):
+for _kernel in (fa2, triton, flashinfer, fa3, fa4, ascend, ck, flex):
     for _family in _kernel.REGISTRATIONS:
         register(_family)
 

@@ -83,6 +83,8 @@ def check_request(
         )
     if family.paged_kv_rule is None and paging_requested(options):
         violations.append(_no_paged_path(family.name, problem, spec, options))
+    if not violations:
+        violations = family.option_violations(problem, spec, options)
     if violations:
         raise InvalidRequestError(with_alternatives(violations, problem, spec))
     request_space(family, spec, problem, options)  # the pins (and a paged cache's page size)

@@ -30,4 +30,7 @@ CATALOG_VERSION = "2026.11.7"
 # 0.12.0: fa3 decode on the one tile FA3's decode kernel is built with (tile_size_fwd_sm90), a
 #        tile's Q/O traffic on its real rows; fa2's forward by release (kernel_head_dim: head
 #        dims 160 and 224 on v2.8.3's 192/256 kernels); other families' answers unchanged.
-MODEL_VERSION = "0.12.0"
+# 0.13.0: the flex family (PyTorch FlexAttention's forward, backward and decode templates;
+#        block-mask options); other families' answers unchanged (the triton family now builds
+#        on the shared triton_cuda piece, bit-identically).
+MODEL_VERSION = "0.13.0"

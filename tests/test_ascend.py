@@ -421,7 +421,7 @@ BASE = ["solve", "--head-dim", "128", "--seq-len", "4096"]
 @pytest.mark.parametrize(
     ("extra", "field", "words"),
     [
-        (["--hardware", "a100", "--kernel", "ascend"], "kernel", "fa2, flashinfer, triton"),
+        (["--hardware", "a100", "--kernel", "ascend"], "kernel", "fa2, flashinfer, flex, triton"),
         (["--hardware", "ascend-910b", "--kernel", "fa2"], "kernel", "run this problem on"),
         (["--hardware", "ascend-910", "--kernel", "triton"], "kernel", ": ascend"),
         (["--hardware", "ascend-910b", "--dtype", "fp8"], "dtype", "allowed: fp16, bf16"),

@@ -411,10 +411,10 @@ def test_backward_for_a_family_without_one_names_those_with_one(
 ) -> None:
     code, _, err = cli(capsys, "solve", *SHAPE, "--kernel", "toy", "--phase", "backward")
     assert code == 2 and "error: phase:" in err
-    assert "not modelled yet for kernel 'toy'" in err and "fa2, fa3, triton" in err
+    assert "not modelled yet for kernel 'toy'" in err and "fa2, fa3, flex, triton" in err
     with pytest.raises(InvalidRequestError) as caught:
         solve(training_shape(64), "l4", SolveOptions(kernel="toy"))
-    assert "families with a backward model on l4: fa2, triton" in str(caught.value)
+    assert "families with a backward model on l4: fa2, flex, triton" in str(caught.value)
 
 
 # ---- gRPC ------------------------------------------------------------------------------------

@@ -824,9 +824,9 @@ def test_answer_echoes_the_resolved_problem(capsys: pytest.CaptureFixture[str]) 
     ("flags", "field", "names"),
     [
         (("--hardware", "h100", "--kernel", "fa2", "--dtype", "fp8"), "dtype", "triton"),
-        (("--hardware", "a100", "--kernel", "ascend"), "kernel", "fa2, flashinfer, triton"),
+        (("--hardware", "a100", "--kernel", "ascend"), "kernel", "fa2, flashinfer, flex, triton"),
         (("--hardware", "t4", "--kernel", "fa2"), "kernel", "triton"),
-        (("--hardware", "a100", "--kernel", "nosuch"), "kernel", "fa2, flashinfer, triton"),
+        (("--hardware", "a100", "--kernel", "nosuch"), "kernel", "fa2, flashinfer, flex, triton"),
     ],
 )
 def test_a_refused_family_names_the_families_that_run_here(

@@ -295,10 +295,10 @@ def test_an_infeasible_fa3_request_explains_itself() -> None:
 @pytest.mark.parametrize(
     ("hardware", "runs_there"),
     [
-        ("a100-80gb", "fa2, flashinfer, triton"),
-        ("rtx-4090", "fa2, flashinfer, triton"),
-        ("b200", "fa2, fa4, flashinfer, triton"),
-        ("rtx-5090", "fa2, fa4, flashinfer, triton"),
+        ("a100-80gb", "fa2, flashinfer, flex, triton"),
+        ("rtx-4090", "fa2, flashinfer, flex, triton"),
+        ("b200", "fa2, fa4, flashinfer, flex, triton"),
+        ("rtx-5090", "fa2, fa4, flashinfer, flex, triton"),
         ("t4", "triton"),
     ],
 )

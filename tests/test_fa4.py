@@ -443,7 +443,10 @@ SHAPE = ("--seq-len", "4096", "--batch", "2", "--heads", "16")
 
 @pytest.mark.parametrize(
     ("hardware", "runs_there"),
-    [("h100-sxm", "fa2, fa3, flashinfer, triton"), ("a100-80gb", "fa2, flashinfer, triton")],
+    [
+        ("h100-sxm", "fa2, fa3, flashinfer, flex, triton"),
+        ("a100-80gb", "fa2, flashinfer, flex, triton"),
+    ],
 )
 def test_fa4_elsewhere_is_refused_naming_what_runs_there(
     capsys: pytest.CaptureFixture[str], hardware: str, runs_there: str
@@ -487,7 +490,7 @@ def test_backward_with_fa4_names_what_is_modelled(capsys: pytest.CaptureFixture[
     err = capsys.readouterr().err
     assert code == 2 and "error: phase:" in err
     assert "allowed for fa4: decode, forward" in err
-    assert "families with a backward model on b200: fa2, triton" in err
+    assert "families with a backward model on b200: fa2, flex, triton" in err
 
 
 def test_backward_by_default_stands_in_with_a_family_that_has_one() -> None:

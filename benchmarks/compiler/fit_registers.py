@@ -32,7 +32,7 @@ import numpy as np
 from configs import TARGETS, from_row
 from plan import SHARED_LIMIT_BYTES
 
-from tilesolve.solver.families.triton.loops import backward_kernel, forward_kernel
+from tilesolve.solver.families.triton_compiler.flash_loops import backward_kernel, forward_kernel
 from tilesolve.solver.families.triton_compiler.loops import AttentionKernel
 from tilesolve.solver.families.triton_compiler.registers import (
     LoopRegisters,

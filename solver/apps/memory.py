@@ -60,6 +60,7 @@ GM workspace). See docs/model.md, "Memory model".
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -73,7 +74,7 @@ from ..errors import FieldViolation, InvalidRequestError
 from ..hardware import CudaDevice, HardwareSpec, RocmDevice, get_hardware
 from ..problem import MAX_SEQ_LEN, AttentionProblem, DType, Phase, SolveOptions
 from ..registry import family_names, find_family, with_alternatives
-from ..space import ConfigArrays, ceil_div
+from ..space import ConfigArrays, Param, ceil_div
 
 if TYPE_CHECKING:
     from ..family import KernelFamily
@@ -290,9 +291,11 @@ def _family_figures(
     block_n: int,
     kernel: str,
     hardware: HardwareSpec | None,
+    parameters: Mapping[str, int],
 ) -> tuple[int | None, str | None, list[ResourceUse], dict[str, int]]:
     """The family's shared-memory bytes for the tile (or None and the reason), and its
-    resources at the fastest fitting choice of its other parameters."""
+    resources at the fastest fitting choice of its other parameters (those in `parameters`
+    fixed at the values given)."""
     family = find_family(kernel, problem.phase)
     if family is None:
         return None, f"kernel family {kernel!r} has no {problem.phase.value} model yet", [], {}
@@ -307,10 +310,15 @@ def _family_figures(
     if violations:
         return None, "; ".join(f"{v.field}: {v.description}" for v in violations), [], {}
     params = family.params(problem, reference)
+    bad = _parameter_violations(kernel, params, parameters)
+    if bad:
+        raise InvalidRequestError(bad)
     # The tile as given, every other parameter at the smallest value of its domain (one K/V
-    # stage: triton adds a K/V tile per further stage; the smem formulas ignore the warps).
+    # stage: triton adds a K/V tile per further stage; the smem formulas ignore the warps),
+    # or at the value `parameters` gives it.
     values = {p.name: p.domain[0] for p in params}
     values.update(block_m=block_m, block_n=block_n)
+    values.update(parameters)
     one = ConfigArrays({k: np.array([v], dtype=np.int64) for k, v in values.items()})
     uses = family.resources(reference, problem, SolveOptions(), one).uses(0)
     smem = next((u.used for u in uses if u.name == "shared_memory"), None)
@@ -321,8 +329,28 @@ def _family_figures(
             f"kernel family {kernel!r} has no shared-memory figure (its resources: {names}; "
             "see family_resources)"
         )
-    resources, chosen = _family_resources(family, reference, problem, block_m, block_n)
+    resources, chosen = _family_resources(family, reference, problem, block_m, block_n, parameters)
     return smem, note, resources, chosen
+
+
+def _parameter_violations(
+    kernel: str, params: tuple[Param, ...], parameters: Mapping[str, int]
+) -> list[FieldViolation]:
+    """Each given parameter must be one the family declares, with a value in its domain."""
+    domains = {p.name: p.domain for p in params}
+    out = []
+    for name, value in parameters.items():
+        if name not in domains:
+            out.append(
+                FieldViolation(
+                    "parameters",
+                    f"{kernel} has no parameter {name!r}; its parameters: {', '.join(domains)}",
+                )
+            )
+        elif value not in domains[name]:
+            allowed = ", ".join(str(v) for v in domains[name])
+            out.append(FieldViolation("parameters", f"{name}={value} is not one of {allowed}"))
+    return out
 
 
 def _family_resources(
@@ -331,13 +359,19 @@ def _family_resources(
     problem: AttentionProblem,
     block_m: int,
     block_n: int,
+    parameters: Mapping[str, int],
 ) -> tuple[list[ResourceUse], dict[str, int]]:
     """The family's resources for the tile, its other parameters chosen as the fastest whose
-    capacity constraints hold (the first of each domain when none does)."""
+    capacity constraints hold (the first of each domain when none does); a parameter in
+    `parameters` is fixed at its value. A family that does not declare block_m and block_n
+    (its tile has other names) is evaluated only when `parameters` name its tile."""
     params = family.params(problem, hardware)
     names = [p.name for p in params]
-    if "block_m" not in names or "block_n" not in names:
+    if ("block_m" not in names or "block_n" not in names) and not parameters:
         return [], {}
+    params = tuple(
+        Param(p.name, (parameters[p.name],), p.doc) if p.name in parameters else p for p in params
+    )
     others = [p for p in params if p.name not in ("block_m", "block_n")]
     grid = ConfigArrays.product(others) if others else ConfigArrays({})
     count = max(len(grid), 1)
@@ -426,12 +460,15 @@ def estimate_memory(
     block_n: int,
     hardware: HardwareSpec | str | None = None,
     kernel: str | None = None,
+    parameters: Mapping[str, int] | None = None,
 ) -> MemoryEstimate:
     """The memory model for `problem` tiled block_m x block_n (module doc for the formulas).
 
     `hardware` (a spec, or a catalog name) adds the roofline and decides whether the family
     can run the problem; `kernel` names the family whose shared-memory figure and resources
-    are reported (None: `memory_kernel`'s default). Raises InvalidRequestError naming every
+    are reported (None: `memory_kernel`'s default); `parameters` fixes any of the family's
+    parameters (`memory --param NAME=VALUE`: a backward tile's block_m1 ... block_n2, the
+    stages) for those figures. Raises InvalidRequestError naming every
     bad field (block_m, block_n, kernel, phase); UnknownHardwareError for an unknown name.
     """
     violations = _request_violations(problem, block_m, block_n, kernel or DEFAULT_MEMORY_KERNEL)
@@ -452,7 +489,9 @@ def estimate_memory(
     else:
         traffic = _forward_traffic(problem, bm, bn)
     hbm_naive, hbm_tiled, hbm_tiled_l2, flops, working_set, dq_atomic_bytes = traffic
-    family_bytes, family_note, resources, chosen = _family_figures(problem, bm, bn, kernel, spec)
+    family_bytes, family_note, resources, chosen = _family_figures(
+        problem, bm, bn, kernel, spec, dict(parameters or {})
+    )
 
     return MemoryEstimate(
         problem=problem,

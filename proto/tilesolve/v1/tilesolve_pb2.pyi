@@ -89,7 +89,7 @@ class AttentionProblem(_message.Message):
     def __init__(self, batch: _Optional[int] = ..., heads: _Optional[int] = ..., kv_heads: _Optional[int] = ..., seq_len: _Optional[int] = ..., seq_len_kv: _Optional[int] = ..., head_dim: _Optional[int] = ..., head_dim_v: _Optional[int] = ..., dtype: _Optional[_Union[DataType, str]] = ..., causal: _Optional[bool] = ..., dropout: _Optional[float] = ..., phase: _Optional[_Union[Phase, str]] = ...) -> None: ...
 
 class SolveOptions(_message.Message):
-    __slots__ = ("kernel_enum", "top_k", "engine", "require_divisible", "block_m", "block_n", "num_warps", "num_stages", "max_smem", "min_blocks_per_sm", "time_limit_s", "kernel", "parameter_pins", "choose_page_size")
+    __slots__ = ("kernel_enum", "top_k", "engine", "require_divisible", "block_m", "block_n", "num_warps", "num_stages", "max_smem", "min_blocks_per_sm", "time_limit_s", "kernel", "parameter_pins", "choose_page_size", "sparse_block_size", "window", "block_density", "score_mod_ops")
     class ParameterPinsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -111,6 +111,10 @@ class SolveOptions(_message.Message):
     KERNEL_FIELD_NUMBER: _ClassVar[int]
     PARAMETER_PINS_FIELD_NUMBER: _ClassVar[int]
     CHOOSE_PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    SPARSE_BLOCK_SIZE_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_DENSITY_FIELD_NUMBER: _ClassVar[int]
+    SCORE_MOD_OPS_FIELD_NUMBER: _ClassVar[int]
     kernel_enum: KernelFamily
     top_k: int
     engine: Engine
@@ -125,7 +129,11 @@ class SolveOptions(_message.Message):
     kernel: str
     parameter_pins: _containers.ScalarMap[str, int]
     choose_page_size: bool
-    def __init__(self, kernel_enum: _Optional[_Union[KernelFamily, str]] = ..., top_k: _Optional[int] = ..., engine: _Optional[_Union[Engine, str]] = ..., require_divisible: _Optional[bool] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., num_warps: _Optional[int] = ..., num_stages: _Optional[int] = ..., max_smem: _Optional[int] = ..., min_blocks_per_sm: _Optional[int] = ..., time_limit_s: _Optional[float] = ..., kernel: _Optional[str] = ..., parameter_pins: _Optional[_Mapping[str, int]] = ..., choose_page_size: _Optional[bool] = ...) -> None: ...
+    sparse_block_size: int
+    window: int
+    block_density: float
+    score_mod_ops: float
+    def __init__(self, kernel_enum: _Optional[_Union[KernelFamily, str]] = ..., top_k: _Optional[int] = ..., engine: _Optional[_Union[Engine, str]] = ..., require_divisible: _Optional[bool] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., num_warps: _Optional[int] = ..., num_stages: _Optional[int] = ..., max_smem: _Optional[int] = ..., min_blocks_per_sm: _Optional[int] = ..., time_limit_s: _Optional[float] = ..., kernel: _Optional[str] = ..., parameter_pins: _Optional[_Mapping[str, int]] = ..., choose_page_size: _Optional[bool] = ..., sparse_block_size: _Optional[int] = ..., window: _Optional[int] = ..., block_density: _Optional[float] = ..., score_mod_ops: _Optional[float] = ...) -> None: ...
 
 class SmLimits(_message.Message):
     __slots__ = ("compute_capability", "warp_size_threads", "max_threads_per_block", "max_threads_per_sm", "max_blocks_per_sm", "regs_per_sm", "max_regs_per_block", "max_regs_per_thread", "reg_alloc_unit_regs", "reg_file_subpartitions", "smem_per_sm_bytes", "smem_per_block_default_bytes", "smem_per_block_optin_bytes", "smem_alloc_granularity_bytes", "reserved_smem_per_block_bytes", "smem_carveout_options_kib", "tensor_memory_lanes", "tensor_memory_columns")

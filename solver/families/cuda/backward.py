@@ -420,6 +420,18 @@ class CudaBackwardFamily(CudaFamily):
         """The family's cost model (docs/model.md 12.3-12.4)."""
         raise NotImplementedError
 
+    def request_backward_cost(
+        self,
+        device: CudaDevice,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        cfg: ConfigArrays,
+        res: CudaResources,
+    ) -> Perf:
+        """The cost for this request's options (by default `backward_cost`, which needs none;
+        a family whose cost reads an option, such as a block mask, states this instead)."""
+        return self.backward_cost(device, problem, cfg, res)
+
     def resources(
         self,
         hardware: HardwareSpec,
@@ -429,7 +441,7 @@ class CudaBackwardFamily(CudaFamily):
     ) -> BackwardResources:
         device = cuda_device(hardware)
         base = super().resources(hardware, problem, options, cfg)
-        perf = self.backward_cost(device, problem, cfg, base)
+        perf = self.request_backward_cost(device, problem, options, cfg, base)
         fits = backward_fits(base, options, self.max_spill_regs)
         aligned = self.alignment_ok(cfg, problem, device)
         rank = inner_rank(cfg, self.inner_params, options, aligned, fits, perf.time_us)

@@ -22,7 +22,7 @@ pack_gqa) group's transformed problem (`split_kv.py`).
 from __future__ import annotations
 
 from abc import abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -84,9 +84,39 @@ class KernelExtras:
     tile_load_cycles: FloatArray | float = 0.0  # extra latency on each K/V tile load
     epilogue_cycles: FloatArray | float = 0.0  # extra cycles once per block, at its end
     chain_cycles: FloatArray | float = 0.0  # change to one iteration's dependent-latency chain
+    alu_ops_per_score: FloatArray | float = 0.0  # FP32 ops a score/mask modification adds
 
 
 NO_EXTRAS = KernelExtras()
+
+
+@dataclass(frozen=True)
+class KvIterations:
+    """K/V iterations of a kernel's blocks (arrays over candidates): `total` over all blocks of
+    one head, `diagonal` those that apply a mask (counted with its cost relative to the causal
+    mask's), `longest` the most one block runs, and whether the work is uneven across blocks
+    the way a causal triangle is (`imbalanced`, the makespan's longest-block-last case) and
+    whether blocks skip iterations at all (`masked`: the computed pairs are the iterations')."""
+
+    total: FloatArray
+    diagonal: FloatArray
+    longest: FloatArray
+    imbalanced: bool
+    masked: bool
+
+
+def causal_or_full_iterations(
+    problem: AttentionProblem, n_m: IntArray, n_kv: IntArray, bm: FloatArray, bn: FloatArray
+) -> KvIterations:
+    """All of K/V for every query block, or the causal triangle (`cost.causal_iterations`)."""
+    sq, sk = problem.seq_len, problem.seq_len_kv_eff
+    if problem.causal:
+        total_iters, diag_iters = causal_iterations(n_m, bm, bn, n_kv, sk - sq)
+        return KvIterations(total_iters, diag_iters, n_kv.astype(np.float64), True, True)
+    total_iters = (n_m * n_kv).astype(np.float64)
+    return KvIterations(
+        total_iters, np.zeros_like(total_iters), n_kv.astype(np.float64), False, False
+    )
 
 
 @dataclass(frozen=True)
@@ -137,6 +167,7 @@ def _iteration_cycles(
     scores = bm * bn
     sfu = scores / tp.sfu_ops_per_clk_per_sm
     alu_ops = scores * ALU_OPS_PER_SCORE + bm * dv
+    alu_ops = alu_ops + scores * extras.alu_ops_per_score  # + 0 unless the family adds some
     if problem.dropout > 0:
         alu_ops = alu_ops + scores * DROPOUT_OPS_PER_SCORE
     alu = alu_ops / tp.fp32_ops_per_clk_per_sm
@@ -351,8 +382,13 @@ def forward_perf(
     problem: AttentionProblem,
     cfg: ConfigArrays,
     res: CudaResources,
+    iterations: KvIterations | None = None,
+    mod_ops_per_score: float = 0.0,
 ) -> Perf:
-    """Predicted time and its components for every configuration of `family` (model.md 5)."""
+    """Predicted time and its components for every configuration of `family` (model.md 5).
+    `iterations`: the blocks' K/V iterations when the kernel skips blocks by a block mask
+    (default: all of K/V, or the causal triangle); `mod_ops_per_score`: FP32 instructions a
+    score modification adds per score element."""
     tp = device.throughput
     k = model_constants(device)
     d, dv = family.kernel_head_dims(problem)
@@ -370,14 +406,9 @@ def forward_perf(
     ctas = n_m * heads_total
     slots = blocks * n_sm
 
-    # ---- iterations per block: all of K/V, or the causal triangle ----------------------
-    if problem.causal:
-        total_iters, diag_iters = causal_iterations(n_m, bm, bn, n_kv, sk - sq)
-        max_iters = n_kv.astype(np.float64)
-    else:
-        total_iters = (n_m * n_kv).astype(np.float64)
-        diag_iters = np.zeros_like(total_iters)
-        max_iters = n_kv.astype(np.float64)
+    # ---- iterations per block: all of K/V, the causal triangle, or the family's mask ----
+    iters = iterations or causal_or_full_iterations(problem, n_m, n_kv, bm, bn)
+    total_iters, diag_iters, max_iters = iters.total, iters.diagonal, iters.longest
     mean_iters = total_iters / n_m
 
     # ---- DRAM traffic: Q and O once, K/V once per cohort of in-step blocks -----------
@@ -391,6 +422,8 @@ def forward_perf(
 
     # ---- one iteration, one round of resident blocks ----------------------------------
     extras = family.kernel_extras(cfg, problem, device)
+    if mod_ops_per_score:
+        extras = replace(extras, alu_ops_per_score=mod_ops_per_score)
     spill = family.spill_traffic_regs(res.spill_regs)
     it = _iteration_cycles(family, device, problem, cfg, blocks, spill, dram_miss, extras)
     round_full, overlap = family.iteration_round(
@@ -415,7 +448,7 @@ def forward_perf(
         it.compute, it.tile_load, it.tile_bytes, last_blocks, cfg, device
     )
     diag_mean = diag_iters / n_m
-    if problem.causal:
+    if iters.imbalanced:
         work = heads_total * duration(total_iters, diag_iters, round_full)
         longest = duration(max_iters, np.minimum(diag_mean * 2, max_iters), round_last)
         cycles = makespan_cycles(True, ctas, slots, waves, work, longest, longest, longest)
@@ -429,7 +462,7 @@ def forward_perf(
     time_us = cycles / clock_hz * 1e6 + k.kernel_launch_us
 
     computed_pairs = (n_m * cfg.block_m).astype(np.float64) * (n_kv * cfg.block_n)
-    if problem.causal:
+    if iters.masked:
         computed_pairs = total_iters * bm * bn
 
     tensor_total = heads_total * total_iters * it.tensor / n_sm

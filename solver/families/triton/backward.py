@@ -7,9 +7,10 @@ accumulating dV += P^T dO and dK += dS^T Q. The dQ loop then holds `dq_block_m` 
 (BLOCK_M2: Q, dO, M and D loaded once) and walks the key blocks they see `dq_block_n` keys at a
 time (BLOCK_N2: K^T and V^T pipelined), recomputing P and dP and accumulating dQ += dS K. What
 the compiler allocates for the two loops (shared memory, registers, spills) is the Triton
-compiler's rules (`families/triton_compiler`, docs/model.md 16.7) for the loops as `loops.py`
-describes them; a configuration that spills is costed, not refused. S and
-dP are computed in both loops (seven GEMMs for five useful ones) and no atomics are needed. A
+compiler's rules (`families/triton_compiler`, docs/model.md 16.7) for the loops as
+`triton_compiler.flash_loops` describes them; a configuration that spills is costed, not
+refused. S and dP are computed in both loops (seven GEMMs for five useful ones) and no atomics
+are needed. A
 preprocessing kernel computes D = rowsum(O o dO); the tutorial scales K by sm_scale / ln 2
 before the launch. The tutorial's grid gives program p key block p and query block p; here the
 grid is the larger of the two block counts, so the two tile pairs are free (the tutorial's
@@ -22,7 +23,7 @@ dropout. Source: Triton tutorial 06 "Fused Attention" (triton-lang/triton, pytho
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,22 +31,13 @@ from ...cost import Perf
 from ...errors import FieldViolation
 from ...family import pow2_range
 from ...hardware import CudaDevice, HardwareSpec, SmLimits
-from ...problem import AttentionProblem, DType, SolveOptions
-from ...space import BoolArray, Config, ConfigArrays, IntArray, Param
-from ..cuda.backward import CudaBackwardFamily
-from ..cuda.resources import CudaResources, RegisterUse, cuda_device
-from ..triton_compiler.loops import AttentionKernel
-from ..triton_compiler.shared_memory import shared_bytes
+from ...problem import AttentionProblem, DType
+from ...space import BoolArray, ConfigArrays, Param
+from ..cuda.resources import CudaResources, cuda_device
+from ..triton_cuda.backward import TritonBackwardFamily
+from ..triton_cuda.forward import TENSOR_CORE_MIN_CC_MAJOR
 from .backward_cost import BLK_SLICE_FACTOR, TL_DOT_MIN, backward_perf
-from .forward import (
-    TENSOR_CORE_MIN_CC_MAJOR,
-    compiled_register_use,
-    compiler_target,
-    triton_kernel_head_dims,
-    triton_matrix_units,
-    triton_violations,
-)
-from .loops import backward_kernel
+from .forward import triton_kernel_head_dims, triton_matrix_units, triton_violations
 from .stages import reason_lines as stage_reason_lines
 
 if TYPE_CHECKING:
@@ -54,7 +46,7 @@ if TYPE_CHECKING:
 WARPS = pow2_range(2, 8)
 
 
-class TritonFlashAttentionBackward(CudaBackwardFamily):
+class TritonFlashAttentionBackward(TritonBackwardFamily):
     """triton backward: the tutorial's dK/dV and dQ loops in one program."""
 
     name = "triton"
@@ -75,7 +67,7 @@ class TritonFlashAttentionBackward(CudaBackwardFamily):
     streamed_words = "tile (Q/dO in the dK/dV loop, K/V in the dQ loop)"
     helper_words = "preprocess D = rowsum(O o dO), scale K"
     inner_params = ("dq_block_m", "dq_block_n")
-    max_spill_regs: ClassVar[int | None] = None  # ptxas spills; the cost counts it
+    loop_tiles = ("block_m", "block_n", "dq_block_m", "dq_block_n")
     inner_constraint = "dq_tile"
     inner_short = "dqtile"
 
@@ -139,66 +131,16 @@ class TritonFlashAttentionBackward(CudaBackwardFamily):
             stages,
         )
 
-    def label(self, config: Config) -> str:
-        """'32x128 w4 s5 dq 128x32': the dK/dV loop's tile, then the dQ loop's."""
-        c = config.as_dict()
-        return (
-            f"{c['block_m']}x{c['block_n']} w{c['num_warps']} s{c['num_stages']} "
-            f"dq {c['dq_block_m']}x{c['dq_block_n']}"
-        )
-
     # ---- shapes and resources ------------------------------------------------------------------
     def alignment_ok(
         self, cfg: ConfigArrays, problem: AttentionProblem, device: CudaDevice
     ) -> BoolArray:
-        m1, n1 = cfg["block_m"], cfg["block_n"]
-        m2, n2 = cfg["dq_block_m"], cfg["dq_block_n"]
-        w = cfg["num_warps"]
-        ok = (n1 % m1 == 0) & (m2 % n2 == 0)
-        ok &= ((n1 // 16) * (m1 // 8) >= w) & ((m2 // 16) * (n2 // 8) >= w)
+        """The two-loop rules, and with the causal mask the diagonal steps of half a block."""
+        ok = super().alignment_ok(cfg, problem, device)
         if problem.causal:
             step = TL_DOT_MIN * BLK_SLICE_FACTOR
-            ok &= (m1 >= step) & (n2 >= step)
+            ok &= (cfg["block_m"] >= step) & (cfg["dq_block_n"] >= step)
         return np.asarray(ok, dtype=np.bool_)
-
-    def kernel(self, cfg: ConfigArrays, problem: AttentionProblem) -> AttentionKernel:
-        """The two loops of `cfg` as the compiler's rules read them."""
-        d, dv = self.kernel_head_dims(problem)
-        return backward_kernel(
-            cfg["block_m"],
-            cfg["block_n"],
-            cfg["dq_block_m"],
-            cfg["dq_block_n"],
-            d,
-            dv,
-            problem.dtype.bytes,
-        )
-
-    def shared_memory(
-        self, cfg: ConfigArrays, problem: AttentionProblem, device: CudaDevice
-    ) -> IntArray:
-        """What Triton allocates (`triton_compiler.shared_memory`): the larger loop's arena
-        (the loops run one after the other), each its resident operands and the buffers of its
-        streamed tiles (s - 1 on mma.sync, s on wgmma/tcgen05, with the dK/dV loop's LSE and D
-        rows), plus the chained tile where the warps lie along its columns."""
-        return shared_bytes(
-            self.kernel(cfg, problem),
-            compiler_target(device),
-            cfg["num_warps"],
-            cfg["num_stages"],
-        )
-
-    def register_use(
-        self,
-        cfg: ConfigArrays,
-        problem: AttentionProblem,
-        device: CudaDevice,
-        options: SolveOptions,
-    ) -> RegisterUse:
-        return compiled_register_use(self.kernel(cfg, problem), cfg, device)
-
-    def q_in_registers(self) -> bool:
-        return False
 
     def reason_lines(self, table: CandidateTable, i: int) -> list[str]:
         """The backward lines with the compiler's registers, and why this many stages."""

@@ -21,59 +21,32 @@ from ...problem import AttentionProblem
 from ...space import ConfigArrays, FloatArray, IntArray, ceil_div
 from ..cuda.backward import (
     BACKWARD_PIPE_WORDS,
-    BWD_ALU_OPS_PER_SCORE,
-    BWD_ELEMENTWISE_CHAIN_CYCLES,
-    BWD_INSTRUCTION_LEVEL_PARALLELISM,
     LSE_D_BYTES_PER_ROW,
     LoopIteration,
     backward_flops,
     bandwidth_kernel_us,
-    chain,
     gqa_reduce_bytes,
-    loop_iteration,
     preprocess_bytes,
     streamed_reuse,
 )
 from ..cuda.resources import CudaResources
 from ..cuda.timing import (
-    MMA_K,
     bottleneck_words,
     dram_bytes_per_clk,
     makespan_cycles,
     sm_perf,
 )
-from ..triton_compiler.registers import spill_traffic_regs
-from .forward import TENSOR_CORE_MIN_CC_MAJOR, triton_matrix_unit, uses_warpgroup_mma
-from .stages import stage_round
+from ..triton_cuda.backward import loop_iterations
+from ..triton_cuda.forward import (
+    device_stage_round,
+    triton_matrix_unit,
+)
 
 if TYPE_CHECKING:
     from .backward import TritonFlashAttentionBackward
 
 BLK_SLICE_FACTOR = 2  # the tutorial's diagonal steps: BLOCK_M1 / 2 and BLOCK_N2 / 2 rows
 TL_DOT_MIN = 16  # tl.dot needs every dimension >= 16
-
-
-def _matrix(
-    rows: IntArray,
-    cfg: ConfigArrays,
-    device: CudaDevice,
-    elem: int,
-) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """The matrix rate (FLOP/cycle/SM), the B-operand readers per iteration, and the ILP of a
-    loop whose GEMMs have `rows` output rows: a warpgroup MMA (wgmma, tcgen05: peak; read once
-    per warpgroup; the tutorial's dots serialise with the elementwise work, ILP 1), mma.sync
-    (peak x efficiency; read by every warp), or FP32 FMAs below cc 8.0."""
-    tp = device.throughput
-    warps = cfg["num_warps"].astype(np.float64)
-    n = len(cfg)
-    ilp = np.full(n, BWD_INSTRUCTION_LEVEL_PARALLELISM)
-    if device.sm.cc_major < TENSOR_CORE_MIN_CC_MAJOR:
-        return np.full(n, 2.0 * tp.fp32_ops_per_clk_per_sm), warps, ilp
-    wg = uses_warpgroup_mma(rows, cfg["num_warps"], device)
-    peak = tp.tensor_flops_per_clk_per_sm(elem)
-    rate = np.where(wg, peak, peak * tp.mma_sync_efficiency)
-    readers = np.where(wg, warps / 4.0, warps)
-    return np.asarray(rate), np.asarray(readers), np.asarray(np.where(wg, 1.0, ilp))
 
 
 def _loop_iterations(
@@ -95,15 +68,16 @@ def _rounds(
     device: CudaDevice,
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
     """Each loop's round and the share of its tile loads hidden with `blocks` resident blocks,
-    then its round in the last wave with `last_blocks` (`stages.stage_round`): one call over
-    all of them, the last wave's evaluated only where it has fewer blocks (the rule is
-    elementwise over the candidates, so a last wave of as many blocks has the same round)."""
+    then its round in the last wave with `last_blocks`
+    (`triton_cuda.forward.device_stage_round`): one call over all of them, the last wave's
+    evaluated only where it has fewer blocks (the rule is elementwise over the candidates, so
+    a last wave of as many blocks has the same round)."""
     n = len(stages)
     fewer = np.flatnonzero(last_blocks != blocks)
     every = np.arange(n)
     parts = [(it1, every, blocks), (it2, every, blocks), (it1, fewer, last_blocks)]
     parts.append((it2, fewer, last_blocks))
-    cycles, hidden = stage_round(
+    cycles, hidden = device_stage_round(
         np.concatenate([it.compute[rows] for it, rows, _ in parts]),
         np.concatenate([it.tile_load[rows] for it, rows, _ in parts]),
         np.concatenate([it.l2_bytes[rows] for it, rows, _ in parts]),
@@ -136,7 +110,6 @@ def backward_perf(
     n1 = cfg["block_n"].astype(np.float64)
     m2 = cfg["dq_block_m"].astype(np.float64)
     n2 = cfg["dq_block_n"].astype(np.float64)
-    w = cfg["num_warps"].astype(np.float64)
     sq, sk = problem.seq_len, problem.seq_len_kv_eff
     offset = sk - sq
     heads_total = problem.batch * problem.heads
@@ -166,43 +139,14 @@ def backward_perf(
     )
 
     # ---- one iteration of each loop ----------------------------------------------------------
-    rate1, readers1, ilp1 = _matrix(cfg["block_n"], cfg, device, elem)
-    rate2, readers2, ilp2 = _matrix(cfg["dq_block_m"], cfg, device, elem)
-    scores1 = n1 * m1
-    scores2 = m2 * n2
-    it1 = loop_iteration(
+    it1, it2 = loop_iterations(
         device,
-        w,
-        blocks_f,
-        ilp1,
-        matrix_flops=2.0 * n1 * m1 * (2.0 * d + 2.0 * dv),  # K Q^T, P^T dO, V dO^T, dS^T Q
-        matrix_rate=rate1,
-        smem_bytes=(readers1 * m1 * (2.0 * d + 2.0 * dv) + n1 * (d + dv) + m1 * (d + dv)) * elem,
-        spill_regs=spill_traffic_regs(res.spill_regs),
-        scores=scores1,
-        alu_ops=scores1 * BWD_ALU_OPS_PER_SCORE,
-        extra_issue=np.zeros(len(cfg)),
-        chain_cycles=chain((max(d, dv) + m1) / MMA_K, BWD_ELEMENTWISE_CHAIN_CYCLES, 2.0, device),
-        tile_bytes=m1 * row_q,
-        atomic_bytes=np.zeros(len(cfg)),
-        dram_miss=reuse1.dram_fraction,
-    )
-    it2 = loop_iteration(
-        device,
-        w,
-        blocks_f,
-        ilp2,
-        matrix_flops=2.0 * m2 * n2 * (2.0 * d + dv),  # Q K^T, dO V^T, dS K
-        matrix_rate=rate2,
-        smem_bytes=(readers2 * n2 * (2.0 * d + dv) + m2 * (d + dv) + n2 * (d + dv)) * elem,
-        spill_regs=spill_traffic_regs(res.spill_regs),
-        scores=scores2,
-        alu_ops=scores2 * BWD_ALU_OPS_PER_SCORE,
-        extra_issue=np.zeros(len(cfg)),
-        chain_cycles=chain((max(d, dv) + n2) / MMA_K, BWD_ELEMENTWISE_CHAIN_CYCLES, 2.0, device),
-        tile_bytes=n2 * row_kv,
-        atomic_bytes=np.zeros(len(cfg)),
-        dram_miss=reuse2.dram_fraction,
+        cfg,
+        res,
+        family.loop_tiles,
+        (d, dv),
+        elem,
+        (reuse1.dram_fraction, reuse2.dram_fraction),
     )
 
     waves = wave_schedule(ctas, slots)

@@ -11,31 +11,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...family import kib
-from ...hardware import CudaDevice
-from ...space import FloatArray, IntArray
 from ..cuda.constraints import cuda_resources
-from ..cuda.timing import l2_bytes_per_clk_per_sm
-from ..triton_compiler.pipeline import pipelined_round
 
 if TYPE_CHECKING:
     from ...candidates import CandidateTable
-
-
-def stage_round(
-    compute: FloatArray,
-    tile_load: FloatArray,
-    l2_bytes: FloatArray,
-    blocks: FloatArray,
-    stages: IntArray,
-    device: CudaDevice,
-) -> tuple[FloatArray, FloatArray]:
-    """`W`, the cycles for each of `blocks` resident blocks to finish one iteration, and the
-    share of each tile's load hidden: the blocks' compute or their L2 traffic at the SM's
-    share of the bandwidth, plus the wait the pipeline leaves (`pipelined_round`)."""
-    work = np.maximum(blocks * compute, blocks * l2_bytes / l2_bytes_per_clk_per_sm(device))
-    cycles, wait = pipelined_round(work, compute, tile_load, stages)
-    hidden = np.clip(1.0 - wait / np.maximum(tile_load, 1e-9), 0.0, 1.0)
-    return cycles, np.asarray(hidden)
 
 
 def _neighbour(table: CandidateTable, i: int, stages: int) -> int | None:

@@ -11,10 +11,11 @@ read it through `tl.trans` (`transposed_uses`), and where in the iteration its l
 (`loaded_before`). These are the facts the rules need: which buffers exist, how many of each,
 and which are alive at the same time.
 
-The triton family describes its forward and backward kernels with these (`families/triton/
-loops.py`); a template kernel such as FlexAttention's can describe its own loops the same way and
-get the shared memory, registers and spills back (`allocation.allocate`). Formulas and the
-evidence behind them: docs/model.md sections 16.2, 16.7.
+The FlashAttention forward and backward loops are described with these in `flash_loops.py`
+(the triton family's kernels, and FlexAttention's templates, which have the same loops); another
+kernel can describe its own loops the same way and get the shared memory, registers and
+spills back (`allocation.allocate`). Formulas and the evidence
+behind them: docs/model.md sections 16.2, 16.7.
 """
 
 from __future__ import annotations

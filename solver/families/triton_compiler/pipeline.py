@@ -94,3 +94,21 @@ def _newton_round(
             break
         w = step
     return np.asarray(w)
+
+
+def stage_round(
+    compute: FloatArray,
+    tile_load: FloatArray,
+    l2_bytes: FloatArray,
+    blocks: FloatArray,
+    stages: IntArray,
+    l2_bytes_per_clk: float,
+) -> tuple[FloatArray, FloatArray]:
+    """`W`, the cycles for each of `blocks` resident blocks to finish one iteration, and the
+    share of each tile's load hidden: the blocks' compute or their L2 traffic at the SM's
+    share of the bandwidth (`l2_bytes_per_clk`, bytes per cycle), plus the wait the pipeline
+    leaves (`pipelined_round`)."""
+    work = np.maximum(blocks * compute, blocks * l2_bytes / l2_bytes_per_clk)
+    cycles, wait = pipelined_round(work, compute, tile_load, stages)
+    hidden = np.clip(1.0 - wait / np.maximum(tile_load, 1e-9), 0.0, 1.0)
+    return cycles, np.asarray(hidden)

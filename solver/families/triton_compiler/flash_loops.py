@@ -1,7 +1,9 @@
-"""The triton family's kernels as `tl.dot` loops (`triton_compiler.loops`), for the compiler's
+"""The FlashAttention loops of a Triton kernel as `tl.dot` loops (`loops`), for the compiler's
 allocation rules: what each loop keeps resident, streams and chains, in the program order of the
 kernels the rules were checked against (`benchmarks/gpu/flash_attention.py`'s forward, the
-harness's backward `benchmarks/compiler/attention_backward.py`; docs/model.md 16).
+harness's backward `benchmarks/compiler/attention_backward.py`; docs/model.md 16). The triton
+family's kernels are these loops, and so are FlexAttention's templates (the forward template's
+loop; the backward template's dK/dV and dQ roles: `reference/flex_attention.md` section 6).
 
 Sizes are elements: block rows per candidate, d and dv the padded head dims.
 """
@@ -9,7 +11,7 @@ Sizes are elements: block rows per candidate, d and dv the padded head dims.
 from __future__ import annotations
 
 from ...space import IntArray
-from ..triton_compiler.loops import AttentionKernel, Chain, DotLoop, Operand, RowVector
+from .loops import AttentionKernel, Chain, DotLoop, Operand, RowVector
 
 LSE_D_BYTES = 4  # the fp32 log-sum-exp and D of one query row, each
 
