@@ -99,10 +99,13 @@ def test_extra_parameters_have_their_own_line(
 ) -> None:
     lines, header = _decode_table(capsys, monkeypatch, "100")
     first = lines[header + 2]
-    assert first.split()[:4] == ["1", "64x208", "w8", "s2"], first
+    rank, tile, warps, stages = first.split()[:4]
+    assert rank == "1" and re.fullmatch(r"\d+x\d+", tile), first
+    assert re.fullmatch(r"w\d+", warps) and re.fullmatch(r"s\d+", stages), first
     assert "num_splits" not in first
     under = lines[header + 3]
-    assert under.startswith("      ") and "num_splits=16" in under and "page_size=16" in under
+    assert under.startswith("      ") and re.search(r"num_splits=\d+", under), under
+    assert re.search(r"page_size=\d+", under), under
     # the reason is a whole readable line, not ten characters a line
     reason = next(line for line in lines[header + 3 :] if "modelled time" in line)
     assert len(reason.strip()) > 40
