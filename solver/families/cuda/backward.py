@@ -415,12 +415,6 @@ class CudaBackwardFamily(CudaFamily):
 
     # ---- the cost, computed with the resources (the inner choice needs it) -------------------
     def backward_cost(
-        self, device: CudaDevice, problem: AttentionProblem, cfg: ConfigArrays, res: CudaResources
-    ) -> Perf:
-        """The family's cost model (docs/model.md 12.3-12.4)."""
-        raise NotImplementedError
-
-    def request_backward_cost(
         self,
         device: CudaDevice,
         problem: AttentionProblem,
@@ -428,9 +422,9 @@ class CudaBackwardFamily(CudaFamily):
         cfg: ConfigArrays,
         res: CudaResources,
     ) -> Perf:
-        """The cost for this request's options (by default `backward_cost`, which needs none;
-        a family whose cost reads an option, such as a block mask, states this instead)."""
-        return self.backward_cost(device, problem, cfg, res)
+        """The family's cost model (docs/model.md 12.3-12.4), for the request's options (a
+        family whose cost reads one, such as flex's block mask, uses them)."""
+        raise NotImplementedError
 
     def resources(
         self,
@@ -441,7 +435,7 @@ class CudaBackwardFamily(CudaFamily):
     ) -> BackwardResources:
         device = cuda_device(hardware)
         base = super().resources(hardware, problem, options, cfg)
-        perf = self.request_backward_cost(device, problem, options, cfg, base)
+        perf = self.backward_cost(device, problem, options, cfg, base)
         fits = backward_fits(base, options, self.max_spill_regs)
         aligned = self.alignment_ok(cfg, problem, device)
         rank = inner_rank(cfg, self.inner_params, options, aligned, fits, perf.time_us)

@@ -249,7 +249,12 @@ class FlashAttention2Backward(CudaBackwardFamily):
         ]
 
     def backward_cost(
-        self, device: CudaDevice, problem: AttentionProblem, cfg: ConfigArrays, res: CudaResources
+        self,
+        device: CudaDevice,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        cfg: ConfigArrays,
+        res: CudaResources,
     ) -> Perf:
         return backward_perf(self, device, problem, cfg, res)
 

@@ -87,7 +87,7 @@ class FlexAttentionBackward(FlexTemplateRules, TritonBackwardFamily):
     ) -> tuple[Constraint, ...]:
         return (SparseBlocks(BACKWARD_TILES), *super().constraints(hardware, problem, options))
 
-    def request_backward_cost(
+    def backward_cost(
         self,
         device: CudaDevice,
         problem: AttentionProblem,

@@ -31,7 +31,7 @@ from ...cost import Perf
 from ...errors import FieldViolation
 from ...family import pow2_range
 from ...hardware import CudaDevice, HardwareSpec, SmLimits
-from ...problem import AttentionProblem, DType
+from ...problem import AttentionProblem, DType, SolveOptions
 from ...space import BoolArray, ConfigArrays, Param
 from ..cuda.resources import CudaResources, cuda_device
 from ..triton_cuda.backward import TritonBackwardFamily
@@ -148,6 +148,11 @@ class TritonFlashAttentionBackward(TritonBackwardFamily):
 
     # ---- cost ---------------------------------------------------------------------------------
     def backward_cost(
-        self, device: CudaDevice, problem: AttentionProblem, cfg: ConfigArrays, res: CudaResources
+        self,
+        device: CudaDevice,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        cfg: ConfigArrays,
+        res: CudaResources,
     ) -> Perf:
         return backward_perf(self, device, problem, cfg, res)
