@@ -2,9 +2,10 @@
 
 A `Cancellation` is handed to `solve(..., cancel=...)`. Setting it (`cancel()`, from any
 thread) stops a CP-SAT search in progress at once (`CpSolver.stop_search`) and keeps the next
-rank from starting; `solve` then raises `SolveCancelledError` instead of answering. Work that is
-not a CP-SAT search (building the candidate table, the explanations) runs to its end: it takes
-milliseconds. `cancel()` may be called again: a search that started just as the flag was set
+rank from starting; `solve` then raises `SolveCancelledError` instead of answering. `solve`
+also looks at it between its steps and between chunks of the re-check of the ranked
+configurations (`solve.VALIDATE_CHUNK`); building the candidate table runs to its end (it takes
+milliseconds). `cancel()` may be called again: a search that started just as the flag was set
 is stopped by the second call.
 """
 
