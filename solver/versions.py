@@ -33,4 +33,8 @@ CATALOG_VERSION = "2026.11.7"
 # 0.13.0: the flex family (PyTorch FlexAttention's forward, backward and decode templates;
 #        block-mask options); other families' answers unchanged (the triton family now builds
 #        on the shared triton_cuda piece, bit-identically).
-MODEL_VERSION = "0.13.0"
+# 0.14.0: the triton family's registers on Triton's warp layouts (wgmma: the scores' warps along
+#        the rows, the accumulators split the unchained way; the streamed tiles' addresses; the
+#        count fitted exactly, by least absolute deviations); triton and flex answers move,
+#        other families' answers unchanged.
+MODEL_VERSION = "0.14.0"
