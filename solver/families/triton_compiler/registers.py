@@ -14,9 +14,10 @@ of what a thread holds, the kernel's figure being its largest loop's:
   kilobytes, which is not modelled: the spill, not the count, is the signal there).
 
 Each is `base + accumulators + g x scores + chain + a x A fragments + b x B fragments +
-s x staging + p x addresses`, 32-bit registers per thread, where, for the loop's warp layout
-(`warps_along_rows`; a warp's tile has at least 16 rows along the rows and 8 columns along the
-columns, replicated where the block has fewer):
+s x staging + p x addresses`, 32-bit registers per thread, where, on the warp layout Triton
+gives each tile (`warps_along_rows` for the scores and the chain, `accumulator_row_warps` for
+the accumulators: they differ on wgmma, docs/model.md 16.9; a warp's tile has at least 16 rows
+and 8 columns, replicated where the block has fewer):
 
 - accumulators: the fp32 tiles carried across iterations (O; dK and dV; dQ);
 - scores: the fp32 tiles of an iteration (S; P^T and dP^T; P and dP);
@@ -35,7 +36,7 @@ columns, replicated where the block has fewer):
 
 The weights and bases are free constants, fitted per target family (`REGISTER_CONSTANTS`) on
 the `fit` split of the compiled data set with `benchmarks/compiler/fit_registers.py` and checked
-on its `validation` split (docs/model.md 16.7); ptxas's register allocation is not stated
+on its `validation` split (docs/model.md 16.7, 16.9); ptxas's register allocation is not stated
 exactly by any rule, so these are the only fitted numbers of the shared-memory and register
 model.
 """
@@ -264,7 +265,7 @@ def warps_along_rows(loop: DotLoop, path: IntArray, warps: IntArray) -> BoolArra
     - mma.sync and tcgen05: `warpsPerTileV2`'s chained rule (`shared_memory.warps_along_rows`);
     - wgmma: always. `warpsPerTileV3` gives a dot whose result feeds another dot
       `[num_warps, 1]` (lib/Dialect/TritonGPU/Transforms/AccelerateMatmul.cpp in
-      triton-lang/triton, lines 110-117 at commit 0047907; the same rule in 3.9). A warp covers
+      triton-lang/triton, lines 115-117 at commit 0047907; 3.9's TTGIR shows it). A warp covers
       16 rows, so with 8 warps and 64 rows both warpgroups hold the whole tile;
     - FMA: the rows (the blocked layout's warps).
     """
@@ -279,7 +280,7 @@ def accumulator_row_warps(loop: DotLoop, path: IntArray, warps: IntArray) -> Flo
     On wgmma an accumulator's dot feeds no later dot, so `warpsPerTileV3` lays it out by its
     unchained rule: one warpgroup (4 warps) along the rows, doubled while the tile has more
     rows than the warps cover (16 a warp), the rest along the columns (same file, lines
-    119-130 at 0047907): with 8 warps and 64 rows the accumulator is split [4, 2], not held
+    119-131 at 0047907): with 8 warps and 64 rows the accumulator is split [4, 2], not held
     twice like the scores. Elsewhere the accumulators share the scores' layout (mma.sync's
     chained rule gives every dot of the chain the same warps)."""
     w = warps.astype(np.float64)
