@@ -484,8 +484,9 @@ def timed_solve(case: Case, engine: str) -> tuple[float, SolveAnswer]:
 
 
 def warm_up() -> None:
-    """Import ortools; one throwaway solve per engine and family, on a problem not in the set."""
-    import ortools.sat.python.cp_model  # noqa: F401
+    """Import the CP-SAT program (and so OR-Tools); one throwaway solve per engine and family,
+    on a problem not in the set."""
+    import tilesolve.solver.ip_model  # noqa: F401
 
     throwaway = AttentionProblem(batch=5, heads=20, seq_len=3333, head_dim=72, causal=True)
     for kernel, hardware in (("fa2", "rtx-5090"), ("triton", "rtx-5090"), ("fa3", "h100-sxm")):
