@@ -64,7 +64,7 @@ class Meter:
                 transient=True,  # the bar goes when the work is done; the answer stays
             )
             self._bar.start()
-            self._task = self._bar.add_task(self.label, total=0)
+            self._task = self._bar.add_task(self.label, total=self.total, completed=self.done)
         return self
 
     def __exit__(

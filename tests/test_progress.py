@@ -85,3 +85,18 @@ def test_a_pipe_shows_none(commands: dict[str, list[str]], label: str) -> None:
     assert done.returncode == 0, done.stderr
     assert "━" not in done.stderr and "\x1b" not in done.stderr
     assert label not in done.stderr
+
+
+def test_a_benchmark_script_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
+    """The scripts share the CLI's bar (fa2_agreement.py here: 96 reference rows): on a
+    terminal's stderr, never in a pipe, where stdout is what it always was."""
+    script = [str(ROOT / "benchmarks/fa2_agreement.py")]
+    shown = run_in_pty([], tmp_path, program=script)
+    assert "reference rows" in shown and "━" in shown and "96/96" in shown
+    quiet = run_in_pty(["--quiet"], tmp_path, program=script)
+    assert "reference rows" not in quiet and "━" not in quiet
+    piped = subprocess.run(
+        [sys.executable, *script], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert piped.stderr == "" and piped.stdout.startswith("rows 96: top-1 ")
+    assert piped.stdout.strip() in quiet
