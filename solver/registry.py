@@ -20,15 +20,11 @@ import importlib
 import threading
 
 from .errors import FieldViolation, InvalidRequestError
+from .families import KERNEL_FOLDERS
 from .family import KernelFamily
 from .hardware import HardwareSpec
 from .names import did_you_mean
 from .problem import AttentionProblem, Phase
-
-# The built-in kernel folders of `families/`, in registration order: a device default without
-# a model of the phase is stood in for by the first family registered for it that runs on the
-# device (`get_family`), so the order matters there. Each folder's families bear its name.
-KERNEL_FOLDERS = ("fa2", "triton", "flashinfer", "fa3", "fa4", "ascend", "ck", "flex")
 
 _REGISTRY: dict[tuple[str, Phase], KernelFamily] = {}
 _BUILT_IN: dict[str, tuple[KernelFamily, ...]] = {}  # the folders imported so far
@@ -89,6 +85,11 @@ def unregister(name: str, phase: Phase = Phase.FORWARD) -> None:
     with _LOCK:
         _CHANGES.append(((name, phase), None))
         _rebuild()
+
+
+def changed(name: str) -> bool:
+    """Whether `register` or `unregister` has been called for a family named `name`."""
+    return any(key[0] == name for key, _ in _CHANGES)
 
 
 def family_names() -> list[str]:
@@ -199,6 +200,8 @@ def get_family(name: str | None, phase: Phase, hardware: HardwareSpec) -> Kernel
 
 
 __all__ = [
+    "KERNEL_FOLDERS",
+    "changed",
     "families_for",
     "families_on",
     "family_names",

@@ -1,11 +1,14 @@
 """Issue 24, item 8: what a one-off `tilesolve-cli solve` loads. A first question (no cached
 answer) solves in-process with CP-SAT through OR-Tools' C++ extension only: neither pandas
 (which OR-Tools' `cp_model` wrapper imports) nor grpc (only `--server` talks to a server); and
-of the kernel families only its own folder, the registry reading as if all were imported."""
+of the kernel families only its own folder, the registry reading as if all were imported. A
+Triton prune hook built at each process start answers a shape an earlier process ranked from the
+answer cache, without the solver's solve path (item 8's "a prune hook at each process start")."""
 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -86,3 +89,59 @@ def test_the_registry_reads_as_if_every_folder_were_imported_first() -> None:
     assert report["order"] == report["eager"]  # the stand-in rule reads this order
     assert ["toy", "forward"] in report["names"] and ["triton", "backward"] not in report["names"]
     assert ["flex", "forward"] in report["names"]
+
+
+# ---- the Triton prune hook at each process start -------------------------------------------
+
+# Two hooks (a fixed problem, and one read from the call's tensors) built and called once, as
+# a training process does at its start; then what they kept and which solve-path modules the
+# process loaded.
+_PRUNE = """
+import json, sys
+from types import SimpleNamespace
+from tilesolve.client import triton as ts
+from tilesolve.solver import AttentionProblem
+cache = sys.argv[1] == "cache"
+fixed = AttentionProblem(batch=4, heads=16, seq_len=4096, head_dim=128, causal=True)
+tiles = [(m, n, w, s) for m in (64, 128) for n in (32, 64, 128) for w in (4, 8) for s in (2, 3)]
+configs = [SimpleNamespace(kwargs={"BLOCK_M": m, "BLOCK_N": n}, num_warps=w, num_stages=s)
+           for m, n, w, s in tiles]
+tensor = SimpleNamespace(shape=(2, 8, 2048, 64), dtype="torch.bfloat16")
+kept = []
+for hook, named_args in (
+    (ts.early_config_prune_for("h100", problem=fixed, top_k=2, cache=cache), {}),
+    (ts.early_config_prune_for("h100", top_k=3, cache=cache), {"Q": tensor, "K": tensor}),
+):
+    kept.append([[c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_warps, c.num_stages]
+                 for c in hook(configs, named_args)])
+solve_path = sorted(m for m in sys.modules if m.split(".")[0] in ("ortools", "pandas")
+                    or m.startswith("tilesolve.solver.families.")
+                    or m in ("tilesolve.solver.solve", "tilesolve.solver.registry",
+                             "tilesolve.solver.candidates"))
+print(json.dumps({"kept": kept, "solve_path": solve_path}))
+"""
+
+
+def _prune_process(cache_dir: Path, cache: bool = True) -> dict[str, list[object]]:
+    done = subprocess.run(
+        [sys.executable, "-c", _PRUNE, "cache" if cache else "no-cache"],
+        env=os.environ | {"XDG_CACHE_HOME": str(cache_dir)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    report: dict[str, list[object]] = json.loads(done.stdout)
+    return report
+
+
+def test_a_prune_hook_ranks_a_shape_once_across_processes(tmp_path: Path) -> None:
+    first = _prune_process(tmp_path)
+    assert "tilesolve.solver.solve" in first["solve_path"]  # ranked: the solver was loaded
+    assert [len(k) for k in first["kept"]] == [2, 3]  # type: ignore[arg-type]
+    assert len(list((tmp_path / "tilesolve" / "answers").glob("*.json"))) == 2
+    again = _prune_process(tmp_path)
+    assert again == {"kept": first["kept"], "solve_path": []}
+    # without the disk cache the same process ranks again, to the same result
+    uncached = _prune_process(tmp_path, cache=False)
+    assert uncached["kept"] == first["kept"] and uncached["solve_path"]
