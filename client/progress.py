@@ -6,12 +6,11 @@ per device). Nothing here writes to stdout."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Iterable, Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -20,8 +19,8 @@ Item = TypeVar("Item")
 QUIET_HELP = "no progress bar (one is drawn on stderr only when it is a terminal)"
 
 
-def add_quiet_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    """`--quiet`: no progress bar."""
+def add_quiet_argument(parser: Any) -> None:
+    """`--quiet`: no progress bar (on an `argparse` parser or argument group)."""
     parser.add_argument("--quiet", action="store_true", help=QUIET_HELP)
 
 

@@ -289,7 +289,7 @@ class ModelPrune:
         self.last_problem: AttentionProblem | None = None
         # What the disk cache's key holds besides the problem (None: no disk cache).
         self._on_disk: dict[str, Any] | None = (
-            {"prune_order": kernel, "hardware": hardware.model_dump(mode="json")}
+            {"kind": "prune order", "kernel": kernel, "hardware": hardware.model_dump(mode="json")}
             if cache and built_in
             else None
         )
