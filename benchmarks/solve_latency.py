@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from tilesolve.client.progress import add_quiet_argument, tracked
 from tilesolve.solver import (
     AttentionProblem,
     Phase,
@@ -484,8 +485,9 @@ def timed_solve(case: Case, engine: str) -> tuple[float, SolveAnswer]:
 
 
 def warm_up() -> None:
-    """Import ortools; one throwaway solve per engine and family, on a problem not in the set."""
-    import ortools.sat.python.cp_model  # noqa: F401
+    """Import the CP-SAT program (and so OR-Tools); one throwaway solve per engine and family,
+    on a problem not in the set."""
+    import tilesolve.solver.ip_model  # noqa: F401
 
     throwaway = AttentionProblem(batch=5, heads=20, seq_len=3333, head_dim=72, causal=True)
     for kernel, hardware in (("fa2", "rtx-5090"), ("triton", "rtx-5090"), ("fa3", "h100-sxm")):
@@ -513,9 +515,11 @@ def warm_up() -> None:
         solve(throwaway, "mi300x", SolveOptions(engine=engine, top_k=TOP_K))
 
 
-def run(cases: list[Case], repeats: int, progress: bool) -> dict[str, dict[str, EngineRuns]]:
+def run(cases: list[Case], repeats: int, quiet: bool) -> dict[str, dict[str, EngineRuns]]:
+    """Every case solved `repeats` times by each engine (a progress bar on a terminal's
+    stderr unless `quiet`)."""
     results: dict[str, dict[str, EngineRuns]] = {}
-    for n, case in enumerate(cases, 1):
+    for case in tracked(cases, "problems solved", quiet, len(cases)):
         runs = {engine: EngineRuns() for engine in ENGINES}
         for _ in range(repeats):
             for engine in ENGINES:  # interleaved: cpsat, exhaustive, cpsat, exhaustive, ...
@@ -529,10 +533,6 @@ def run(cases: list[Case], repeats: int, progress: bool) -> dict[str, dict[str, 
                 r.search_space_size = answer.search_space_size
                 r.feasible_count = answer.feasible_count
         results[case.name] = runs
-        if progress:
-            print(f"\r  solved {n}/{len(cases)}", end="", file=sys.stderr, flush=True)
-    if progress:
-        print(file=sys.stderr)
     return results
 
 
@@ -866,6 +866,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="solves per engine per problem")
     parser.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
+    add_quiet_argument(parser)
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
@@ -875,13 +876,13 @@ def main(argv: list[str] | None = None) -> int:
     backward = build_backward_cases()
     decode_cases = build_decode_cases()
     warm_up()
-    results = run(cases, args.repeats, progress=sys.stderr.isatty())
-    ascend_results = run(ascend, args.repeats, progress=sys.stderr.isatty())
+    results = run(cases, args.repeats, quiet=args.quiet)
+    ascend_results = run(ascend, args.repeats, quiet=args.quiet)
     disagreements = [d for c in cases if (d := disagreement(c, results[c.name])) is not None]
     ascend_disagreements = [
         d for c in ascend if (d := disagreement(c, ascend_results[c.name])) is not None
     ]
-    bwd_results = run(backward, args.repeats, progress=sys.stderr.isatty())
+    bwd_results = run(backward, args.repeats, quiet=args.quiet)
     bwd_disagreements = [
         d for c in backward if (d := disagreement(c, bwd_results[c.name])) is not None
     ]
@@ -890,25 +891,25 @@ def main(argv: list[str] | None = None) -> int:
     stats = summary(cases, results)
     ascend_stats = summary(ascend, ascend_results)
     bwd_stats = summary(backward, bwd_results)
-    decode_results = run(decode_cases, args.repeats, progress=sys.stderr.isatty())
+    decode_results = run(decode_cases, args.repeats, quiet=args.quiet)
     decode_disagreements = [
         d for c in decode_cases if (d := disagreement(c, decode_results[c.name])) is not None
     ]
     decode_stats = summary(decode_cases, decode_results)
     fa4_cases = build_fa4_cases()
-    fa4_results = run(fa4_cases, args.repeats, progress=sys.stderr.isatty())
+    fa4_results = run(fa4_cases, args.repeats, quiet=args.quiet)
     fa4_disagreements = [
         d for c in fa4_cases if (d := disagreement(c, fa4_results[c.name])) is not None
     ]
     fa4_stats = summary(fa4_cases, fa4_results)
     amd_cases = build_amd_cases()
-    amd_results = run(amd_cases, args.repeats, progress=sys.stderr.isatty())
+    amd_results = run(amd_cases, args.repeats, quiet=args.quiet)
     amd_disagreements = [
         d for c in amd_cases if (d := disagreement(c, amd_results[c.name])) is not None
     ]
     amd_stats = summary(amd_cases, amd_results)
     flex_cases = build_flex_cases()
-    flex_results = run(flex_cases, args.repeats, progress=sys.stderr.isatty())
+    flex_results = run(flex_cases, args.repeats, quiet=args.quiet)
     flex_disagreements = [
         d for c in flex_cases if (d := disagreement(c, flex_results[c.name])) is not None
     ]
