@@ -293,6 +293,36 @@ def test_layout_rules_by_hand() -> None:
     )
 
 
+def test_the_batched_check_agrees_with_the_table_and_with_one_at_a_time() -> None:
+    """The validator checks the returned configurations together (`check_all`): for a mix of
+    the table's rows (feasible, illegal layouts, over shared memory or registers, inner
+    variants the model does not run) it finds a broken rule exactly where the table does, and
+    the same rules for each configuration as a check of that configuration alone."""
+    table = _table(paper_problem(128, causal=True))
+    family = table.family
+    assert isinstance(family, Fa3Backward)
+    res = fa3_backward_resources(table)
+    legal = np.flatnonzero(res.shape_ok)
+    picked = [
+        *np.flatnonzero(table.feasible)[:6],
+        *legal[res.inner_rank[legal] == 1][:6],  # variants the model does not run
+        *legal[res.smem_bytes[legal] > res.smem_limit_bytes][:4],
+        *legal[res.spill_regs[legal] > 0][:4],
+        *np.flatnonzero(~res.shape_ok)[:4],
+    ]
+    kinds = {"inner": 0, "smem": 0, "regs": 0}
+    configs = [table.cfg.config(int(i)) for i in picked]
+    request = (table.hardware, table.problem, SolveOptions())
+    together = family.check_all(*request, configs)
+    for i, config, found in zip(picked, configs, together, strict=True):
+        assert bool(found) == (not table.feasible[i]), (family.label(config), found)
+        assert found == family.check_all(*request, [config])[0]
+        kinds["inner"] += any(p.startswith("gemm_layout") for p in found)
+        kinds["smem"] += any(p.startswith("shared_memory") for p in found)
+        kinds["regs"] += any(p.startswith("registers") for p in found)
+    assert table.feasible[picked[0]] and all(kinds.values()), kinds
+
+
 def test_the_cost_of_one_iteration_by_hand() -> None:
     """80 x 128 at head dim 128 on h100-sxm: the five GEMMs 10·80·128·128 / 3786 = 3,462
     cycles on wgmma; the exp (80·128/16 = 640) hides under the dP GEMM (692), so only the

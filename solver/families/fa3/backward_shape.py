@@ -230,31 +230,19 @@ def backward_structure(cfg: ConfigArrays, head_dim: int) -> BackwardStructure:
     atom_sdp = np.where(cfg["sdp_split_m"] == 1, w, 1)
     atom_dkv = np.where(cfg["dkv_split_n"] == 1, w, 1)
     atom_dq = np.where(cfg["dq_split_m"] == 1, w, 1)
-    d = head_dim
+    d = np.full(len(cfg), head_dim, dtype=np.int64)
     # S and dP: (block_m x block_n), or transposed (block_n x block_m)
-    sdp = _either(
-        sdp_swap,
-        gemm_layout(bn, bm, w // atom_sdp, atom_sdp),
-        gemm_layout(bm, bn, atom_sdp, w // atom_sdp),
-    )
+    sdp = _oriented(sdp_swap, bm, bn, atom_sdp, w)
     # dV and dK: (block_n x head dim), or transposed (head dim x block_n)
-    dkv = _either(
-        dkv_swap,
-        gemm_layout(d, bn, w // atom_dkv, atom_dkv),
-        gemm_layout(bn, d, atom_dkv, w // atom_dkv),
-    )
+    dkv = _oriented(dkv_swap, bn, d, atom_dkv, w)
     # dQ: (block_m x head dim), or transposed (head dim x block_m)
-    dq = _either(
-        dq_swap,
-        gemm_layout(d, bm, w // atom_dq, atom_dq),
-        gemm_layout(bm, d, atom_dq, w // atom_dq),
-    )
+    dq = _oriented(dq_swap, bm, d, atom_dq, w)
     mma_dkv_rs = (atom_sdp == 1) & (atom_dkv == w) & sdp_swap & ~dkv_swap
     mma_dq_rs = (atom_sdp == w) & (atom_dq == w) & ~sdp_swap & ~dq_swap
-    through_smem = d <= DQ_TMA_MAX_HEAD_DIM
-    sliced = (d == SLICED_DQ_HEAD_DIM) & dq_swap & (atom_dq == 1) & (w == 2)
+    through_smem = head_dim <= DQ_TMA_MAX_HEAD_DIM
+    sliced = (head_dim == SLICED_DQ_HEAD_DIM) & dq_swap & (atom_dq == 1) & (w == 2)
     threads = WARPGROUP_THREADS * w
-    stores_ok = ((bm * d) % (threads * VALUES_PER_STORE) == 0) & (
+    stores_ok = ((bm * head_dim) % (threads * VALUES_PER_STORE) == 0) & (
         (bm * bn) % (threads * VALUES_PER_STORE) == 0
     )
     ok = (
@@ -281,9 +269,16 @@ def backward_structure(cfg: ConfigArrays, head_dim: int) -> BackwardStructure:
     )
 
 
-def _either(swapped: BoolArray, when: GemmLayout, otherwise: GemmLayout) -> GemmLayout:
-    return GemmLayout(
-        np.asarray(np.where(swapped, when.wg_m, otherwise.wg_m), dtype=np.int64),
-        np.asarray(np.where(swapped, when.wg_n, otherwise.wg_n), dtype=np.int64),
-        np.asarray(np.where(swapped, when.ok, otherwise.ok), dtype=np.bool_),
+def _oriented(
+    swapped: BoolArray, rows: IntArray, cols: IntArray, atom: IntArray, warpgroups: IntArray
+) -> GemmLayout:
+    """The wgmma layout of a rows x cols result with `atom` of the warpgroups along rows (FA3's
+    atom layout) and the others along cols; swapped (swapAB), the wgmma computes the transpose,
+    cols x rows, and rows are its N side."""
+    along = warpgroups // atom
+    return gemm_layout(
+        np.where(swapped, cols, rows),
+        np.where(swapped, rows, cols),
+        np.asarray(np.where(swapped, along, atom), dtype=np.int64),
+        np.asarray(np.where(swapped, atom, along), dtype=np.int64),
     )
