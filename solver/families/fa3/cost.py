@@ -34,8 +34,8 @@ from ...cost import (
 )
 from ...family import kib
 from ...model_constants import model_constants
-from ...problem import AttentionProblem, DType
-from ...space import ConfigArrays, FloatArray, IntArray, ceil_div
+from ...problem import DType
+from ...space import FloatArray, ceil_div
 from ..cuda.resources import cuda_device
 from ..cuda.timing import ALU_OPS_PER_SCORE, MASK_OPS_PER_SCORE, sm_perf
 from .resources import fa3_resources
@@ -62,27 +62,6 @@ ITERATION_FIXED_CYCLES = 544.0
 # then a warpgroup barrier before the SS wgmma (estimate: one barrier plus ~30 cycles).
 P_SMEM_FENCE_CYCLES = 30.0
 OUTPUT_BYTES_PER_ELEMENT = 2.0  # O is written as fp16/bf16 (fp8 kernels write bf16)
-# FA3's 2-CTA clusters (Enable_cluster, flash_fwd_launch_template.h line 212 at 0251105a)
-KV_CLUSTER_SIZE = 2
-CLUSTER_MIN_HEAD_DIM_16BIT = 128
-CLUSTER_FP8_HEAD_DIM = 192
-
-
-def kv_multicast_cluster(problem: AttentionProblem, cfg: ConfigArrays, n_m: IntArray) -> FloatArray:
-    """CTAs per cluster sharing each K/V tile by TMA multicast: 2 where FA3 launches 2-CTA
-    clusters, else 1. FA3 enables them on sm90 for 16-bit inputs at head dim >= 128 and fp8 at
-    192, without a causal (or local) mask, split or a paged cache gathered row by row
-    (`Enable_cluster`, flash_fwd_launch_template.h line 212), and uses them when the query
-    tiles along the sequence are even (`Use_cluster`, line 217). The split and paged paths
-    (13.9) keep one CTA."""
-    d, _ = kernel_head_dims(problem)
-    if problem.dtype is DType.FP8:
-        enabled = d == CLUSTER_FP8_HEAD_DIM
-    else:
-        enabled = d >= CLUSTER_MIN_HEAD_DIM_16BIT
-    if problem.causal or not enabled or "num_splits" in cfg or "page_size" in cfg:
-        return np.ones(len(cfg), dtype=np.float64)
-    return np.where(n_m % 2 == 0, float(KV_CLUSTER_SIZE), 1.0)
 
 
 def _figures(names: tuple[str, ...], arrays: tuple[FloatArray, ...]) -> dict[str, FloatArray]:
@@ -150,9 +129,6 @@ def evaluate(ev: Evaluation) -> Perf:
 
     kv_head_bytes = float(sk) * (d + dv) * e
     tile_bytes = bn * (d + dv) * e
-    # What one CTA reads of a K/V tile from L2: half of it in a 2-CTA cluster, whose TMA
-    # multicast delivers each CTA's half to both.
-    cta_tile_bytes = tile_bytes / kv_multicast_cluster(problem, cfg, n_m)
     reuse = kv_reuse(
         problem, kv_head_bytes, tile_bytes, n_m, total_iters / n_kv, slots, device.memory.l2_bytes
     )
@@ -166,7 +142,7 @@ def evaluate(ev: Evaluation) -> Perf:
     tile_load = (
         (1.0 - miss) * tp.l2_hit_latency_cycles
         + miss * tp.dram_latency_cycles
-        + cta_tile_bytes * ((1.0 - miss) / l2_share + miss / dram_share)
+        + tile_bytes * ((1.0 - miss) / l2_share + miss / dram_share)
     )
     # the page-table lookups of a paged cache (0.0 for a contiguous one: the forward model
     # is unchanged; split.py and docs/model.md 13.9)
@@ -174,7 +150,7 @@ def evaluate(ev: Evaluation) -> Perf:
     # The producer runs num_stages - 1 tiles ahead: a load has that many iterations (plus its
     # own) to arrive. One stage: the next tile waits for the consumers to release the buffer.
     round_cycles = np.maximum.reduce(
-        [compute, (compute + tile_load) / stages, cta_tile_bytes / l2_share]
+        [compute, (compute + tile_load) / stages, tile_bytes / l2_share]
     )
     idle = np.maximum(0.0, round_cycles - compute)
     load_overlap = np.clip(1.0 - idle / tile_load, 0.0, 1.0)
