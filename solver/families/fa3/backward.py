@@ -34,8 +34,8 @@ from ...constraints import Constraint
 from ...cost import Perf, gather_perf, tiles_per_head
 from ...errors import FieldViolation
 from ...family import kib
-from ...hardware import CudaDevice, HardwareSpec
-from ...occupancy import occupancy, occupancy_arrays
+from ...hardware import CudaDevice, HardwareSpec, SmLimits
+from ...occupancy import OccupancyArrays, occupancy, occupancy_arrays
 from ...problem import AttentionProblem, SolveOptions
 from ...space import BoolArray, Config, ConfigArrays, IntArray, Param
 from ..cuda.backward import CudaBackwardFamily, InnerChoice, backward_fits, inner_rank
@@ -173,7 +173,7 @@ class Fa3Backward(CudaBackwardFamily):
         launch = np.minimum(sm.max_regs_per_thread, sm.regs_per_sm // threads) // 8 * 8
         # Residency with the launch registers and the shared memory capped at the opt-in
         # maximum: a tile over that maximum breaks shared_memory, not occupancy.
-        occ = occupancy_arrays(
+        occ = _occupancy(
             sm, threads, launch, np.minimum(layout.total, sm.smem_per_block_optin_bytes)
         )
         base = CudaResources(
@@ -306,6 +306,21 @@ class Fa3Backward(CudaBackwardFamily):
                 problems.append(f"occupancy: {blocks} block(s) per SM")
             out.append(problems + inner[k])
         return out
+
+
+def _occupancy(
+    sm: SmLimits, threads: IntArray, launch: IntArray, smem: IntArray
+) -> OccupancyArrays:
+    """`occupancy_arrays` of every candidate, evaluated once per distinct (threads, shared
+    memory) pair (the launch registers follow from the threads): a few hundred pairs over the
+    whole space."""
+    key = threads * (int(smem.max(initial=0)) + 1) + smem
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    distinct = occupancy_arrays(sm, threads[first], launch[first], smem[first])
+    rows = inverse.reshape(-1)
+    return OccupancyArrays(
+        **{f.name: getattr(distinct, f.name)[rows] for f in fields(OccupancyArrays)}
+    )
 
 
 def _gqa(problem: AttentionProblem) -> bool:

@@ -191,11 +191,12 @@ def gemm_layout(m: IntArray | int, n: IntArray | int, wg_m: IntArray, wg_n: IntA
     warpgroup's N a multiple of 8 up to 256."""
     m_arr = np.asarray(m, dtype=np.int64)
     n_arr = np.asarray(n, dtype=np.int64)
+    m_step = WARPGROUP_ROWS * wg_m
     n_per_wg = n_arr // wg_n
     ok = (
-        (m_arr % (WARPGROUP_ROWS * wg_m) == 0)
-        & (n_arr % wg_n == 0)
-        & (n_per_wg % WGMMA_N_STEP == 0)
+        _divides(m_step, m_arr)
+        & (n_per_wg * wg_n == n_arr)
+        & _divides(WGMMA_N_STEP, n_per_wg)
         & (n_per_wg <= WGMMA_N_MAX)
     )
     return GemmLayout(wg_m, wg_n, np.asarray(ok, dtype=np.bool_))
@@ -242,9 +243,8 @@ def backward_structure(cfg: ConfigArrays, head_dim: int) -> BackwardStructure:
     through_smem = head_dim <= DQ_TMA_MAX_HEAD_DIM
     sliced = (head_dim == SLICED_DQ_HEAD_DIM) & dq_swap & (atom_dq == 1) & (w == 2)
     threads = WARPGROUP_THREADS * w
-    stores_ok = ((bm * head_dim) % (threads * VALUES_PER_STORE) == 0) & (
-        (bm * bn) % (threads * VALUES_PER_STORE) == 0
-    )
+    per_store = threads * VALUES_PER_STORE
+    stores_ok = _divides(per_store, bm * head_dim) & _divides(per_store, bm * bn)
     ok = (
         sdp.ok
         & dkv.ok
@@ -267,6 +267,12 @@ def backward_structure(cfg: ConfigArrays, head_dim: int) -> BackwardStructure:
         sliced=np.asarray(sliced, dtype=np.bool_),
         ok=np.asarray(ok, dtype=np.bool_),
     )
+
+
+def _divides(divisor: IntArray | int, value: IntArray) -> BoolArray:
+    """Elementwise: `divisor` divides `value` (an integer quotient times the divisor gives the
+    value back: numpy's modulo by an array is several times slower than its division)."""
+    return np.asarray((value // divisor) * divisor == value, dtype=np.bool_)
 
 
 def _oriented(
