@@ -35,6 +35,9 @@ under 50 ms.
 A flex block (`build_flex_cases`, its own set and fingerprint: issue
 23) times FlexAttention's templates (forward, backward, decode; some with a sliding window) on
 six sm80+ parts, against the same target.
+An fa3-backward block (`build_fa3_backward_cases`, its own set and fingerprint: issue 27) times
+FlashAttention-3's backward, Hopper's default backward, over head dims 64 to 256, fp16 and bf16,
+causal and not, on the three cc 9.0 parts, against the same target.
 """
 
 from __future__ import annotations
@@ -443,6 +446,28 @@ def build_flex_cases() -> list[Case]:
     return cases
 
 
+# ---- the fa3 backward block -------------------------------------------------------------------
+# FlashAttention-3's backward (issue 27), Hopper's default backward: the head dims FA3's backward
+# compiles (64, 96, 128, 192, 256), fp16 and bf16, causal and not, on the three cc 9.0 parts.
+FA3_BACKWARD_HEAD_DIMS = (64, 96, 128, 192, 256)
+FA3_BACKWARD_PER_HARDWARE = 8
+TARGET_FA3_BACKWARD_P95_MS = 50.0
+
+
+def build_fa3_backward_cases() -> list[Case]:
+    """The fixed fa3 backward set (identical on every run)."""
+    cases: list[Case] = []
+    for h, hw in enumerate(FA3_HARDWARE):
+        for j in range(FA3_BACKWARD_PER_HARDWARE):
+            i = 800 + h * FA3_BACKWARD_PER_HARDWARE + j
+            shape = _shape(i, seq_stride=3) | {"dropout": 0.0, "phase": "backward"}
+            shape["head_dim"] = FA3_BACKWARD_HEAD_DIMS[(3 * i) % len(FA3_BACKWARD_HEAD_DIMS)]
+            shape["dtype"] = ("bf16", "fp16")[(i // 2) % 2]
+            shape["causal"] = i % 2 == 0
+            cases.append(Case(f"bwd-fa3-{i - 800:02d}", hw, "fa3", AttentionProblem(**shape)))
+    return cases
+
+
 def fingerprint(cases: list[Case]) -> str:
     doc = [[c.name, c.hardware, c.kernel, c.problem.model_dump(mode="json")] for c in cases]
     if any(c.extra for c in cases):  # the forward set's fingerprint is unchanged
@@ -513,6 +538,9 @@ def warm_up() -> None:
                 solve(problem, hardware, SolveOptions(engine=engine, top_k=TOP_K, kernel="fa4"))
     for engine in ENGINES:
         solve(throwaway, "mi300x", SolveOptions(engine=engine, top_k=TOP_K))
+    backward = throwaway.model_copy(update={"phase": Phase.BACKWARD, "head_dim": 80})
+    for engine in ENGINES:
+        solve(backward, "h100-sxm", SolveOptions(engine=engine, top_k=TOP_K, kernel="fa3"))
 
 
 def run(cases: list[Case], repeats: int, quiet: bool) -> dict[str, dict[str, EngineRuns]]:
@@ -914,6 +942,12 @@ def main(argv: list[str] | None = None) -> int:
         d for c in flex_cases if (d := disagreement(c, flex_results[c.name])) is not None
     ]
     flex_stats = summary(flex_cases, flex_results)
+    fa3_bwd_cases = build_fa3_backward_cases()
+    fa3_bwd_results = run(fa3_bwd_cases, args.repeats, progress=sys.stderr.isatty())
+    fa3_bwd_disagreements = [
+        d for c in fa3_bwd_cases if (d := disagreement(c, fa3_bwd_results[c.name])) is not None
+    ]
+    fa3_bwd_stats = summary(fa3_bwd_cases, fa3_bwd_results)
     if args.json:
         doc = to_json(ctx, cases, results, stats, disagreements)
         doc["ascend_group"] = to_json(
@@ -940,6 +974,14 @@ def main(argv: list[str] | None = None) -> int:
         flex_ctx = context(flex_cases, args.repeats)
         doc["flex"] = to_json(flex_ctx, flex_cases, flex_results, flex_stats, flex_disagreements)
         doc["flex"]["target_p95_ms"] = TARGET_FLEX_P95_MS
+        doc["fa3_backward"] = to_json(
+            context(fa3_bwd_cases, args.repeats),
+            fa3_bwd_cases,
+            fa3_bwd_results,
+            fa3_bwd_stats,
+            fa3_bwd_disagreements,
+        )
+        doc["fa3_backward"]["target_p95_ms"] = TARGET_FA3_BACKWARD_P95_MS
         json.dump(doc, sys.stdout, indent=2)
         print()
     else:
@@ -970,6 +1012,15 @@ def main(argv: list[str] | None = None) -> int:
         print_decode_report(
             flex_cases, flex_results, flex_stats, flex_disagreements, "flex", TARGET_FLEX_P95_MS
         )
+        print()
+        print_decode_report(
+            fa3_bwd_cases,
+            fa3_bwd_results,
+            fa3_bwd_stats,
+            fa3_bwd_disagreements,
+            "fa3-backward",
+            TARGET_FA3_BACKWARD_P95_MS,
+        )
     failed = (
         disagreements
         or ascend_disagreements
@@ -978,6 +1029,7 @@ def main(argv: list[str] | None = None) -> int:
         or fa4_disagreements
         or amd_disagreements
         or flex_disagreements
+        or fa3_bwd_disagreements
     )
     return 1 if failed else 0
 
