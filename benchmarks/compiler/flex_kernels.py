@@ -46,6 +46,7 @@ def flex_forward_kernel(
     V_HEAD_DIM: tl.constexpr,
     SPARSE_Q_BLOCK_SIZE: tl.constexpr,
     SPARSE_KV_BLOCK_SIZE: tl.constexpr,
+    FLOAT32_PRECISION: tl.constexpr,
 ):
     start_m = tl.program_id(0)
     off_h = tl.program_id(1)
@@ -66,7 +67,7 @@ def flex_forward_kernel(
         start_n = block * SPARSE_KV_BLOCK_SIZE + (step % multiple) * BLOCK_N
         cols = start_n + offs_n
         kt = tl.load(K + off_h * stride_kh + cols[None, :] * stride_kn + offs_d[:, None])
-        qk = tl.dot(q, kt) * sm_scale
+        qk = tl.dot(q, kt, input_precision=FLOAT32_PRECISION) * sm_scale
         qk = qk + (cols[None, :] % 7).to(tl.float32) * 0.01  # a score_mod: a bias per key
         qk = tl.where(offs_m[:, None] >= cols[None, :], qk, float("-inf"))  # a mask_mod
         m_new = tl.maximum(m_i, tl.max(qk, 1))
@@ -75,7 +76,7 @@ def flex_forward_kernel(
         l_i = l_i * alpha + tl.sum(p, 1)
         acc = acc * alpha[:, None]
         v = tl.load(V + off_h * stride_vh + cols[:, None] * stride_vn + offs_v[None, :])
-        acc = tl.dot(p.to(v.dtype), v, acc)
+        acc = tl.dot(p.to(v.dtype), v, acc, input_precision=FLOAT32_PRECISION)
         m_i = m_new
     acc = acc / l_i[:, None]
     tl.store(
@@ -100,7 +101,13 @@ INT_ARGS = (
 
 
 def flex_source(
-    dtype: str, qk_dim: int, v_dim: int, block_m: int, block_n: int, sparse: int = 128
+    dtype: str,
+    qk_dim: int,
+    v_dim: int,
+    block_m: int,
+    block_n: int,
+    sparse: int = 128,
+    precision: str = "ieee",
 ) -> tuple[Any, dict[str, str], dict[str, Any], dict[tuple[int, ...], list[Any]]]:
     """(function, signature, constexprs, attrs) for `triton.compile(ASTSource(...))`: every
     pointer and integer argument 16-divisible, as a launch on contiguous tensors of a shape
@@ -117,6 +124,7 @@ def flex_source(
         "V_HEAD_DIM": v_dim,
         "SPARSE_Q_BLOCK_SIZE": sparse,
         "SPARSE_KV_BLOCK_SIZE": sparse,
+        "FLOAT32_PRECISION": precision,
     }
     signature |= dict.fromkeys(constexprs, "constexpr")
     divisible = [n for n, kind in signature.items() if kind.startswith("*") or kind == "i32"]

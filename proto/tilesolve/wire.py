@@ -46,7 +46,12 @@ from tilesolve.v1 import tilesolve_pb2 as pb
 
 # (message field name) -> {wire enum name: solver value}; UNSPECIFIED means "absent".
 _ENUMS: dict[str, dict[str, str]] = {
-    "dtype": {"DATA_TYPE_FP16": "fp16", "DATA_TYPE_BF16": "bf16", "DATA_TYPE_FP8": "fp8"},
+    "dtype": {
+        "DATA_TYPE_FP16": "fp16",
+        "DATA_TYPE_BF16": "bf16",
+        "DATA_TYPE_FP8": "fp8",
+        "DATA_TYPE_FP32": "fp32",
+    },
     "phase": {
         "PHASE_FORWARD": "forward",
         "PHASE_BACKWARD": "backward",

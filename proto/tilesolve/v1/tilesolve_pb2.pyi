@@ -13,6 +13,7 @@ class DataType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     DATA_TYPE_FP16: _ClassVar[DataType]
     DATA_TYPE_BF16: _ClassVar[DataType]
     DATA_TYPE_FP8: _ClassVar[DataType]
+    DATA_TYPE_FP32: _ClassVar[DataType]
 
 class Phase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -45,6 +46,7 @@ DATA_TYPE_UNSPECIFIED: DataType
 DATA_TYPE_FP16: DataType
 DATA_TYPE_BF16: DataType
 DATA_TYPE_FP8: DataType
+DATA_TYPE_FP32: DataType
 PHASE_UNSPECIFIED: Phase
 PHASE_FORWARD: Phase
 PHASE_BACKWARD: Phase

@@ -21,6 +21,7 @@ from ...problem import AttentionProblem, Phase
 from ...space import Param
 from ...split_kv import SplitKv, always_packs, gqa_group
 from .forward import FlexAttention
+from .precision import precision_params
 
 MIN_DECODE_BLOCK_M = 16  # the lowering's floor on the packed rows (1 on XPU)
 DECODE_MAX_QUERY_LEN = 127  # _use_flex_decoding: the query length is below 128
@@ -75,4 +76,5 @@ class FlexDecoding(FlexAttention):
                 (1, 2, 3, 4, 5),
                 "software pipeline stages: K/V loads issued num_stages - 1 iterations ahead",
             ),
+            *precision_params(problem),
         )
