@@ -147,7 +147,8 @@ def round_to_dtype(x: npt.NDArray[Any], dtype: DType) -> F32:
     FP16 is IEEE binary16 (overflow to inf, subnormals down to 2^-24). BF16 keeps the upper
     16 bits of the float32 pattern after adding 0x7FFF plus the lowest kept bit (ties to even). FP8
     is OCP E4M3 (`e4m3fn`: bias 7, 3 mantissa bits, subnormals down to 2^-9, no infinity),
-    rounded on its grid and saturated at +-448 as `satfinite` conversions do.
+    rounded on its grid and saturated at +-448 as `satfinite` conversions do. FP32 is returned
+    as float32 (no rounding beyond it).
     """
     if dtype is DType.FP16:
         return _round_fp16(np.asarray(x, dtype=np.float32))
