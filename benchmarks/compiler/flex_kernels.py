@@ -39,6 +39,25 @@ import triton.language as tl
 
 
 @triton.jit
+def _attend(q, kt, v_ptrs, cols, q_rows, diag_offset, acc, m_i, l_i, sm_scale,
+            FLOAT32_PRECISION: tl.constexpr):  # fmt: skip
+    """One K/V iteration of the forward and decode kernels: S = Q K^T, a score_mod (a bias per
+    key), a mask_mod (key <= query row + diag_offset), the online softmax, and O += P V with V
+    loaded after S, as the templates do."""
+    qk = tl.dot(q, kt, input_precision=FLOAT32_PRECISION) * sm_scale
+    qk = qk + (cols[None, :] % 7).to(tl.float32) * 0.01
+    qk = tl.where(cols[None, :] <= q_rows[:, None] + diag_offset, qk, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(qk, 1))
+    alpha = tl.math.exp2(m_i - m_new)
+    p = tl.math.exp2(qk - m_new[:, None])
+    l_i = l_i * alpha + tl.sum(p, 1)
+    acc = acc * alpha[:, None]
+    v = tl.load(v_ptrs)
+    acc = tl.dot(p.to(v.dtype), v, acc, input_precision=FLOAT32_PRECISION)
+    return acc, m_new, l_i
+
+
+@triton.jit
 def flex_forward_kernel(
     Q,
     K,
@@ -85,17 +104,10 @@ def flex_forward_kernel(
         start_n = block * SPARSE_KV_BLOCK_SIZE + (step % multiple) * BLOCK_N
         cols = start_n + offs_n
         kt = tl.load(K + off_h * stride_kh + cols[None, :] * stride_kn + offs_d[:, None])
-        qk = tl.dot(q, kt, input_precision=FLOAT32_PRECISION) * sm_scale
-        qk = qk + (cols[None, :] % 7).to(tl.float32) * 0.01  # a score_mod: a bias per key
-        qk = tl.where(offs_m[:, None] >= cols[None, :], qk, float("-inf"))  # a mask_mod
-        m_new = tl.maximum(m_i, tl.max(qk, 1))
-        alpha = tl.math.exp2(m_i - m_new)
-        p = tl.math.exp2(qk - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
-        v = tl.load(V + off_h * stride_vh + cols[:, None] * stride_vn + offs_v[None, :])
-        acc = tl.dot(p.to(v.dtype), v, acc, input_precision=FLOAT32_PRECISION)
-        m_i = m_new
+        v_ptrs = V + off_h * stride_vh + cols[:, None] * stride_vn + offs_v[None, :]
+        acc, m_i, l_i = _attend(
+            q, kt, v_ptrs, cols, offs_m, 0, acc, m_i, l_i, sm_scale, FLOAT32_PRECISION
+        )
     acc = acc / l_i[:, None]
     tl.store(
         Out + off_h * stride_oh + offs_m[:, None] * stride_om + offs_v[None, :],
@@ -272,17 +284,10 @@ def flex_decode_kernel(
         block = tl.load(KV_INDICES + step // multiple)
         cols = block * SPARSE_KV_BLOCK_SIZE + (step % multiple) * BLOCK_N + offs_n
         kt = tl.load(K + off_hkv * stride_kh + cols[None, :] * stride_kn + offs_d[:, None])
-        qk = tl.dot(q, kt, input_precision=FLOAT32_PRECISION) * sm_scale
-        qk = qk + (cols[None, :] % 7).to(tl.float32) * 0.01  # a score_mod
-        qk = tl.where(cols[None, :] <= q_pos[:, None] + KV_LEN - Q_LEN, qk, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(qk, 1))
-        alpha = tl.math.exp2(m_i - m_new)
-        p = tl.math.exp2(qk - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
-        v = tl.load(V + off_hkv * stride_vh + cols[:, None] * stride_vn + offs_v[None, :])
-        acc = tl.dot(p.to(v.dtype), v, acc, input_precision=FLOAT32_PRECISION)
-        m_i = m_new
+        v_ptrs = V + off_hkv * stride_vh + cols[:, None] * stride_vn + offs_v[None, :]
+        acc, m_i, l_i = _attend(
+            q, kt, v_ptrs, cols, q_pos, KV_LEN - Q_LEN, acc, m_i, l_i, sm_scale, FLOAT32_PRECISION
+        )
     out_rows = split * stride_os + (off_hkv * BLOCK_M + packed) * V_HEAD_DIM
     tl.store(OUT_PARTIAL + out_rows[:, None] + offs_v[None, :], acc, mask=row_ok[:, None])
     stats = split * stride_os + off_hkv * BLOCK_M + packed
