@@ -36,7 +36,7 @@ from ...errors import FieldViolation
 from ...family import kib
 from ...hardware import CudaDevice, HardwareSpec, SmLimits
 from ...occupancy import OccupancyArrays, occupancy, occupancy_arrays
-from ...problem import AttentionProblem, SolveOptions
+from ...problem import AttentionProblem, DType, SolveOptions
 from ...space import BoolArray, Config, ConfigArrays, IntArray, Param
 from ..cuda.backward import CudaBackwardFamily, InnerChoice, backward_fits, inner_rank
 from ..cuda.constraints import MaxSmem, ResidentBlocks, SharedMemory, Threads
@@ -73,6 +73,7 @@ class Fa3Backward(CudaBackwardFamily):
     """fa3 backward: FlashAttention-3's warp-specialised backward kernel."""
 
     name = "fa3"
+    input_dtypes = (DType.FP16, DType.BF16)  # mha_bwd is 16-bit
     summary = (
         "FlashAttention-3 backward (K/V block per CTA, Q/dO streamed by TMA, five wgmma GEMMs "
         "on 2-3 consumer warpgroups, setmaxnreg, dQ by TMA reduce-add)"
