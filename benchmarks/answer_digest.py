@@ -37,6 +37,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from tilesolve.client.progress import add_quiet_argument, tracked
 from tilesolve.solver import (
     AttentionProblem,
     InvalidRequestError,
@@ -146,31 +147,34 @@ def memory_record(hardware: str, kernel: str, phase: str) -> Any:
     return estimate.model_dump(mode="json")
 
 
-def build_records(per_combination: int, wire: bool = False) -> list[tuple[str, Any]]:
-    """(request, record) pairs, in a fixed order."""
+def build_records(
+    per_combination: int, wire: bool = False, quiet: bool = True
+) -> list[tuple[str, Any]]:
+    """(request, record) pairs, in a fixed order (a progress bar of the (device, family) pairs
+    on a terminal's stderr unless `quiet`)."""
     rng = random.Random(SEED)
     records: list[tuple[str, Any]] = []
-    for hardware in hardware_names():
+    pairs = [(hardware, kernel) for hardware in hardware_names() for kernel in family_names()]
+    for hardware, kernel in tracked(pairs, "(device, family) pairs", quiet, len(pairs)):
         arch = get_hardware(hardware).arch
-        for kernel in family_names():
-            for phase in PHASES:
-                refused_whole = False
-                for _ in range(per_combination):
-                    problem = random_problem(rng, phase)
-                    options = random_options(rng, kernel, phase)
-                    request = json.dumps(
-                        {"hardware": hardware, "problem": problem, "options": options},
-                        sort_keys=True,
-                    )
-                    record = answer_record(problem, hardware, options, wire)
-                    records.append((request, record))
-                    if _refused_whole(record):
-                        refused_whole = True
-                        break
-                if refused_whole:
-                    continue
-            request = json.dumps({"memory": [hardware, kernel, arch]})
-            records.append((request, memory_record(hardware, kernel, "forward")))
+        for phase in PHASES:
+            refused_whole = False
+            for _ in range(per_combination):
+                problem = random_problem(rng, phase)
+                options = random_options(rng, kernel, phase)
+                request = json.dumps(
+                    {"hardware": hardware, "problem": problem, "options": options},
+                    sort_keys=True,
+                )
+                record = answer_record(problem, hardware, options, wire)
+                records.append((request, record))
+                if _refused_whole(record):
+                    refused_whole = True
+                    break
+            if refused_whole:
+                continue
+        request = json.dumps({"memory": [hardware, kernel, arch]})
+        records.append((request, memory_record(hardware, kernel, "forward")))
     return records
 
 
@@ -204,9 +208,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--wire", action="store_true", help="hash each answer's protobuf encoding too"
     )
+    add_quiet_argument(parser)
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    records = build_records(args.per_combination, args.wire)
+    records = build_records(args.per_combination, args.wire, args.quiet)
     elapsed = time.perf_counter() - start
     answered = sum(1 for _, r in records if isinstance(r, dict) and "candidates" in r)
     feasible = sum(1 for _, r in records if isinstance(r, dict) and r.get("candidates"))

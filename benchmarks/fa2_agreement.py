@@ -18,6 +18,7 @@ import json
 import sys
 from pathlib import Path
 
+from tilesolve.client.progress import add_quiet_argument, tracked
 from tilesolve.solver import AttentionProblem, SolveOptions, solve
 
 ARCH_TO_HARDWARE = {"sm80": "a100-80gb", "sm90": "h100-sxm", "sm86/sm89": "rtx-4090"}
@@ -50,11 +51,12 @@ def row_options(row: dict[str, object], engine: str) -> SolveOptions:
 
 
 def evaluate_rows(
-    rows: list[dict[str, object]], engine: str = "exhaustive"
+    rows: list[dict[str, object]], engine: str = "exhaustive", quiet: bool = True
 ) -> list[dict[str, object]]:
-    """One record per reference row: the shipped tile, our top 3, and its rank in ours."""
+    """One record per reference row: the shipped tile, our top 3, and its rank in ours (a
+    progress bar on a terminal's stderr unless `quiet`)."""
     out = []
-    for row in rows:
+    for row in tracked(rows, "reference rows", quiet, len(rows)):
         hardware = ARCH_TO_HARDWARE[str(row["arch"])]
         answer = solve(row_problem(row), hardware, row_options(row, engine))
         ours = [(c.block_m, c.block_n, c.num_warps) for c in answer.candidates]
@@ -80,12 +82,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference", type=Path, default=DEFAULT_REFERENCE)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--misses", action="store_true", help="list rows not ranked first")
+    add_quiet_argument(parser)
     args = parser.parse_args(argv)
     if not args.reference.exists():
         print(f"reference file not found: {args.reference}", file=sys.stderr)
         return 2
     rows = json.loads(args.reference.read_text())
-    records = evaluate_rows(rows)
+    records = evaluate_rows(rows, quiet=args.quiet)
     top1 = sum(r["rank_of_shipped"] == 1 for r in records)
     top3 = sum(r["rank_of_shipped"] is not None and r["rank_of_shipped"] <= 3 for r in records)  # type: ignore[operator]
     if args.json:

@@ -8,7 +8,10 @@ Shapes are the FA3 paper's: batch x seq_len = 16384 tokens, hidden 2048 (heads =
 head_dim), h100-sxm, the fa3 family, the exhaustive engine. The picks table is at 8192
 tokens. FA3's tiles (`tests/data/fa3_forward_tiles.json`, from `hopper/tile_size.h`) and the
 published throughput (`tests/data/fa3_published_tflops.json`, the FA3 paper's figures) are
-measurements the model is checked against; neither is an input of the model.
+measurements the model is checked against; neither is an input of the model. The published
+section also predicts FA3's own tile at each point (pinned, in its best structure) and prints
+the causal / non-causal throughput ratio as published, for the model's picks and for FA3's
+tiles (docs/model.md 11.7).
 """
 
 from __future__ import annotations
@@ -43,6 +46,17 @@ def paper_problem(head_dim: int, dtype: str, causal: bool, seq_len: int) -> Atte
 def answer_for(head_dim: int, dtype: str, causal: bool, seq_len: int) -> SolveAnswer:
     options = SolveOptions(kernel="fa3", top_k=TOP_K, engine="exhaustive")
     return solve(paper_problem(head_dim, dtype, causal, seq_len), HARDWARE, options)
+
+
+def tile_tflops(
+    head_dim: int, dtype: str, causal: bool, seq_len: int, tile: tuple[int, int]
+) -> float:
+    """Predicted TFLOP/s of one tile (block_m x block_n pinned) in its best structure."""
+    options = SolveOptions(
+        kernel="fa3", top_k=1, engine="exhaustive", block_m=tile[0], block_n=tile[1]
+    )
+    answer = solve(paper_problem(head_dim, dtype, causal, seq_len), HARDWARE, options)
+    return answer.candidates[0].predicted_tflops
 
 
 def shipped_tiles() -> dict[tuple[str, int, bool], tuple[int, int]]:
@@ -153,6 +167,7 @@ def agreement() -> dict[str, Any]:
 
 def published() -> dict[str, Any]:
     doc = json.loads((DATA / "fa3_published_tflops.json").read_text())
+    tiles = shipped_tiles()
     points = []
     for series in doc["series"]:
         for seq_len, value in zip(doc["seq_lens"], series["tflops"], strict=True):
@@ -160,6 +175,8 @@ def published() -> dict[str, Any]:
                 continue
             answer = answer_for(series["head_dim"], series["dtype"], series["causal"], seq_len)
             best = answer.candidates[0]
+            tile = tiles[(series["dtype"], series["head_dim"], series["causal"])]
+            args = (series["head_dim"], series["dtype"], series["causal"], seq_len, tile)
             points.append(
                 {
                     "source": series["source"],
@@ -171,6 +188,8 @@ def published() -> dict[str, Any]:
                     "predicted_tflops": best.predicted_tflops,
                     "error": best.predicted_tflops / value - 1.0,
                     "pick": f"{best.block_m}x{best.block_n}",
+                    "fa3_tile": f"{tile[0]}x{tile[1]}",
+                    "fa3_tile_tflops": tile_tflops(*args),
                 }
             )
     paper = [p for p in points if p["source"].startswith("FA3 paper")]
@@ -187,7 +206,32 @@ def published() -> dict[str, Any]:
         ),
         "paper_mean_abs_error": sum(abs(p["error"]) for p in paper) / len(paper),
     }
-    return {"points": points, "summary": summary}
+    return {"points": points, "summary": summary, "causal_ratios": causal_ratios(points)}
+
+
+def causal_ratios(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Causal over non-causal throughput of each series that has both, at each seq_len: as
+    published, as the model predicts for its picks, and for FA3's own tiles."""
+    by_key = {
+        (p["source"], p["dtype"], p["head_dim"], p["causal"], p["seq_len"]): p for p in points
+    }
+    rows = []
+    for (source, dtype, head_dim, causal, seq_len), masked in by_key.items():
+        plain = by_key.get((source, dtype, head_dim, False, seq_len))
+        if not causal or plain is None:
+            continue
+        rows.append(
+            {
+                "source": source,
+                "dtype": dtype,
+                "head_dim": head_dim,
+                "seq_len": seq_len,
+                "published": masked["published_tflops"] / plain["published_tflops"],
+                "picks": masked["predicted_tflops"] / plain["predicted_tflops"],
+                "fa3_tiles": masked["fa3_tile_tflops"] / plain["fa3_tile_tflops"],
+            }
+        )
+    return rows
 
 
 # ---- printing ---------------------------------------------------------------------------------
@@ -258,13 +302,27 @@ def print_published(result: dict[str, Any]) -> None:
     print()
     print("predicted against published TFLOP/s, point by point")
     print()
-    print("| source | dtype | d | causal | seq_len | published | predicted | error | pick |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(
+        "| source | dtype | d | causal | seq_len | published | predicted | error | pick "
+        "| FA3 tile | its TFLOP/s | its error |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for p in result["points"]:
         print(
             f"| {p['source']} | {p['dtype']} | {p['head_dim']} | {'yes' if p['causal'] else 'no'} "
             f"| {p['seq_len']} | {p['published_tflops']:.0f} | {p['predicted_tflops']:.0f} | "
-            f"{p['error']:+.0%} | {p['pick']} |"
+            f"{p['error']:+.0%} | {p['pick']} | {p['fa3_tile']} | {p['fa3_tile_tflops']:.0f} | "
+            f"{p['fa3_tile_tflops'] / p['published_tflops'] - 1.0:+.0%} |"
+        )
+    print()
+    print("causal / non-causal throughput: published, the model's picks, FA3's own tiles")
+    print()
+    print("| source | dtype | d | seq_len | published | picks | FA3's tiles |")
+    print("|---|---|---|---|---|---|---|")
+    for r in result["causal_ratios"]:
+        print(
+            f"| {r['source']} | {r['dtype']} | {r['head_dim']} | {r['seq_len']} | "
+            f"{r['published']:.2f} | {r['picks']:.2f} | {r['fa3_tiles']:.2f} |"
         )
     print()
     for key, value in result["summary"].items():

@@ -35,6 +35,9 @@ under 50 ms.
 A flex block (`build_flex_cases`, its own set and fingerprint: issue
 23) times FlexAttention's templates (forward, backward, decode; some with a sliding window) on
 six sm80+ parts, against the same target.
+An fa3-backward block (`build_fa3_backward_cases`, its own set and fingerprint: issue 27) times
+FlashAttention-3's backward, Hopper's default backward, over head dims 64 to 256, fp16 and bf16,
+causal and not, on the three cc 9.0 parts, against the same target.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from typing import Any
 
 import numpy as np
 
+from tilesolve.client.progress import add_quiet_argument, tracked
 from tilesolve.solver import (
     AttentionProblem,
     Phase,
@@ -442,6 +446,28 @@ def build_flex_cases() -> list[Case]:
     return cases
 
 
+# ---- the fa3 backward block -------------------------------------------------------------------
+# FlashAttention-3's backward (issue 27), Hopper's default backward: the head dims FA3's backward
+# compiles (64, 96, 128, 192, 256), fp16 and bf16, causal and not, on the three cc 9.0 parts.
+FA3_BACKWARD_HEAD_DIMS = (64, 96, 128, 192, 256)
+FA3_BACKWARD_PER_HARDWARE = 8
+TARGET_FA3_BACKWARD_P95_MS = 50.0
+
+
+def build_fa3_backward_cases() -> list[Case]:
+    """The fixed fa3 backward set (identical on every run)."""
+    cases: list[Case] = []
+    for h, hw in enumerate(FA3_HARDWARE):
+        for j in range(FA3_BACKWARD_PER_HARDWARE):
+            i = 800 + h * FA3_BACKWARD_PER_HARDWARE + j
+            shape = _shape(i, seq_stride=3) | {"dropout": 0.0, "phase": "backward"}
+            shape["head_dim"] = FA3_BACKWARD_HEAD_DIMS[(3 * i) % len(FA3_BACKWARD_HEAD_DIMS)]
+            shape["dtype"] = ("bf16", "fp16")[(i // 2) % 2]
+            shape["causal"] = i % 2 == 0
+            cases.append(Case(f"bwd-fa3-{i - 800:02d}", hw, "fa3", AttentionProblem(**shape)))
+    return cases
+
+
 def fingerprint(cases: list[Case]) -> str:
     doc = [[c.name, c.hardware, c.kernel, c.problem.model_dump(mode="json")] for c in cases]
     if any(c.extra for c in cases):  # the forward set's fingerprint is unchanged
@@ -484,8 +510,9 @@ def timed_solve(case: Case, engine: str) -> tuple[float, SolveAnswer]:
 
 
 def warm_up() -> None:
-    """Import ortools; one throwaway solve per engine and family, on a problem not in the set."""
-    import ortools.sat.python.cp_model  # noqa: F401
+    """Import the CP-SAT program (and so OR-Tools); one throwaway solve per engine and family,
+    on a problem not in the set."""
+    import tilesolve.solver.ip_model  # noqa: F401
 
     throwaway = AttentionProblem(batch=5, heads=20, seq_len=3333, head_dim=72, causal=True)
     for kernel, hardware in (("fa2", "rtx-5090"), ("triton", "rtx-5090"), ("fa3", "h100-sxm")):
@@ -511,11 +538,16 @@ def warm_up() -> None:
                 solve(problem, hardware, SolveOptions(engine=engine, top_k=TOP_K, kernel="fa4"))
     for engine in ENGINES:
         solve(throwaway, "mi300x", SolveOptions(engine=engine, top_k=TOP_K))
+    backward = throwaway.model_copy(update={"phase": Phase.BACKWARD, "head_dim": 80})
+    for engine in ENGINES:
+        solve(backward, "h100-sxm", SolveOptions(engine=engine, top_k=TOP_K, kernel="fa3"))
 
 
-def run(cases: list[Case], repeats: int, progress: bool) -> dict[str, dict[str, EngineRuns]]:
+def run(cases: list[Case], repeats: int, quiet: bool) -> dict[str, dict[str, EngineRuns]]:
+    """Every case solved `repeats` times by each engine (a progress bar on a terminal's
+    stderr unless `quiet`)."""
     results: dict[str, dict[str, EngineRuns]] = {}
-    for n, case in enumerate(cases, 1):
+    for case in tracked(cases, "problems solved", quiet, len(cases)):
         runs = {engine: EngineRuns() for engine in ENGINES}
         for _ in range(repeats):
             for engine in ENGINES:  # interleaved: cpsat, exhaustive, cpsat, exhaustive, ...
@@ -529,10 +561,6 @@ def run(cases: list[Case], repeats: int, progress: bool) -> dict[str, dict[str, 
                 r.search_space_size = answer.search_space_size
                 r.feasible_count = answer.feasible_count
         results[case.name] = runs
-        if progress:
-            print(f"\r  solved {n}/{len(cases)}", end="", file=sys.stderr, flush=True)
-    if progress:
-        print(file=sys.stderr)
     return results
 
 
@@ -866,6 +894,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="solves per engine per problem")
     parser.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
+    add_quiet_argument(parser)
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
@@ -875,13 +904,13 @@ def main(argv: list[str] | None = None) -> int:
     backward = build_backward_cases()
     decode_cases = build_decode_cases()
     warm_up()
-    results = run(cases, args.repeats, progress=sys.stderr.isatty())
-    ascend_results = run(ascend, args.repeats, progress=sys.stderr.isatty())
+    results = run(cases, args.repeats, quiet=args.quiet)
+    ascend_results = run(ascend, args.repeats, quiet=args.quiet)
     disagreements = [d for c in cases if (d := disagreement(c, results[c.name])) is not None]
     ascend_disagreements = [
         d for c in ascend if (d := disagreement(c, ascend_results[c.name])) is not None
     ]
-    bwd_results = run(backward, args.repeats, progress=sys.stderr.isatty())
+    bwd_results = run(backward, args.repeats, quiet=args.quiet)
     bwd_disagreements = [
         d for c in backward if (d := disagreement(c, bwd_results[c.name])) is not None
     ]
@@ -890,29 +919,35 @@ def main(argv: list[str] | None = None) -> int:
     stats = summary(cases, results)
     ascend_stats = summary(ascend, ascend_results)
     bwd_stats = summary(backward, bwd_results)
-    decode_results = run(decode_cases, args.repeats, progress=sys.stderr.isatty())
+    decode_results = run(decode_cases, args.repeats, quiet=args.quiet)
     decode_disagreements = [
         d for c in decode_cases if (d := disagreement(c, decode_results[c.name])) is not None
     ]
     decode_stats = summary(decode_cases, decode_results)
     fa4_cases = build_fa4_cases()
-    fa4_results = run(fa4_cases, args.repeats, progress=sys.stderr.isatty())
+    fa4_results = run(fa4_cases, args.repeats, quiet=args.quiet)
     fa4_disagreements = [
         d for c in fa4_cases if (d := disagreement(c, fa4_results[c.name])) is not None
     ]
     fa4_stats = summary(fa4_cases, fa4_results)
     amd_cases = build_amd_cases()
-    amd_results = run(amd_cases, args.repeats, progress=sys.stderr.isatty())
+    amd_results = run(amd_cases, args.repeats, quiet=args.quiet)
     amd_disagreements = [
         d for c in amd_cases if (d := disagreement(c, amd_results[c.name])) is not None
     ]
     amd_stats = summary(amd_cases, amd_results)
     flex_cases = build_flex_cases()
-    flex_results = run(flex_cases, args.repeats, progress=sys.stderr.isatty())
+    flex_results = run(flex_cases, args.repeats, quiet=args.quiet)
     flex_disagreements = [
         d for c in flex_cases if (d := disagreement(c, flex_results[c.name])) is not None
     ]
     flex_stats = summary(flex_cases, flex_results)
+    fa3_bwd_cases = build_fa3_backward_cases()
+    fa3_bwd_results = run(fa3_bwd_cases, args.repeats, progress=sys.stderr.isatty())
+    fa3_bwd_disagreements = [
+        d for c in fa3_bwd_cases if (d := disagreement(c, fa3_bwd_results[c.name])) is not None
+    ]
+    fa3_bwd_stats = summary(fa3_bwd_cases, fa3_bwd_results)
     if args.json:
         doc = to_json(ctx, cases, results, stats, disagreements)
         doc["ascend_group"] = to_json(
@@ -939,6 +974,14 @@ def main(argv: list[str] | None = None) -> int:
         flex_ctx = context(flex_cases, args.repeats)
         doc["flex"] = to_json(flex_ctx, flex_cases, flex_results, flex_stats, flex_disagreements)
         doc["flex"]["target_p95_ms"] = TARGET_FLEX_P95_MS
+        doc["fa3_backward"] = to_json(
+            context(fa3_bwd_cases, args.repeats),
+            fa3_bwd_cases,
+            fa3_bwd_results,
+            fa3_bwd_stats,
+            fa3_bwd_disagreements,
+        )
+        doc["fa3_backward"]["target_p95_ms"] = TARGET_FA3_BACKWARD_P95_MS
         json.dump(doc, sys.stdout, indent=2)
         print()
     else:
@@ -969,6 +1012,15 @@ def main(argv: list[str] | None = None) -> int:
         print_decode_report(
             flex_cases, flex_results, flex_stats, flex_disagreements, "flex", TARGET_FLEX_P95_MS
         )
+        print()
+        print_decode_report(
+            fa3_bwd_cases,
+            fa3_bwd_results,
+            fa3_bwd_stats,
+            fa3_bwd_disagreements,
+            "fa3-backward",
+            TARGET_FA3_BACKWARD_P95_MS,
+        )
     failed = (
         disagreements
         or ascend_disagreements
@@ -977,6 +1029,7 @@ def main(argv: list[str] | None = None) -> int:
         or fa4_disagreements
         or amd_disagreements
         or flex_disagreements
+        or fa3_bwd_disagreements
     )
     return 1 if failed else 0
 

@@ -10,6 +10,10 @@ a new model or catalog version never reuses an older answer. Not cached: `--no-c
 `--server` (the server has its own cache), `--profile` (a file that may change), `--explain`
 and `--plot` (pictures), and calls of `main([...])` from Python (a program may have
 registered its own families, which the key cannot see): the console script caches.
+
+The Triton prune hook (`triton.ModelPrune`) keeps its rankings here too (`key_of`,
+`read_entry`, `write_entry`), so that a training process's hook answers a shape an earlier
+process ranked without loading the solver.
 """
 
 from __future__ import annotations
@@ -54,15 +58,42 @@ def cache_key(args: argparse.Namespace) -> str | None:
         return None
     options = {k: v for k, v in sorted(vars(args).items()) if k not in _NOT_KEYED}
     document = {
-        "format": CACHE_FORMAT,
-        "model_version": MODEL_VERSION,
-        "catalog_version": CATALOG_VERSION,
         "options": options,
         "width": terminal.width(),
         "colour": terminal.colour(),
     }
+    return key_of(document)
+
+
+def key_of(question: dict[str, Any]) -> str:
+    """The key of an entry for `question` (JSON-able), under this cache format and the model
+    and catalog versions."""
+    document = question | {
+        "format": CACHE_FORMAT,
+        "model_version": MODEL_VERSION,
+        "catalog_version": CATALOG_VERSION,
+    }
     text = json.dumps(document, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def read_entry(key: str) -> dict[str, Any] | None:
+    """The entry stored under `key`, or None (absent, unreadable or of another format)."""
+    try:
+        data = json.loads((cache_dir() / f"{key}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("format") == CACHE_FORMAT else None
+
+
+def write_entry(key: str, entry: dict[str, Any]) -> None:
+    """Keep `entry` (JSON-able) under `key`, atomically; a cache that cannot be written is
+    skipped."""
+    with contextlib.suppress(OSError):
+        cache_dir().mkdir(parents=True, exist_ok=True)
+        replace_file(
+            cache_dir() / f"{key}.json", json.dumps({"format": CACHE_FORMAT} | entry) + "\n"
+        )
 
 
 @dataclass(frozen=True)
@@ -81,22 +112,18 @@ class CachedRun:
 
 def lookup(key: str) -> CachedRun | None:
     """The cached run of `key`, or None (absent, unreadable or of another format)."""
+    data = read_entry(key)
+    if data is None:
+        return None
     try:
-        data = json.loads((cache_dir() / f"{key}.json").read_text(encoding="utf-8"))
-        if data.get("format") != CACHE_FORMAT:
-            return None
         return CachedRun(int(data["code"]), str(data["stdout"]), str(data["stderr"]))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError):
         return None
 
 
 def store(key: str, run: CachedRun) -> None:
     """Keep `run` under `key` (atomically); a cache that cannot be written is skipped."""
-    document = {"format": CACHE_FORMAT, "code": run.code, "stdout": run.stdout}
-    document["stderr"] = run.stderr
-    with contextlib.suppress(OSError):
-        cache_dir().mkdir(parents=True, exist_ok=True)
-        replace_file(cache_dir() / f"{key}.json", json.dumps(document) + "\n")
+    write_entry(key, {"code": run.code, "stdout": run.stdout, "stderr": run.stderr})
 
 
 class _Tee:

@@ -27,6 +27,7 @@ from .cli_common import (
     print_lines,
 )
 from .files import replace_file
+from .progress import Meter, add_quiet_argument, shown
 
 if TYPE_CHECKING:
     from tilesolve.solver import HardwareSpec
@@ -79,6 +80,7 @@ def add_calibrate_parser(subparsers: Any) -> None:
         help="with an autotune log: the logged calls were causal (the log does not record it)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON document")
+    add_quiet_argument(p)
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -157,7 +159,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         )
     kernels = sorted({m.shape.kernel for m in mine})
     # InvalidRequestError (too few rows) is reported by the CLI's runner: exit 2.
-    result = calibrate(mine, spec.name, names, holdout_every=every)
+    with Meter("calibration steps", shown(args.quiet)) as meter:
+        result = calibrate(mine, spec.name, names, holdout_every=every, progress=meter.show)
     digest = hashlib.sha256(Path(args.measurements).read_bytes()).hexdigest()
     source = {"file": Path(args.measurements).name, "sha256": digest, "rows": len(mine)}
     profile = profile_of(result, ",".join(kernels), source)

@@ -206,7 +206,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
             violations.append(ErrorLine("sweep", f"{flag} needs --sweep"))
     violations.extend(_plot_check(args.plot))
     kernel = args.kernel
-    parameters = _parameters(args, remote is not None, violations)
+    parameters = _parameters(args, violations)
     if remote is None:
         spec = _local_spec(args.hardware, violations)
         if violations:
@@ -223,7 +223,9 @@ def cmd_memory(args: argparse.Namespace) -> int:
             if violations:
                 raise CliInputError(violations)
             assert problem is not None and not isinstance(tile, list)
-            estimate = client.estimate_memory(problem, tile[0], tile[1], args.hardware, kernel)
+            estimate = client.estimate_memory(
+                problem, tile[0], tile[1], args.hardware, kernel, parameters
+            )
     if args.json:
         print_json(estimate.model_dump(mode="json"))
     else:
@@ -233,16 +235,10 @@ def cmd_memory(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _parameters(
-    args: argparse.Namespace, remote: bool, violations: list[ErrorLine]
-) -> dict[str, int]:
-    """`--param NAME=VALUE ...` (the family judges names and values); in-process only."""
+def _parameters(args: argparse.Namespace, violations: list[ErrorLine]) -> dict[str, int]:
+    """`--param NAME=VALUE ...` (the family judges names and values, in-process or on the
+    server: EstimateMemoryRequest.parameters)."""
     if not args.param:
-        return {}
-    if remote:
-        violations.append(
-            ErrorLine("param", "--param is applied in-process; leave out --server to use it")
-        )
         return {}
     pins = parameter_pins(args.param)
     if isinstance(pins, list):

@@ -29,6 +29,7 @@ from .cli_common import (
 )
 from .cli_remote import add_remote_arguments, asking, remote_settings
 from .inputs import Shapes, read_shapes
+from .progress import add_quiet_argument
 
 if TYPE_CHECKING:
     from tilesolve.solver.apps.portfolio import PortfolioAnswer, PortfolioRequest
@@ -50,11 +51,7 @@ def add_parallel_arguments(parser: argparse.ArgumentParser) -> None:
         help="evaluate on a Dask distributed cluster instead, e.g. tcp://127.0.0.1:8786 "
         "(pip install 'tilesolve[dask]')",
     )
-    group.add_argument(
-        "--quiet",
-        action="store_true",
-        help="no progress bar (one is drawn on stderr only when it is a terminal)",
-    )
+    add_quiet_argument(group)
 
 
 def parallel_settings(args: argparse.Namespace, remote: bool) -> tuple[int | None, str | None]:

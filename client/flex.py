@@ -39,7 +39,8 @@ BACKWARD_KEYS = {
 DECODE_KEYS = {"block_n": "BLOCK_N", "num_splits": "SPLIT_KV"}
 SHARED_KEYS = ("num_warps", "num_stages")
 PHASES = ("forward", "backward", "decode", "both")
-DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
+FLOAT32_PRECISIONS = ("ieee", "tf32")  # FlexAttention's FLOAT32_PRECISION
+DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
 
 
 class FlexOptionsError(ValueError):
@@ -96,7 +97,7 @@ def problem_from_tensors(
         )
     dtype = str(getattr(query, "dtype", "torch.float16")).rsplit(".", 1)[-1]
     if dtype not in DTYPES:
-        raise FlexOptionsError(f"query.dtype: flex takes float16 or bfloat16; got {dtype}")
+        raise FlexOptionsError(f"query.dtype: flex takes float16, bfloat16 or float32; got {dtype}")
     return AttentionProblem(
         batch=b,
         heads=hq,
@@ -183,20 +184,28 @@ def kernel_options(
     window: int | None = None,
     block_density: float | None = None,
     score_mod_ops: float | None = None,
+    float32_precision: str = "ieee",
 ) -> dict[str, int]:
     """The kernel_options the flex family ranks best for this call on this device.
 
     `phase`: "forward", "backward", "decode" or "both" (training: fwd_/bwd_ keys). `causal`,
     `window`, `block_density`: the mask, for the model's block sparsity (a BlockMask's content
     is not read; its BLOCK_SIZE is). `score_mod_ops`: FP32 instructions the score_mod adds per
-    element. Raises FlexOptionsError naming what was wrong; a request no configuration fits
+    element. `float32_precision`: for float32 tensors, "ieee" (PyTorch's default) or "tf32"
+    (`torch.backends.cuda.matmul.fp32_precision = "tf32"`), the precision the templates' dots
+    run at. Raises FlexOptionsError naming what was wrong; a request no configuration fits
     raises it with the answer's explanation."""
     from tilesolve.solver import InvalidRequestError, SolveOptions, solve
 
     if phase not in PHASES:
         raise FlexOptionsError(f"phase: one of {', '.join(PHASES)}; got {phase!r}")
+    if float32_precision not in FLOAT32_PRECISIONS:
+        raise FlexOptionsError(
+            f"float32_precision: one of {', '.join(FLOAT32_PRECISIONS)}; got {float32_precision!r}"
+        )
     problem = problem_from_tensors(query, key, value, causal=causal, phase=phase)
     device = hardware if hardware is not None else device_hardware(query)
+    tf32 = problem.dtype.value == "fp32" and float32_precision == "tf32"
     options = SolveOptions(
         kernel="flex",
         top_k=1,
@@ -204,6 +213,7 @@ def kernel_options(
         window=window,
         block_density=block_density,
         score_mod_ops=score_mod_ops,
+        parameter_pins={"tf32": 1} if tf32 else {},
     )
     passes = ("forward", "backward") if phase == "both" else (phase,)
     found: dict[str, dict[str, int]] = {}

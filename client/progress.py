@@ -1,17 +1,27 @@
-"""Progress of the long commands (`table`, `portfolio`) on a terminal: a rich progress bar
-on stderr while problems are evaluated; nothing when stderr is not a terminal (a pipe, a
-file, a build log) or with `--quiet`. The bar counts the problems evaluated so far against
-all those handed out so far (a command may evaluate several batches: one per device)."""
+"""Progress of the long commands (`table`, `portfolio`, `calibrate`) and of the long benchmark
+scripts on a terminal: a rich progress bar on stderr while the work runs; nothing when stderr
+is not a terminal (a pipe, a file, a build log) or with `--quiet`. The bar counts the units
+done so far against all those handed out so far (a command may evaluate several batches: one
+per device). Nothing here writes to stdout."""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable, Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
+
+Item = TypeVar("Item")
+QUIET_HELP = "no progress bar (one is drawn on stderr only when it is a terminal)"
+
+
+def add_quiet_argument(parser: Any) -> None:
+    """`--quiet`: no progress bar (on an `argparse` parser or argument group)."""
+    parser.add_argument("--quiet", action="store_true", help=QUIET_HELP)
 
 
 def shown(quiet: bool) -> bool:
@@ -53,7 +63,7 @@ class Meter:
                 transient=True,  # the bar goes when the work is done; the answer stays
             )
             self._bar.start()
-            self._task = self._bar.add_task(self.label, total=0)
+            self._task = self._bar.add_task(self.label, total=self.total, completed=self.done)
         return self
 
     def __exit__(
@@ -75,3 +85,24 @@ class Meter:
         self.done += count
         if self._bar is not None and self._task is not None:
             self._bar.update(self._task, completed=self.done)
+
+    def show(self, done: int, total: int) -> None:
+        """Set the bar at `done` of `total` (for work that reports where it stands)."""
+        self.add(total - self.total)
+        self.advance(done - self.done)
+
+    def note(self, line: str) -> None:
+        """A line of text on stderr: above the bar when one is drawn, else as it is."""
+        if self._bar is not None:
+            self._bar.console.print(line, markup=False, highlight=False, soft_wrap=True)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+
+def tracked(items: Iterable[Item], label: str, quiet: bool, total: int) -> Iterator[Item]:
+    """`items`, one at a time, counted on a bar labelled `label` (of `total`) when `shown`."""
+    with Meter(label, shown(quiet)) as meter:
+        meter.add(total)
+        for item in items:
+            yield item
+            meter.advance(1)

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self, cast
 
@@ -569,12 +569,16 @@ class TileSolveClient(_ClientBase):
         block_n: int,
         hardware: str | HardwareSpec | None = None,
         kernel: str | None = None,
+        parameters: Mapping[str, int] | None = None,
         *,
         timeout_s: float | None = None,
     ) -> MemoryEstimate:
         """The memory model of one problem and tile, computed by the server (the roofline too
-        when `hardware` is given); equal to `tilesolve.solver.estimate_memory`."""
-        request = wire.memory_request_to_proto(problem, block_m, block_n, hardware, kernel)
+        when `hardware` is given, `parameters` fixing the family's parameters); equal to
+        `tilesolve.solver.estimate_memory`."""
+        request = wire.memory_request_to_proto(
+            problem, block_m, block_n, hardware, kernel, parameters
+        )
         response = self._call("EstimateMemory", request, timeout_s)
         return wire.estimate_from_proto(cast(pb.EstimateMemoryResponse, response))
 
@@ -703,9 +707,12 @@ class AsyncTileSolveClient(_ClientBase):
         block_n: int,
         hardware: str | HardwareSpec | None = None,
         kernel: str | None = None,
+        parameters: Mapping[str, int] | None = None,
         *,
         timeout_s: float | None = None,
     ) -> MemoryEstimate:
-        request = wire.memory_request_to_proto(problem, block_m, block_n, hardware, kernel)
+        request = wire.memory_request_to_proto(
+            problem, block_m, block_n, hardware, kernel, parameters
+        )
         response = await self._call("EstimateMemory", request, timeout_s)
         return wire.estimate_from_proto(cast(pb.EstimateMemoryResponse, response))

@@ -28,6 +28,7 @@ call's keyword arguments, and `f` must return at least one of the configurations
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -231,7 +232,12 @@ class ModelPrune:
     `(named_args, kwargs) -> AttentionProblem` read at each call; `source` says which.
     Everything is checked here, when the hook is built, not at the autotuner's first call:
     a bad argument raises TypeError or ValueError, an unknown device or family the solver's
-    InvalidRequestError. Rankings are cached per problem."""
+    InvalidRequestError. Rankings are kept per problem in the process and, with `cache`, on
+    disk in the CLI's answer cache (`answer_cache`: $XDG_CACHE_HOME/tilesolve/answers, keyed
+    by the device as given, the family, the problem and the model and catalog versions): a
+    shape an earlier process ranked is answered without loading the solver's solve path (the
+    families, the candidate table, OR-Tools). A family a plug-in registered or replaced in
+    this process is never answered from disk (the key cannot see it)."""
 
     def __init__(
         self,
@@ -240,8 +246,9 @@ class ModelPrune:
         top_k: int = 3,
         names: MetaNames = DEFAULT_NAMES,
         kernel: str = "triton",
+        cache: bool = True,
     ) -> None:
-        from tilesolve.solver import AttentionProblem, HardwareSpec, family_names, get_hardware
+        from tilesolve.solver import AttentionProblem, HardwareSpec, get_hardware
 
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ValueError(f"top_k must be an integer of at least 1; got {top_k!r}")
@@ -253,10 +260,15 @@ class ModelPrune:
             raise TypeError(
                 f"hardware must be a catalog name or a HardwareSpec; got {type(hardware).__name__}"
             )
-        if kernel not in family_names():
-            raise ValueError(
-                f"kernel must be one of the families {', '.join(family_names())}; got {kernel!r}"
-            )
+        built_in = _unchanged_built_in(kernel)
+        if not built_in:
+            from tilesolve.solver import family_names
+
+            if kernel not in family_names():
+                raise ValueError(
+                    f"kernel must be one of the families {', '.join(family_names())}; "
+                    f"got {kernel!r}"
+                )
         if isinstance(problem, AttentionProblem):
             fixed = problem
             self.problem: ProblemFromArgs = lambda named_args, kwargs: fixed
@@ -275,6 +287,12 @@ class ModelPrune:
         self.kernel = kernel
         self._orders: dict[str, dict[TileKey, float]] = {}
         self.last_problem: AttentionProblem | None = None
+        # What the disk cache's key holds besides the problem (None: no disk cache).
+        self._on_disk: dict[str, Any] | None = (
+            {"kind": "prune order", "kernel": kernel, "hardware": hardware.model_dump(mode="json")}
+            if cache and built_in
+            else None
+        )
 
     def __repr__(self) -> str:
         return (
@@ -283,11 +301,32 @@ class ModelPrune:
         )
 
     def order(self, request: AttentionProblem) -> dict[TileKey, float]:
-        """The model's order over its feasible tiles for `request` (tile -> position)."""
+        """The model's order over its feasible tiles for `request` (tile -> position): from
+        this process's rankings, else the disk cache, else ranked now (and kept in both)."""
         key = request.model_dump_json()
         cached = self._orders.get(key)
         if cached is not None:
             return cached
+        from . import answer_cache
+
+        disk_key = None
+        if self._on_disk is not None:
+            disk_key = answer_cache.key_of(
+                self._on_disk | {"problem": request.model_dump(mode="json")}
+            )
+            stored = _order_from(answer_cache.read_entry(disk_key))
+            if stored is not None:
+                self._orders[key] = stored
+                return stored
+        order = self._rank(request)
+        if disk_key is not None:
+            listed = [[*tile, position] for tile, position in order.items()]
+            answer_cache.write_entry(disk_key, {"order": listed})
+        self._orders[key] = order
+        return order
+
+    def _rank(self, request: AttentionProblem) -> dict[TileKey, float]:
+        """The model's order for `request`, from the candidate table (loads the solver)."""
         from tilesolve.solver import SolveOptions
         from tilesolve.solver.solve import prepare
 
@@ -302,7 +341,6 @@ class ModelPrune:
                 int(c["num_stages"][i]),
             )
             order[tile] = float(position)
-        self._orders[key] = order
         return order
 
     def __call__(self, configs: Sequence[Any], named_args: Any, **kwargs: Any) -> list[Any]:
@@ -313,17 +351,42 @@ class ModelPrune:
     early_config_prune = __call__
 
 
+def _unchanged_built_in(kernel: str) -> bool:
+    """Whether `kernel` names a built-in family that no `register`/`unregister` call of this
+    process has touched (told without loading the families: a registry not yet imported has
+    had no such call)."""
+    from tilesolve.solver.families import KERNEL_FOLDERS
+
+    if kernel not in KERNEL_FOLDERS:
+        return False
+    registry = sys.modules.get("tilesolve.solver.registry")
+    return registry is None or not registry.changed(kernel)
+
+
+def _order_from(entry: dict[str, Any] | None) -> dict[TileKey, float] | None:
+    """A ranking read back from the disk cache, or None when the entry is absent or bad."""
+    try:
+        rows = entry["order"] if entry is not None else None
+        if not isinstance(rows, list):
+            return None
+        return {(int(r[0]), int(r[1]), int(r[2]), int(r[3])): float(r[4]) for r in rows}
+    except (TypeError, ValueError, IndexError, KeyError):
+        return None
+
+
 def early_config_prune_for(
     hardware: str | HardwareSpec,
     problem: ProblemFromArgs | AttentionProblem | None = None,
     top_k: int = 3,
     names: MetaNames = DEFAULT_NAMES,
     kernel: str = "triton",
+    cache: bool = True,
 ) -> ModelPrune:
     """The prune hook for `prune_configs_by={"early_config_prune": ...}`; `problem` is one
     fixed `AttentionProblem` or a callable reading the call's shape (default:
-    `problem_from_tensors`). Its arguments are checked now (see `ModelPrune`)."""
-    return ModelPrune(hardware, problem or problem_from_tensors(), top_k, names, kernel)
+    `problem_from_tensors`). Its arguments are checked now; `cache`: rankings on disk too
+    (see `ModelPrune`)."""
+    return ModelPrune(hardware, problem or problem_from_tensors(), top_k, names, kernel, cache)
 
 
 def problem_from_tensors(

@@ -35,6 +35,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from tilesolve.solver import load_catalog
+from tilesolve.solver.registry import registrations
 from tilesolve.solver.solve import model_version
 from tilesolve.v1 import tilesolve_pb2 as pb
 
@@ -282,6 +283,7 @@ def create_server(config: ServerConfig) -> TileSolveServer:
     install_throttle()
     credentials = _credentials(config)
     load_catalog()  # validates every catalog file; a broken one stops startup here
+    registrations()  # imports every kernel family's folder (the first Solve should not pay)
     # Asked first, so a busy port is one clear line (gRPC only says "failed to bind" and logs).
     # (A supervisor's worker binds beside the supervisor's reserving socket: checked there.)
     checked = config.port and not config.reuse_port

@@ -507,10 +507,12 @@ class TileSolveServicer:
         self, request: pb.EstimateMemoryRequest, context: grpc.aio.ServicerContext
     ) -> tuple[pb.EstimateMemoryResponse, str]:
         _checked(request)
-        problem, block_m, block_n, hardware, kernel = wire.memory_request_from_proto(request)
+        problem, block_m, block_n, hardware, kernel, parameters = wire.memory_request_from_proto(
+            request
+        )
         spec = get_hardware(hardware) if isinstance(hardware, str) else hardware
         try:
-            estimate = estimate_memory(problem, block_m, block_n, spec, kernel)
+            estimate = estimate_memory(problem, block_m, block_n, spec, kernel, parameters)
         except InvalidRequestError as exc:
             raise _memory_request_paths(exc) from None
         return wire.estimate_to_proto(estimate), "-"

@@ -20,7 +20,7 @@ import numpy as np
 
 from .errors import FieldViolation
 from .hardware import HardwareSpec
-from .problem import BLOCK_MASK_FIELDS, AttentionProblem, Phase, SolveOptions
+from .problem import BLOCK_MASK_FIELDS, AttentionProblem, DType, Phase, SolveOptions
 from .space import COMMON_FIELDS, Config, ConfigArrays, IntArray, Param
 
 if TYPE_CHECKING:
@@ -64,6 +64,10 @@ class KernelFamily(ABC):
     summary: ClassVar[str]
     # The family's split-KV, GQA-packing and paged-KV path (`split_kv.SplitKv`), if it has one.
     split_kv: ClassVar[SplitKv | None] = None
+    # The element types the family's kernels take (a family may refuse some of them on some
+    # parts, fp8 below its compute capability say, in `_family_violations`). FP32 is the one
+    # the shared rule of `problem_violations` judges: only a family that lists it takes it.
+    input_dtypes: ClassVar[tuple[DType, ...]] = (DType.FP16, DType.BF16, DType.FP8)
 
     @property
     def paged_kv_rule(self) -> str | None:
@@ -85,7 +89,19 @@ class KernelFamily(ABC):
                     f"{hardware.arch} device",
                 )
             ]
+        if problem.dtype is DType.FP32 and DType.FP32 not in self.input_dtypes:
+            return [self.fp32_refusal()]
         return self._family_violations(problem, hardware)
+
+    def fp32_refusal(self) -> FieldViolation:
+        """The one refusal of fp32 inputs by a family that does not take them: the dtypes it
+        does take, and the family that takes fp32."""
+        takes = ", ".join(d.value for d in self.input_dtypes)
+        return FieldViolation(
+            "dtype",
+            f"kernel family {self.name!r} takes {takes} (allowed: {takes}); fp32 inputs run in "
+            "the flex family only (FlexAttention compiles float32 tensors: --kernel flex)",
+        )
 
     @abstractmethod
     def _family_violations(

@@ -30,6 +30,9 @@ from .model_constants import ModelConstants
 # The catalog's version (and its history) is in versions.py; re-exported here.
 from .versions import CATALOG_VERSION as CATALOG_VERSION
 
+# The TF32 tensor path: 4-byte operands at half the dense FP16 rate (`tensor_tf32_dense_tflops`).
+TF32_ELEMENT_BYTES = 4
+TF32_FRACTION_OF_FP16 = 0.5
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 # The optional tensor-memory fields of `SmLimits` (absent on parts without tensor memory).
 TENSOR_MEMORY_FIELDS = ("tensor_memory_lanes", "tensor_memory_columns")
@@ -195,11 +198,23 @@ class CudaThroughput(BaseModel):
         return _without_absent(handler(self), ("tensor_fp4_dense_tflops",))
 
     def tensor_flops_per_clk_per_sm(self, dtype_bytes: int) -> float:
-        """Dense tensor FLOP per cycle per SM for an input element size (1 = fp8, 2 = fp16)."""
+        """Dense tensor FLOP per cycle per SM for an input element size (1 = fp8, 2 = fp16,
+        4 = tf32: `tensor_tf32_dense_tflops`)."""
         tflops = self.tensor_fp16_dense_tflops
         if dtype_bytes == 1 and self.tensor_fp8_dense_tflops is not None:
             tflops = self.tensor_fp8_dense_tflops
+        if dtype_bytes == TF32_ELEMENT_BYTES:
+            tflops = self.tensor_tf32_dense_tflops
         return tflops * 1e12 / (self.sm_count * self.boost_clock_mhz * 1e6)
+
+    @property
+    def tensor_tf32_dense_tflops(self) -> float:
+        """Dense TF32 tensor peak, TFLOP/s: half the dense FP16 peak with FP32 accumulate on
+        every NVIDIA tensor-core generation from Ampere (A100 156 vs 312, NVIDIA A100 Tensor
+        Core GPU Architecture whitepaper; H100 SXM 989 vs 1,979 with sparsity, NVIDIA H100
+        datasheet; RTX 4090 82.6 vs 165.2, NVIDIA Ada Lovelace architecture whitepaper,
+        appendix A): `TF32_FRACTION_OF_FP16`."""
+        return self.tensor_fp16_dense_tflops * TF32_FRACTION_OF_FP16
 
     @property
     def fp32_ops_per_clk_per_sm(self) -> float:

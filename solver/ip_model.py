@@ -20,25 +20,39 @@ the same program; it cost about 10 us per legal configuration and solve in CP-SA
 loading, 25-40 ms for the decode spaces of 200-700 legal configurations, against under 1 ms
 for the domain form.) The search tries tiles in index order. Top-k: solve, require a later
 tile index than the last winner, solve again. One worker, a fixed seed and the fixed search
-make every run identical. `ortools` is imported here and by `apps/portfolio.py` (its
-facility-location program, inside the functions that build it); `solve` imports this module
-only for a CP-SAT solve, so other commands never load OR-Tools.
+make every run identical.
+
+The model is written as CP-SAT's own `CpModelProto` and solved by its `SolveWrapper`, both
+from `ortools.sat.python.cp_model_helper` (the C++ extension OR-Tools' `cp_model` wrapper is
+built on): `cp_model` imports pandas, which costs a one-off CLI question about 0.4 s, and this
+program needs nothing it adds. The proto is the one `cp_model.CpModel` builds for the same
+calls (tests/test_ip_model.py compares them). `ortools` is imported here and by
+`apps/portfolio.py` (its facility-location program, inside the functions that build it);
+`solve` imports this module only for a CP-SAT solve, so other commands never load OR-Tools.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from ortools.sat.python import cp_model, cp_model_helper
+from ortools.sat.python import cp_model_helper as cmh
 
 from .cancel import Cancellation
 from .candidates import CandidateTable
 from .constraints import ConstraintKind
 
 CPSAT_SEED = 20261129
+INT64_MAX = 2**63 - 1  # "no upper bound" in a CP-SAT domain
+TILE = 0  # the index of the variable `tile` in the model (the first one made)
+
+OPTIMAL = cmh.CpSolverStatus.OPTIMAL
+FEASIBLE = cmh.CpSolverStatus.FEASIBLE
+INFEASIBLE = cmh.CpSolverStatus.INFEASIBLE
+UNKNOWN = cmh.CpSolverStatus.UNKNOWN
 
 
 @dataclass(frozen=True)
@@ -52,32 +66,68 @@ class IpResult:
     wall_ms: float
 
 
+def intervals(indices: np.ndarray[Any, Any]) -> list[int]:
+    """Sorted distinct integers as a CP-SAT domain: the flattened [start, end] runs of
+    consecutive values (what `Domain.from_values(...).flattened_intervals()` gives)."""
+    if len(indices) == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(indices) > 1)
+    starts = np.concatenate(([indices[0]], indices[breaks + 1]))
+    ends = np.concatenate((indices[breaks], [indices[-1]]))
+    return [int(v) for v in np.column_stack((starts, ends)).ravel()]
+
+
 class TileProgram:
     """The CP-SAT model of one candidate table."""
 
     def __init__(self, table: CandidateTable, explain_infeasibility: bool = False):
         """`explain_infeasibility`: guard each constraint with an enforcement literal."""
         self._guarded = explain_infeasibility
-        self._cp = cp_model
         self.table = table
-        self.model = cp_model.CpModel()
+        self.model = cmh.CpModelProto()
         # rows[j]: the candidate-table index of the j-th allowed tuple.
         legal_rows = np.flatnonzero(table.legal())
         by_key = np.argsort(table.objective[legal_rows], kind="stable")
         self.rows = [int(i) for i in legal_rows[by_key]]
         # tile = j selects table row rows[j]; rows are sorted by the objective key.
-        self.tile = self.model.new_int_var(0, max(len(self.rows) - 1, 0), "tile")
+        tile = self._new_variable("tile", 0, max(len(self.rows) - 1, 0))
+        assert tile == TILE
         # The columns the rules compare, by variable name, at the legal rows in tile order.
         self.columns: dict[str, np.ndarray[Any, Any]] = {}
-        self.enforce: dict[str, Any] = {}
+        # Each guarded constraint's enforcement literal (a variable index), by name.
+        self.enforce: dict[str, int] = {}
         self._add_constraints()
         # The rows are in ranking order (time_ns, then the tie-break): the smallest feasible
         # tile is the optimum.
-        self.model.minimize(self.tile)
+        self.model.objective.vars.append(TILE)
+        self.model.objective.coeffs.append(1)
+        self.model.objective.scaling_factor = 1
         # Try tiles in ranking order: the first solution found is the optimum.
-        self.model.add_decision_strategy(
-            [self.tile], cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE
+        strategy = self.model.search_strategy.add()
+        expression = strategy.exprs.add()
+        expression.vars.append(TILE)
+        expression.coeffs.append(1)
+        strategy.variable_selection_strategy = (
+            cmh.DecisionStrategyProto.VariableSelectionStrategy.CHOOSE_FIRST
         )
+        strategy.domain_reduction_strategy = (
+            cmh.DecisionStrategyProto.DomainReductionStrategy.SELECT_MIN_VALUE
+        )
+
+    def _new_variable(self, name: str, low: int, high: int) -> int:
+        """A new integer variable in [low, high]; its index."""
+        variable = self.model.variables.add()
+        variable.name = name
+        variable.domain.extend([low, high])
+        return len(self.model.variables) - 1
+
+    def _restrict_tile(self, domain: list[int], enforced_by: list[int]) -> None:
+        """`tile` in `domain` (flattened intervals), when every literal of `enforced_by` holds."""
+        constraint = self.model.constraints.add()
+        constraint.enforcement_literal.extend(enforced_by)
+        constraint.linear.vars.append(TILE)
+        constraint.linear.coeffs.append(1)
+        constraint.linear.domain.extend(domain)
 
     def _column(self, name: str, column: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         """`column` at the legal rows in tile order (one per name: rules of several
@@ -86,11 +136,11 @@ class TileProgram:
             self.columns[name] = np.asarray(column)[np.asarray(self.rows, dtype=np.int64)]
         return self.columns[name]
 
-    def _literal(self, name: str) -> list[Any]:
+    def _literal(self, name: str) -> list[int]:
         """The enforcement literals for constraint `name`: its own literal, or none."""
         if not self._guarded:
             return []
-        literal = self.model.new_bool_var(f"enforce_{name}")
+        literal = self._new_variable(f"enforce_{name}", 0, 1)
         self.enforce[name] = literal
         return [literal]
 
@@ -112,33 +162,7 @@ class TileProgram:
                     holds = values >= rule.bound
                 else:
                     holds = values == rule.bound
-                allowed = self._cp.Domain.from_values([int(j) for j in np.flatnonzero(holds)])
-                self.model.add_linear_expression_in_domain(self.tile, allowed).only_enforce_if(
-                    literal
-                )
-
-    def _solver(self, time_limit_s: float) -> Any:
-        """One worker, a fixed seed, and the fixed smallest-time-first search.
-
-        Presolve, probing, symmetry detection and LP linearisation cost more than they save
-        on this model (benchmarks/solve_latency.py measures the solve).
-        """
-        solver = self._cp.CpSolver()
-        params = solver.parameters
-        params.num_workers = 1
-        params.random_seed = CPSAT_SEED
-        params.max_time_in_seconds = time_limit_s
-        params.cp_model_presolve = False
-        params.cp_model_probing_level = 0
-        params.symmetry_level = 0
-        params.linearization_level = 0
-        params.search_branching = cp_model_helper.SatParameters.FIXED_SEARCH
-        # Leave SIGINT to the host process (the CLI's Ctrl-C, the server's graceful drain).
-        params.catch_sigint_signal = False
-        return solver
-
-    def _row_of(self, solver: Any) -> int:
-        return self.rows[int(solver.value(self.tile))]
+                self._restrict_tile(intervals(np.flatnonzero(holds)), literal)
 
     def solve_top_k(
         self, k: int, time_limit_s: float, cancel: Cancellation | None = None
@@ -146,59 +170,105 @@ class TileProgram:
         """The k best configurations in rank order, re-solving above the last winner's index.
         A set `cancel` stops the search in progress and every later one (as the time limit
         would)."""
-        cp = self._cp
         started = time.perf_counter()
         deadline = started + time_limit_s
         ranked: list[int] = []
         proven = True
         timed_out = False
         conflicting: list[str] = []
-        solver = self._solver(time_limit_s)
+        search = Search(time_limit_s)
         while len(ranked) < k and self.rows:
             remaining = deadline - time.perf_counter()
             if remaining <= 0 or (cancel is not None and cancel.cancelled):
                 timed_out = True
                 break
-            solver.parameters.max_time_in_seconds = remaining
-            status = _solve(solver, self.model, cancel)
-            if status == cp.INFEASIBLE:
+            search.parameters.max_time_in_seconds = remaining
+            response = search.run(self.model, cancel)
+            status = response.status
+            if status == INFEASIBLE:
                 if not ranked:
                     core = TileProgram(self.table, True).core
                     conflicting = core(deadline - time.perf_counter(), cancel)
                 break
-            if status not in (cp.OPTIMAL, cp.FEASIBLE):
+            if status not in (OPTIMAL, FEASIBLE):
                 timed_out = True  # UNKNOWN: the limit passed before any solution
                 break
-            if status != cp.OPTIMAL:
+            if status != OPTIMAL:
                 timed_out = True
                 proven = False
-            row = self._row_of(solver)
-            ranked.append(row)
+            tile = int(response.solution[TILE])
+            ranked.append(self.rows[tile])
             # The next rank comes later in the ranking order than this winner.
-            self.model.add(self.tile > int(solver.value(self.tile)))
+            self._restrict_tile([tile + 1, INT64_MAX], [])
         wall_ms = (time.perf_counter() - started) * 1e3
         return IpResult(ranked, proven and not timed_out, timed_out, conflicting, wall_ms)
 
     def core(self, time_limit_s: float, cancel: Cancellation | None = None) -> list[str]:
         """Constraints whose enforcement literals CP-SAT finds sufficient for infeasibility
         (needs `explain_infeasibility`); empty if the time runs out first."""
-        for literal in self.enforce.values():
-            self.model.add_assumption(literal)
-        solver = self._solver(max(time_limit_s, 1e-3))
-        if _solve(solver, self.model, cancel) != self._cp.INFEASIBLE:
+        self.model.assumptions.extend(self.enforce.values())
+        response = Search(max(time_limit_s, 1e-3)).run(self.model, cancel)
+        if response.status != INFEASIBLE:
             return []
-        found = set(solver.sufficient_assumptions_for_infeasibility())
-        return [name for name, lit in self.enforce.items() if lit.index in found]
+        found = set(response.sufficient_assumptions_for_infeasibility)
+        return [name for name, literal in self.enforce.items() if literal in found]
 
 
-def _solve(solver: Any, model: Any, cancel: Cancellation | None) -> Any:
-    """`solver.solve(model)`, stopped early by `cancel` (from another thread)."""
-    if cancel is None:
-        return solver.solve(model)
-    with cancel.stopping(solver.stop_search):
-        if cancel.cancelled:  # set before this search could be stopped
-            return cp_model.UNKNOWN
-        return solver.solve(model)
+class Search:
+    """CP-SAT searches with one worker, a fixed seed and the fixed smallest-time-first search,
+    one at a time, each stoppable from another thread (`stop`).
+
+    Presolve, probing, symmetry detection and LP linearisation cost more than they save on
+    this model (benchmarks/solve_latency.py measures the solve).
+    """
+
+    def __init__(self, time_limit_s: float) -> None:
+        params = cmh.SatParameters()
+        params.num_workers = 1
+        params.random_seed = CPSAT_SEED
+        params.max_time_in_seconds = time_limit_s
+        params.cp_model_presolve = False
+        params.cp_model_probing_level = 0
+        params.symmetry_level = 0
+        params.linearization_level = 0
+        params.search_branching = cmh.SatParameters.FIXED_SEARCH
+        # Leave SIGINT to the host process (the CLI's Ctrl-C, the server's graceful drain).
+        params.catch_sigint_signal = False
+        self.parameters = params
+        self._lock = threading.Lock()
+        self._running: Any = None  # the SolveWrapper of the search in progress
+
+    def run(self, model: Any, cancel: Cancellation | None = None) -> Any:
+        """Solve `model` (a CpModelProto): CP-SAT's response. A set `cancel` (from another
+        thread) stops the search early: the status is then the one the search had reached."""
+        wrapper = cmh.SolveWrapper()
+        wrapper.set_parameters(self.parameters)
+        solve: Any = wrapper.solve  # (OR-Tools' stub leaves its arguments untyped)
+        if cancel is None:
+            return solve(model)
+        with self._lock:
+            self._running = wrapper
+        try:
+            with cancel.stopping(self.stop):
+                if cancel.cancelled:  # set before this search could be stopped
+                    return _unknown()
+                return solve(model)
+        finally:
+            with self._lock:
+                self._running = None
+
+    def stop(self) -> None:
+        """Stop the search in progress, if any (CP-SAT returns from it at once)."""
+        with self._lock:
+            if self._running is not None:
+                self._running.stop_search()
+
+
+def _unknown() -> Any:
+    """A response with status UNKNOWN: a search that never started."""
+    response = cmh.CpSolverResponse()
+    response.status = UNKNOWN
+    return response
 
 
 def solve_cpsat(

@@ -41,15 +41,19 @@ MIN_TIME_LIMIT_S = 0.001
 
 
 class DType(StrEnum):
-    """Element type of Q, K and V (accumulation is always FP32)."""
+    """Element type of Q, K and V (accumulation is always FP32). FP32 inputs are taken by the
+    flex family only (FlexAttention compiles float32 tensors); every other family refuses them
+    (`family.KernelFamily.problem_violations`)."""
 
     FP16 = "fp16"
     BF16 = "bf16"
     FP8 = "fp8"
+    FP32 = "fp32"
 
     @property
     def bytes(self) -> int:
-        return 1 if self is DType.FP8 else 2
+        """Bytes of one element: 1 (fp8), 2 (fp16, bf16) or 4 (fp32)."""
+        return {DType.FP8: 1, DType.FP32: 4}.get(self, 2)
 
 
 class Phase(StrEnum):

@@ -5,46 +5,108 @@ A family is registered once: the built-in ones here, from each kernel folder's
 family). Everything that names kernels (the CLI's `--kernel`, the wire's `kernel` string,
 the memory model, the defaults per device) asks this registry, so a new family needs no edit
 anywhere else. Backward and decode models are registrations under their phase, not branches.
+
+The built-in folders are imported when first needed: a lookup by name (`get_family`,
+`find_family`) imports that kernel's folder only (each folder registers families of its own
+name), anything that lists families imports them all. A one-off question so loads one kernel
+(about a third of the solver's import time is the eight folders). The registry reads the same
+either way: the built-in registrations in `KERNEL_FOLDERS` order, then every `register` and
+`unregister` call in the order made, as if every folder had been imported first.
 """
 
 from __future__ import annotations
 
+import importlib
+import threading
+
 from .errors import FieldViolation, InvalidRequestError
-from .families import ascend, ck, fa2, fa3, fa4, flashinfer, flex, triton
+from .families import KERNEL_FOLDERS
 from .family import KernelFamily
 from .hardware import HardwareSpec
 from .names import did_you_mean
 from .problem import AttentionProblem, Phase
 
 _REGISTRY: dict[tuple[str, Phase], KernelFamily] = {}
+_BUILT_IN: dict[str, tuple[KernelFamily, ...]] = {}  # the folders imported so far
+_CHANGES: list[tuple[tuple[str, Phase], KernelFamily | None]] = []  # register / unregister
+_LOCK = threading.RLock()
+
+
+def _rebuild() -> None:
+    """`_REGISTRY` anew from the folders imported so far and the changes, in their order."""
+    registry: dict[tuple[str, Phase], KernelFamily] = {}
+    for folder in KERNEL_FOLDERS:
+        for family in _BUILT_IN.get(folder, ()):
+            registry[(family.name, family.phase)] = family
+    for key, change in _CHANGES:
+        if change is None:
+            registry.pop(key, None)
+        else:
+            registry[key] = change
+    global _REGISTRY
+    _REGISTRY = registry  # one assignment: a reader in another thread sees the old or the new
+
+
+def _load(folders: tuple[str, ...]) -> dict[tuple[str, Phase], KernelFamily]:
+    """The registry, with the built-in `folders` imported (the others as they were)."""
+    missing = [folder for folder in folders if folder not in _BUILT_IN]
+    if missing:
+        with _LOCK:
+            for folder in missing:
+                module = importlib.import_module(f".families.{folder}", __package__)
+                families = tuple(module.REGISTRATIONS)
+                if any(family.name != folder for family in families):
+                    raise ValueError(f"families/{folder} registers a family of another name")
+                _BUILT_IN[folder] = families
+            _rebuild()
+    return _REGISTRY
+
+
+def _everything() -> dict[tuple[str, Phase], KernelFamily]:
+    """The registry with every built-in folder imported (for whatever lists families)."""
+    return _load(KERNEL_FOLDERS)
+
+
+def _with(name: str) -> dict[tuple[str, Phase], KernelFamily]:
+    """The registry with the built-in folder of family `name` imported, if there is one."""
+    return _load((name,) if name in KERNEL_FOLDERS else ())
 
 
 def register(family: KernelFamily) -> KernelFamily:
     """Add a family under (family.name, family.phase); a second registration replaces it."""
-    _REGISTRY[(family.name, family.phase)] = family
+    with _LOCK:
+        _CHANGES.append(((family.name, family.phase), family))
+        _rebuild()
     return family
 
 
 def unregister(name: str, phase: Phase = Phase.FORWARD) -> None:
     """Remove a registration (tests that add a family remove it again)."""
-    _REGISTRY.pop((name, phase), None)
+    with _LOCK:
+        _CHANGES.append(((name, phase), None))
+        _rebuild()
+
+
+def changed(name: str) -> bool:
+    """Whether `register` or `unregister` has been called for a family named `name`."""
+    return any(key[0] == name for key, _ in _CHANGES)
 
 
 def family_names() -> list[str]:
     """Registered family names, sorted."""
-    return sorted({name for name, _ in _REGISTRY})
+    return sorted({name for name, _ in _everything()})
 
 
 def registrations() -> list[tuple[str, Phase]]:
     """Every registered (name, phase), sorted."""
-    return sorted(_REGISTRY, key=lambda key: (key[0], key[1].value))
+    return sorted(_everything(), key=lambda key: (key[0], key[1].value))
 
 
 def families_for(problem: AttentionProblem, hardware: HardwareSpec) -> list[str]:
     """Names of the registered families that can run `problem` on `hardware`."""
     return sorted(
         name
-        for (name, phase), family in _REGISTRY.items()
+        for (name, phase), family in _everything().items()
         if phase is problem.phase and not family.problem_violations(problem, hardware)
     )
 
@@ -55,7 +117,7 @@ def families_on(hardware: HardwareSpec, phase: Phase = Phase.FORWARD) -> list[st
     probe = AttentionProblem(seq_len=1024, head_dim=64, phase=phase)
     return sorted(
         name
-        for (name, p), family in _REGISTRY.items()
+        for (name, p), family in _everything().items()
         if p is phase
         and family.device_kind == hardware.arch
         # the base statement of the rules: a family may decorate its own refusal with this list
@@ -70,7 +132,7 @@ def paged_kv_families(problem: AttentionProblem, hardware: HardwareSpec) -> list
     return [
         name
         for name in families_for(problem, hardware)
-        if _REGISTRY[(name, problem.phase)].paged_kv_rule is not None
+        if _everything()[(name, problem.phase)].paged_kv_rule is not None
     ]
 
 
@@ -94,24 +156,25 @@ def with_alternatives(
 
 def find_family(name: str, phase: Phase = Phase.FORWARD) -> KernelFamily | None:
     """The family registered under (name, phase), or None."""
-    return _REGISTRY.get((name, phase))
+    return _with(name).get((name, phase))
 
 
 def get_family(name: str | None, phase: Phase, hardware: HardwareSpec) -> KernelFamily:
     """The named family for the phase, or the hardware's default; unknown names and unmodelled
     phases are errors naming what is allowed."""
     chosen = name or hardware.default_kernel
-    family = _REGISTRY.get((chosen, phase))
+    family = _with(chosen).get((chosen, phase))
     if family is not None:
         return family
     runs_here = families_on(hardware, phase)
     if name is None and runs_here:
         # The device's default has no model of this phase (fa3 has no backward yet): the first
         # registered family that has one and runs here stands in; the answer says so.
-        first = next(n for (n, p) in _REGISTRY if p is phase and n in runs_here)
-        return _REGISTRY[(first, phase)]
+        registry = _everything()
+        first = next(n for (n, p) in registry if p is phase and n in runs_here)
+        return registry[(first, phase)]
     if chosen in family_names():
-        phases = sorted(p.value for n, p in _REGISTRY if n == chosen)
+        phases = sorted(p.value for n, p in _everything() if n == chosen)
         modelled = (
             f"families with a {phase.value} model on {hardware.name}: {', '.join(runs_here)}"
             if runs_here
@@ -136,13 +199,9 @@ def get_family(name: str | None, phase: Phase, hardware: HardwareSpec) -> Kernel
     raise InvalidRequestError([FieldViolation("kernel", f"{detail}; {allowed}")])
 
 
-# Folder by folder; a device default without a model of the phase is stood in for by the first
-# family registered for it that runs on the device (`get_family`), so the order matters there.
-for _kernel in (fa2, triton, flashinfer, fa3, fa4, ascend, ck, flex):
-    for _family in _kernel.REGISTRATIONS:
-        register(_family)
-
 __all__ = [
+    "KERNEL_FOLDERS",
+    "changed",
     "families_for",
     "families_on",
     "family_names",

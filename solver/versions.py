@@ -33,8 +33,12 @@ CATALOG_VERSION = "2026.11.7"
 # 0.13.0: the flex family (PyTorch FlexAttention's forward, backward and decode templates;
 #        block-mask options); other families' answers unchanged (the triton family now builds
 #        on the shared triton_cuda piece, bit-identically).
-# 0.14.0: the triton family's registers on Triton's warp layouts (wgmma: the scores' warps along
+# 0.14.0: fp32 inputs (the flex family only: FLOAT32_PRECISION 'ieee' on FMA dots by default,
+#        'tf32' on the tensor cores when pinned; every other family refuses fp32), flex decode's
+#        packed rows held to the block mask's BLOCK_SIZE; answers of 16-bit requests of every
+#        other family unchanged.
+# 0.15.0: the triton family's registers on Triton's warp layouts (wgmma: the scores' warps along
 #        the rows, the accumulators split the unchained way; the streamed tiles' addresses; the
 #        count fitted exactly, by least absolute deviations); triton and flex answers move,
 #        other families' answers unchanged.
-MODEL_VERSION = "0.14.0"
+MODEL_VERSION = "0.15.0"

@@ -1,5 +1,6 @@
-"""Running `tilesolve-cli` on a pseudo-terminal (the `pty` module), as a user's terminal
-would: what it writes there (stdout and stderr together, colour and progress included)."""
+"""Running `tilesolve-cli` (or a script) on a pseudo-terminal (the `pty` module), as a user's
+terminal would: what it writes there (stdout and stderr together, colour and progress
+included)."""
 
 from __future__ import annotations
 
@@ -11,17 +12,24 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+CLI = ("-m", "tilesolve.client.cli")
+
 
 def run_in_pty(
-    argv: Sequence[str], cache_dir: Path, columns: int = 100, timeout_s: float = 120.0
+    argv: Sequence[str],
+    cache_dir: Path,
+    columns: int = 100,
+    timeout_s: float = 120.0,
+    program: Sequence[str] = CLI,
 ) -> str:
-    """The CLI's output on a terminal `columns` wide (its answer cache in `cache_dir`)."""
+    """The output of `python *program *argv` (the CLI by default) on a terminal `columns` wide
+    (its answer cache in `cache_dir`)."""
     leader, follower = pty.openpty()
     env = os.environ | {"COLUMNS": str(columns), "XDG_CACHE_HOME": str(cache_dir)}
     env.pop("NO_COLOR", None)
     env["TERM"] = "xterm-256color"
     process = subprocess.Popen(
-        [sys.executable, "-m", "tilesolve.client.cli", *argv],
+        [sys.executable, *program, *argv],
         stdin=follower,
         stdout=follower,
         stderr=follower,

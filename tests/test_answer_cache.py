@@ -5,11 +5,7 @@ without loading the solver, keyed by the options and the model and catalog versi
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,34 +15,15 @@ from tilesolve.client import answer_cache
 from tilesolve.client.cli import build_parser
 from tilesolve.client.cli_remote import CONNECT_TIMEOUT_S
 
-from command_line import run
+from command_line import console, run
 
 QUESTION = ["solve", "--hardware", "a100", "--head-dim", "64", "--seq-len", "2048"]
 HEAVY = ("ortools", "pandas", "tilesolve.solver.solve", "tilesolve.solver.registry")
 
-# The console script's way in (argv from sys.argv), then which heavy modules got loaded.
-_PROBE = """
-import json, sys
-from tilesolve.client.cli import main
-code = main()
-loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("ortools", "pandas")
-                or m in ("tilesolve.solver.solve", "tilesolve.solver.registry"))
-print(json.dumps({"code": code, "loaded": loaded}), file=sys.stderr)
-"""
-
 
 def _console(argv: list[str], cache: Path) -> tuple[str, dict[str, object]]:
-    env = os.environ | {"XDG_CACHE_HOME": str(cache), "COLUMNS": "100"}
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE, *argv],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    report = json.loads(done.stderr.strip().splitlines()[-1])
-    return done.stdout, report
+    done = console(argv, {"XDG_CACHE_HOME": str(cache), "COLUMNS": "100"})
+    return done.stdout, {"code": done.code, "loaded": done.loaded(*HEAVY)}
 
 
 def test_a_repeated_question_does_not_load_the_solver(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ a check of the predictions."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Callable
@@ -34,6 +35,7 @@ from tilesolve.solver.families.fa3.backward_resources import (
     fa3_backward_resources,
 )
 from tilesolve.solver.families.fa3.backward_shape import backward_params
+from tilesolve.solver.occupancy import occupancy_arrays
 from tilesolve.solver.registry import find_family
 from tilesolve.solver.validate import check_config
 from tilesolve.v1 import tilesolve_pb2 as pb
@@ -291,6 +293,51 @@ def test_layout_rules_by_hand() -> None:
         p.startswith("fa3_shape")
         for p in check_config(family, table.hardware, table.problem, options, bad)
     )
+
+
+def test_the_batched_check_agrees_with_the_table_and_with_one_at_a_time() -> None:
+    """The validator checks the returned configurations together (`check_all`): for a mix of
+    the table's rows (feasible, illegal layouts, over shared memory or registers, inner
+    variants the model does not run) it finds a broken rule exactly where the table does, and
+    the same rules for each configuration as a check of that configuration alone."""
+    table = _table(paper_problem(128, causal=True))
+    family = table.family
+    assert isinstance(family, Fa3Backward)
+    res = fa3_backward_resources(table)
+    legal = np.flatnonzero(res.shape_ok)
+    picked = [
+        *np.flatnonzero(table.feasible)[:6],
+        *legal[res.inner_rank[legal] == 1][:6],  # variants the model does not run
+        *legal[res.smem_bytes[legal] > res.smem_limit_bytes][:4],
+        *legal[res.spill_regs[legal] > 0][:4],
+        *np.flatnonzero(~res.shape_ok)[:4],
+    ]
+    kinds = {"inner": 0, "smem": 0, "regs": 0}
+    configs = [table.cfg.config(int(i)) for i in picked]
+    request = (table.hardware, table.problem, SolveOptions())
+    together = family.check_all(*request, configs)
+    for i, config, found in zip(picked, configs, together, strict=True):
+        assert bool(found) == (not table.feasible[i]), (family.label(config), found)
+        assert found == family.check_all(*request, [config])[0]
+        kinds["inner"] += any(p.startswith("gemm_layout") for p in found)
+        kinds["smem"] += any(p.startswith("shared_memory") for p in found)
+        kinds["regs"] += any(p.startswith("registers") for p in found)
+    assert table.feasible[picked[0]] and all(kinds.values()), kinds
+
+
+def test_residency_evaluated_per_distinct_pair_is_the_whole_evaluation() -> None:
+    """The occupancy of the whole space, evaluated once per distinct (threads, shared memory)
+    pair, is the occupancy calculator's over every configuration, field by field."""
+    table = _table(paper_problem(192, causal=True), "h100-pcie")
+    res = fa3_backward_resources(table)
+    sm = get_hardware("h100-pcie").sm
+    assert sm is not None
+    launch = np.minimum(sm.max_regs_per_thread, sm.regs_per_sm // res.threads) // 8 * 8
+    smem = np.minimum(res.smem_bytes, sm.smem_per_block_optin_bytes)
+    whole = occupancy_arrays(sm, res.threads, launch, smem)
+    assert len(np.unique(smem)) > 10  # many distinct pairs, not one
+    for f in dataclasses.fields(whole):
+        assert np.array_equal(getattr(res.occupancy, f.name), getattr(whole, f.name)), f.name
 
 
 def test_the_cost_of_one_iteration_by_hand() -> None:

@@ -176,6 +176,36 @@ def test_decode_refuses_a_group_that_is_not_a_power_of_two() -> None:
     assert "kv_heads" in [v.field for v in caught.value.violations]
 
 
+@pytest.mark.parametrize(
+    ("seq_len", "heads", "size", "legal"),
+    [(2, 64, 128, True), (4, 64, 128, False), (4, 64, 256, True), (4, 16, 48, False),
+     (1, 16, 48, True)],
+)  # fmt: skip
+def test_decode_packed_rows_meet_the_block_mask(
+    seq_len: int, heads: int, size: int, legal: bool
+) -> None:
+    """FlexDecoding's lowering raises ValueError unless the block mask's BLOCK_SIZE is a
+    multiple of BLOCK_M = max(next_pow2(seq_len x group), 16): never offered when illegal,
+    refused naming the packed rows and the block size."""
+    problem = {"seq_len": seq_len, "seq_len_kv": 8192, "heads": heads, "kv_heads": 1,
+               "phase": "decode"}  # fmt: skip
+    options = SolveOptions(kernel="flex", sparse_block_size=size, top_k=20)
+    if legal:
+        answer = _answer("h100-sxm", options, **problem)
+        assert answer.candidates
+        assert all(size % c.parameters["block_m"] == 0 for c in answer.candidates)
+        return
+    with pytest.raises(InvalidRequestError) as caught:
+        _answer("h100-sxm", options, **problem)
+    violation = caught.value.violations[0]
+    assert violation.field == "seq_len"
+    assert f"{seq_len * heads} query rows" in violation.description
+    assert str(size) in violation.description
+    pinned = options.model_copy(update={"parameter_pins": {"num_warps": 4}})
+    with pytest.raises(InvalidRequestError):
+        _answer("h100-sxm", pinned, **problem)
+
+
 def test_backward_engines_agree_with_a_window(compare_engines) -> None:  # type: ignore[no-untyped-def]
     problem = AttentionProblem(seq_len=2048, head_dim=64, causal=True, phase="backward")
     compare_engines(problem, "rtx-3090", SolveOptions(kernel="flex", window=256))

@@ -201,3 +201,26 @@ def test_memory_reports_a_pinned_flex_configuration(capsys: pytest.CaptureFixtur
     assert answer.candidates[0].smem_bytes == smem["used"] == estimate["family_smem_bytes"]
     assert main([*args, "--param", "block_q=3"]) == 2
     assert "block_q" in capsys.readouterr().err
+
+
+def test_memory_params_over_grpc_match_in_process(
+    target: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`memory --kernel flex --param ... --server`: the EstimateMemory RPC carries the
+    parameters (EstimateMemoryRequest.parameters), so the server's family_resources and
+    family_parameters are the in-process ones; a bad parameter is exit 2 either way."""
+    args = ["memory", "--hardware", "rtx-4090", "--kernel", "flex", "--seq-len", "4096",
+            "--head-dim", "128", "--phase", "backward", "--tile", "64", "--json",
+            "--param", "block_m1=32", "--param", "block_n1=64", "--param", "block_m2=64",
+            "--param", "block_n2=32", "--param", "num_stages=3"]  # fmt: skip
+    assert main(args) == 0
+    local = json.loads(capsys.readouterr().out)
+    assert main([*args, "--server", target]) == 0
+    remote = json.loads(capsys.readouterr().out)
+    assert remote["family_resources"] == local["family_resources"]
+    assert remote["family_parameters"] == local["family_parameters"]
+    assert local["family_parameters"]["num_stages"] == 3
+    assert main([*args, "--param", "num_stages=2"]) == 2  # given twice: refused
+    capsys.readouterr()
+    assert main([*args[:-2], "--param", "block_q=3", "--server", target]) == 2
+    assert "block_q" in capsys.readouterr().err

@@ -9,7 +9,8 @@ interrupted run continues where it stopped. `--time-budget-s` stops handing out 
 spent (compiles under way finish); `--compile-timeout-s` kills a worker whose compile runs
 longer and records the row as `timeout`. When no planned row is left, the file is rewritten
 sorted by key, so that the committed data diff cleanly (`--sort-only` does that alone, for a
-partial collection). Progress goes to stderr.
+partial collection). Progress goes to stderr: one line per row, under a progress bar when
+stderr is a terminal (`--quiet`: the lines alone).
 
 Workers are processes (`worker.py`), `--jobs` of them; each keeps one Triton import for its
 whole life. There is no Dask path: see docs/model.md "Compiler truth" for why.
@@ -35,6 +36,8 @@ from typing import IO, Any
 from configs import TARGETS
 from plan import PLAN_COLUMNS, STRATA, build_plan
 from toolchain import MEASURED_COLUMNS
+
+from tilesolve.client.progress import Meter, add_quiet_argument, shown
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "worker.py"
@@ -128,6 +131,8 @@ def collect(args: argparse.Namespace) -> int:
     selector = selectors.DefaultSelector()
     scratch_root = Path(tempfile.mkdtemp(prefix="tilesolve-compile-"))
     workers: list[Worker] = []
+    meter = Meter("rows compiled", shown(args.quiet))
+    meter.add(total)
 
     def record(result: dict[str, Any]) -> None:
         nonlocal finished
@@ -141,12 +146,11 @@ def collect(args: argparse.Namespace) -> int:
             if result["status"] == "ok"
             else result["message"][:80]
         )
-        print(
+        meter.note(
             f"[{finished}/{total} {elapsed:.0f}s eta {eta:.0f}s] {result['key']} "
-            f"{result['status']} {result['compile_s']}s {detail}",
-            file=sys.stderr,
-            flush=True,
+            f"{result['status']} {result['compile_s']}s {detail}"
         )
+        meter.advance(1)
 
     def spawn(index: int) -> Worker:
         worker = Worker(scratch_root / f"w{index}")
@@ -163,55 +167,57 @@ def collect(args: argparse.Namespace) -> int:
         raise KeyboardInterrupt(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, interrupted)
-    try:
-        workers.extend(spawn(i) for i in range(args.jobs))
-        while True:
-            budget_left = args.time_budget_s is None or (
-                time.monotonic() - start < args.time_budget_s
-            )
-            for worker in workers:
-                if worker.ready and worker.row is None and pending and budget_left:
-                    worker.send(pending.popleft())
-            busy = [w for w in workers if w.row is not None or not w.ready]
-            if not any(w.row is not None for w in workers) and (not pending or not budget_left):
-                break
-            now = time.monotonic()
-            deadlines = [
-                w.started + (args.compile_timeout_s if w.ready else READY_TIMEOUT_S) for w in busy
-            ]
-            for key, _ in selector.select(timeout=max(0.1, min(deadlines) - now)):
-                worker = key.data
-                line = worker.stdout.readline()
-                if not line:  # the worker died
-                    row = worker.row
-                    if row is not None:
-                        record(failed_row(row, "crash", "the compile worker exited", 0.0))
-                        worker.row = None
-                    elif not worker.ready:
-                        raise RuntimeError(
-                            f"a compile worker failed to start; see {worker.scratch}"
-                        )
-                    replace(worker)
-                    continue
-                message = json.loads(line)
-                if not worker.ready:
-                    worker.ready = message.get("ready", False)
-                    continue
-                assert worker.row is not None
-                record(worker.row | message)
-                worker.row = None
-            now = time.monotonic()
-            for worker in list(workers):
-                if worker.row is not None and now - worker.started > args.compile_timeout_s:
-                    row = worker.row
+    with meter:  # the bar, on a terminal, until the last worker has stopped
+        try:
+            workers.extend(spawn(i) for i in range(args.jobs))
+            while True:
+                budget_left = args.time_budget_s is None or (
+                    time.monotonic() - start < args.time_budget_s
+                )
+                for worker in workers:
+                    if worker.ready and worker.row is None and pending and budget_left:
+                        worker.send(pending.popleft())
+                busy = [w for w in workers if w.row is not None or not w.ready]
+                if not any(w.row is not None for w in workers) and (not pending or not budget_left):
+                    break
+                now = time.monotonic()
+                deadlines = [
+                    w.started + (args.compile_timeout_s if w.ready else READY_TIMEOUT_S)
+                    for w in busy
+                ]
+                for key, _ in selector.select(timeout=max(0.1, min(deadlines) - now)):
+                    worker = key.data
+                    line = worker.stdout.readline()
+                    if not line:  # the worker died
+                        row = worker.row
+                        if row is not None:
+                            record(failed_row(row, "crash", "the compile worker exited", 0.0))
+                            worker.row = None
+                        elif not worker.ready:
+                            raise RuntimeError(
+                                f"a compile worker failed to start; see {worker.scratch}"
+                            )
+                        replace(worker)
+                        continue
+                    message = json.loads(line)
+                    if not worker.ready:
+                        worker.ready = message.get("ready", False)
+                        continue
+                    assert worker.row is not None
+                    record(worker.row | message)
                     worker.row = None
-                    seconds = now - worker.started
-                    record(failed_row(row, "timeout", f"killed after {seconds:.0f} s", seconds))
-                    replace(worker)
-    finally:
-        for worker in workers:
-            worker.stop()
-        sink.close()
+                now = time.monotonic()
+                for worker in list(workers):
+                    if worker.row is not None and now - worker.started > args.compile_timeout_s:
+                        row = worker.row
+                        worker.row = None
+                        seconds = now - worker.started
+                        record(failed_row(row, "timeout", f"killed after {seconds:.0f} s", seconds))
+                        replace(worker)
+        finally:
+            for worker in workers:
+                worker.stop()
+            sink.close()
     left = len(pending)
     print(
         f"done: {finished} compiled in {time.monotonic() - start:.0f}s; {left} left (time budget)"
@@ -239,6 +245,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--strata", nargs="*", choices=STRATA, default=list(STRATA), help="plan strata"
     )
     parser.add_argument("--limit", type=int, default=None, help="compile at most N rows")
+    add_quiet_argument(parser)
     parser.add_argument(
         "--sort-only",
         action="store_true",

@@ -46,7 +46,12 @@ from tilesolve.v1 import tilesolve_pb2 as pb
 
 # (message field name) -> {wire enum name: solver value}; UNSPECIFIED means "absent".
 _ENUMS: dict[str, dict[str, str]] = {
-    "dtype": {"DATA_TYPE_FP16": "fp16", "DATA_TYPE_BF16": "bf16", "DATA_TYPE_FP8": "fp8"},
+    "dtype": {
+        "DATA_TYPE_FP16": "fp16",
+        "DATA_TYPE_BF16": "bf16",
+        "DATA_TYPE_FP8": "fp8",
+        "DATA_TYPE_FP32": "fp32",
+    },
     "phase": {
         "PHASE_FORWARD": "forward",
         "PHASE_BACKWARD": "backward",
@@ -456,15 +461,17 @@ def memory_request_to_proto(
     block_n: int,
     hardware: str | HardwareSpec | None = None,
     kernel: str | None = None,
+    parameters: Mapping[str, int] | None = None,
 ) -> pb.EstimateMemoryRequest:
     """`kernel` None leaves the field empty: the server applies the solver's default
     (`tilesolve.solver.apps.memory.memory_kernel`: fa2, or the default family of a non-CUDA
-    device)."""
+    device); `parameters`: the family's parameters fixed (`memory --param`)."""
     request = pb.EstimateMemoryRequest(
         problem=problem_to_proto(problem),
         block_m=block_m,
         block_n=block_n,
         kernel=kernel or "",
+        parameters=dict(parameters or {}),
     )
     if hardware is not None:
         request.hardware.CopyFrom(hardware_ref_to_proto(hardware))
@@ -473,10 +480,11 @@ def memory_request_to_proto(
 
 def memory_request_from_proto(
     request: pb.EstimateMemoryRequest,
-) -> tuple[AttentionProblem, int, int, str | HardwareSpec | None, str | None]:
-    """(problem, block_m, block_n, hardware or None, kernel or None for the solver's default);
-    every bad field reported together. The tile's range is the solver's to check
-    (`estimate_memory` names block_m / block_n)."""
+) -> tuple[AttentionProblem, int, int, str | HardwareSpec | None, str | None, dict[str, int]]:
+    """(problem, block_m, block_n, hardware or None, kernel or None for the solver's default,
+    parameters); every bad field reported together. The tile's range and the parameters'
+    names and values are the solver's to check (`estimate_memory` names block_m / block_n and
+    `parameters`)."""
     violations: list[FieldViolation] = []
     problem: AttentionProblem | None = None
     hardware: str | HardwareSpec | None = None
@@ -515,7 +523,8 @@ def memory_request_from_proto(
     if violations:
         raise InvalidRequestError(violations)
     assert problem is not None
-    return problem, request.block_m, request.block_n, hardware, kernel
+    parameters = {name: int(value) for name, value in request.parameters.items()}
+    return problem, request.block_m, request.block_n, hardware, kernel, parameters
 
 
 def _known_kernel(number: int) -> bool:

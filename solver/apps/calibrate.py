@@ -188,16 +188,28 @@ class FitResult:
     rows: int
 
 
+FIT_ITERATIONS = 60  # Levenberg-Marquardt iterations per start, at most
+# Where a long computation stands: called with (steps done, steps in all).
+Progress = Callable[[int, int], None]
+
+
+def _no_progress(done: int, total: int) -> None:
+    """A `Progress` that reports nowhere."""
+
+
 def fit(
     rows: Sequence[Measurement],
     base: CudaDevice,
     names: Sequence[str] = FREE_CONSTANT_NAMES,
     starts: int = 3,
-    max_iterations: int = 60,
+    max_iterations: int = FIT_ITERATIONS,
+    progress: Progress = _no_progress,
 ) -> FitResult:
     """Least squares of ln(predicted/measured) over `rows` (timed, model-feasible), moving
     the constants `names` from `base`'s values. Deterministic: the first start is today's
-    values, the others fixed points between them and the bounds."""
+    values, the others fixed points between them and the bounds. `progress` hears of each
+    iteration, of `max(starts, 1) * max_iterations` steps (a start that converges early
+    counts all its iterations as done)."""
     free = [c for c in FREE_CONSTANTS if c.name in names]
     data = [_shape_data(s, g, base) for s, g in by_shape(rows).items()]
     data = [d for d in data if len(d.measured_us)]
@@ -219,13 +231,19 @@ def fit(
 
     before = residuals(x0)[:n_rows]
     best_x, best_cost, iterations = x0, float(before @ before), 0
+    steps = max(starts, 1) * max_iterations
     for k in range(max(starts, 1)):
         # Start k: today's values, then fixed fractions of the way towards alternate bounds.
         towards = np.where(np.arange(len(free)) % 2 == k % 2, hi, lo)
         start = x0 + (towards - x0) * (0.0 if k == 0 else 0.25 * k)
+
+        def iterated(it: int, k: int = k) -> None:
+            progress(k * max_iterations + it, steps)
+
         x, cost, it = _levenberg_marquardt(
-            residuals, np.clip(start, lo, hi), lo, hi, max_iterations
+            residuals, np.clip(start, lo, hi), lo, hi, max_iterations, iterated
         )
+        progress((k + 1) * max_iterations, steps)
         iterations += it
         if cost < best_cost:
             best_x, best_cost = x, cost
@@ -246,15 +264,17 @@ def _levenberg_marquardt(
     lo: np.ndarray,
     hi: np.ndarray,
     max_iterations: int,
+    iterated: Callable[[int], None],
 ) -> tuple[np.ndarray, float, int]:
     """Bounded Levenberg-Marquardt with a forward-difference Jacobian (steps projected onto
-    the bounds). Returns the point, its cost (sum of squares) and the iterations used."""
+    the bounds); `iterated(n)` after the n-th iteration. Returns the point, its cost (sum of
+    squares) and the iterations used."""
     r = residuals(x)
     cost = float(r @ r)
     damping = 1e-2
     step_h = 1e-4
     it = 0
-    for it in range(1, max_iterations + 1):  # noqa: B007 - the count is returned
+    for it in range(1, max_iterations + 1):
         jac = np.empty((len(r), len(x)))
         for j in range(len(x)):
             h = step_h if x[j] + step_h <= hi[j] else -step_h
@@ -281,6 +301,7 @@ def _levenberg_marquardt(
                 improved = gain > 1e-10 * max(cost, 1e-12)
                 break
             damping *= 4.0
+        iterated(it)
         if not improved:
             break
     return x, cost, it
@@ -342,9 +363,11 @@ def calibrate(
     holdout_every: int = HOLDOUT_EVERY,
     starts: int = 3,
     note: str = FITTED_NOTE,
+    progress: Progress = _no_progress,
 ) -> Calibration:
     """Split `rows` (all on `hardware`) by shape, fit on the training shapes, and report
-    before and after on both halves. Raises TooFewRowsError (field `measurements`)."""
+    before and after on both halves. Raises TooFewRowsError (field `measurements`).
+    `progress` hears of the fit's iterations (`fit`), then of the four reports, one step each."""
     base = get_hardware(hardware)
     if not isinstance(base, CudaDevice):
         raise InvalidRequestError(
@@ -379,22 +402,34 @@ def calibrate(
                 )
             ]
         )
-    result = fit(train_rows, base, names, starts=starts)
+    reports = 4
+    fitted = max(starts, 1) * FIT_ITERATIONS
+
+    def fitting(done: int, total: int) -> None:
+        progress(done, total + reports)
+
+    result = fit(train_rows, base, names, starts=starts, progress=fitting)
     fitted_constants = {k: v for k, v in result.values.items() if "." not in k}
     overrides = {k: v for k, v in result.values.items() if "." in k}
     constants = ModelConstants(**(DEFAULT_MODEL_CONSTANTS.model_dump() | fitted_constants))
     device = calibrated_device(base, constants, overrides, note)
     held_rows = [m for s in held_out for m in groups[s]]
+    summaries = []
+    for n, (measured, on) in enumerate(
+        [(train_rows, base), (train_rows, device), (held_rows, base), (held_rows, device)], 1
+    ):
+        summaries.append(analyse(measured, {base.name: on}))
+        progress(fitted + n, fitted + reports)
     return Calibration(
         hardware=base.name,
         fit=result,
         device=device,
         training=training,
         held_out=held_out,
-        before_training=analyse(train_rows, {base.name: base}),
-        after_training=analyse(train_rows, {base.name: device}),
-        before_held_out=analyse(held_rows, {base.name: base}),
-        after_held_out=analyse(held_rows, {base.name: device}),
+        before_training=summaries[0],
+        after_training=summaries[1],
+        before_held_out=summaries[2],
+        after_held_out=summaries[3],
     )
 
 

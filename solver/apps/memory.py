@@ -311,6 +311,8 @@ def _family_figures(
         return None, "; ".join(f"{v.field}: {v.description}" for v in violations), [], {}
     params = family.params(problem, reference)
     bad = _parameter_violations(kernel, params, parameters)
+    # the request's own parameters (a setting such as flex's tf32 held unless given)
+    params = family.request_params(problem, reference, SolveOptions(parameter_pins=parameters))
     if bad:
         raise InvalidRequestError(bad)
     # The tile as given, every other parameter at the smallest value of its domain (one K/V
@@ -365,7 +367,7 @@ def _family_resources(
     capacity constraints hold (the first of each domain when none does); a parameter in
     `parameters` is fixed at its value. A family that does not declare block_m and block_n
     (its tile has other names) is evaluated only when `parameters` name its tile."""
-    params = family.params(problem, hardware)
+    params = family.request_params(problem, hardware, SolveOptions(parameter_pins=parameters))
     names = [p.name for p in params]
     if ("block_m" not in names or "block_n" not in names) and not parameters:
         return [], {}
@@ -406,14 +408,20 @@ def _family_resources(
     return uses, cfg.config(index).as_dict()
 
 
-def _peak(hardware: HardwareSpec, dtype: DType) -> tuple[float, str]:
-    """The dense peak for the dtype (TFLOP/s) and what it is."""
+def _peak(hardware: HardwareSpec, dtype: DType, tf32: bool = False) -> tuple[float, str]:
+    """The dense peak for the dtype (TFLOP/s) and what it is (`tf32`: fp32 inputs on the
+    tensor cores, flex's `--param tf32=1`)."""
     if isinstance(hardware, CudaDevice):
         tp = hardware.throughput
         if dtype is DType.FP8:
             if tp.tensor_fp8_dense_tflops is not None:
                 return tp.tensor_fp8_dense_tflops, "fp8 dense tensor"
             return tp.tensor_fp16_dense_tflops, "fp16 dense tensor (no fp8 tensor peak)"
+        if dtype is DType.FP32 and tf32:
+            return tp.tensor_tf32_dense_tflops, "tf32 dense tensor"
+        if dtype is DType.FP32:
+            # fp32 runs in the flex family at FLOAT32_PRECISION 'ieee' by default: FMAs
+            return tp.fp32_tflops, "fp32 CUDA cores (FMA)"
         return tp.tensor_fp16_dense_tflops, f"{dtype.value} dense tensor"
     if isinstance(hardware, RocmDevice):
         rocm = hardware.rocm
@@ -432,8 +440,9 @@ def _roofline(
     naive: int,
     tiled: int,
     tiled_l2: int,
+    tf32: bool = False,
 ) -> Roofline:
-    peak, kind = _peak(hardware, dtype)
+    peak, kind = _peak(hardware, dtype, tf32)
     bandwidth = hardware.memory.dram_bandwidth_gb_per_s
     bytes_per_s = bandwidth * 1e9
     ridge = peak * 1e12 / bytes_per_s
@@ -522,7 +531,15 @@ def estimate_memory(
         roofline=(
             None
             if spec is None
-            else _roofline(spec, problem.dtype, flops, hbm_naive, hbm_tiled, hbm_tiled_l2)
+            else _roofline(
+                spec,
+                problem.dtype,
+                flops,
+                hbm_naive,
+                hbm_tiled,
+                hbm_tiled_l2,
+                tf32=bool((parameters or {}).get("tf32")),
+            )
         ),
     )
 

@@ -65,9 +65,19 @@ FP8_E4M3_MAX = 448.0
 FP32_UNIT_ROUNDOFF = 2.0**-24
 
 # Unit roundoff (half the spacing of the values just above 1) of each element type.
-UNIT_ROUNDOFF = {DType.FP16: 2.0**-11, DType.BF16: 2.0**-8, DType.FP8: 2.0**-4}
-# The type the kernel writes O in: FP8 kernels (FlashAttention-3) write BF16.
-OUTPUT_DTYPE = {DType.FP16: DType.FP16, DType.BF16: DType.BF16, DType.FP8: DType.BF16}
+UNIT_ROUNDOFF = {
+    DType.FP16: 2.0**-11,
+    DType.BF16: 2.0**-8,
+    DType.FP8: 2.0**-4,
+    DType.FP32: FP32_UNIT_ROUNDOFF,
+}
+# The type the kernel writes O in: FP8 kernels (FlashAttention-3) write BF16; FP32 writes FP32.
+OUTPUT_DTYPE = {
+    DType.FP16: DType.FP16,
+    DType.BF16: DType.BF16,
+    DType.FP8: DType.BF16,
+    DType.FP32: DType.FP32,
+}
 TOLERANCE_SAFETY = 2.0
 
 
@@ -137,11 +147,14 @@ def round_to_dtype(x: npt.NDArray[Any], dtype: DType) -> F32:
     FP16 is IEEE binary16 (overflow to inf, subnormals down to 2^-24). BF16 keeps the upper
     16 bits of the float32 pattern after adding 0x7FFF plus the lowest kept bit (ties to even). FP8
     is OCP E4M3 (`e4m3fn`: bias 7, 3 mantissa bits, subnormals down to 2^-9, no infinity),
-    rounded on its grid and saturated at +-448 as `satfinite` conversions do.
+    rounded on its grid and saturated at +-448 as `satfinite` conversions do. FP32 is returned
+    as float32 (no rounding beyond it).
     """
     if dtype is DType.FP16:
         return _round_fp16(np.asarray(x, dtype=np.float32))
     x32 = np.asarray(x, dtype=np.float32)
+    if dtype is DType.FP32:
+        return x32
     if dtype is DType.BF16:
         # uint32 arithmetic wraps only for NaN patterns, which are passed through below.
         bits = x32.view(np.uint32)

@@ -13,6 +13,7 @@ class DataType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     DATA_TYPE_FP16: _ClassVar[DataType]
     DATA_TYPE_BF16: _ClassVar[DataType]
     DATA_TYPE_FP8: _ClassVar[DataType]
+    DATA_TYPE_FP32: _ClassVar[DataType]
 
 class Phase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -45,6 +46,7 @@ DATA_TYPE_UNSPECIFIED: DataType
 DATA_TYPE_FP16: DataType
 DATA_TYPE_BF16: DataType
 DATA_TYPE_FP8: DataType
+DATA_TYPE_FP32: DataType
 PHASE_UNSPECIFIED: Phase
 PHASE_FORWARD: Phase
 PHASE_BACKWARD: Phase
@@ -697,20 +699,29 @@ class GetHardwareResponse(_message.Message):
     def __init__(self, hardware: _Optional[_Union[HardwareSpec, _Mapping]] = ..., catalog_version: _Optional[str] = ...) -> None: ...
 
 class EstimateMemoryRequest(_message.Message):
-    __slots__ = ("problem", "block_m", "block_n", "hardware", "kernel_enum", "kernel")
+    __slots__ = ("problem", "block_m", "block_n", "hardware", "kernel_enum", "kernel", "parameters")
+    class ParametersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     PROBLEM_FIELD_NUMBER: _ClassVar[int]
     BLOCK_M_FIELD_NUMBER: _ClassVar[int]
     BLOCK_N_FIELD_NUMBER: _ClassVar[int]
     HARDWARE_FIELD_NUMBER: _ClassVar[int]
     KERNEL_ENUM_FIELD_NUMBER: _ClassVar[int]
     KERNEL_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_FIELD_NUMBER: _ClassVar[int]
     problem: AttentionProblem
     block_m: int
     block_n: int
     hardware: HardwareRef
     kernel_enum: KernelFamily
     kernel: str
-    def __init__(self, problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., hardware: _Optional[_Union[HardwareRef, _Mapping]] = ..., kernel_enum: _Optional[_Union[KernelFamily, str]] = ..., kernel: _Optional[str] = ...) -> None: ...
+    parameters: _containers.ScalarMap[str, int]
+    def __init__(self, problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., hardware: _Optional[_Union[HardwareRef, _Mapping]] = ..., kernel_enum: _Optional[_Union[KernelFamily, str]] = ..., kernel: _Optional[str] = ..., parameters: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class Roofline(_message.Message):
     __slots__ = ("hardware", "peak_tflops", "peak_kind", "dram_bandwidth_gb_per_s", "ridge_point_flops_per_byte", "attainable_tflops", "attainable_tflops_tiled_no_l2", "attainable_tflops_naive", "bound")

@@ -55,6 +55,7 @@ class AscendFlashAttention(KernelFamily):
     the device's FlashAttention kernel on the DaVinci AI core."""
 
     name = "ascend"
+    input_dtypes = (DType.FP16, DType.BF16)  # fp16 and bf16
     device_kind = "ascend"
     summary = (
         "FlashAttention forward on the DaVinci AI core: S1 x S2 tiles over L1, L0A/L0B, L0C and "

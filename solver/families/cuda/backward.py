@@ -500,9 +500,9 @@ class CudaBackwardFamily(CudaFamily):
     ) -> list[list[str]]:
         """The inner choice restated for each configuration: evaluate every inner variant of
         its outer parameters afresh (not from the table; the variants of all the
-        configurations in one evaluation) and confirm, row by row, that the configuration is
-        the first aligned one by (breaks a limit, modelled time in whole ns, enumeration
-        order)."""
+        configurations in one evaluation) and confirm that each configuration is the first
+        aligned one of its variants by (breaks a limit, modelled time in whole ns, enumeration
+        order), all of them ordered at once."""
         device = cuda_device(hardware)
         pins = options.parameter_pins
         products = []
@@ -530,27 +530,29 @@ class CudaBackwardFamily(CudaFamily):
             return [[] for _ in configs]
         res = backward_resources(evaluation(self, hardware, problem, options, cfg))
         need = max(1, options.min_blocks_per_sm or 1)
+        smem = res.smem_bytes
+        breaks = (
+            (smem > res.smem_limit_bytes)
+            | (res.occupancy.blocks_per_sm < need)
+            | (res.threads > res.max_threads)
+        )
+        if options.max_smem is not None:
+            breaks |= smem > options.max_smem
+        if self.max_spill_regs is not None:
+            breaks |= res.spill_regs > self.max_spill_regs
+        # the first row of each configuration's variants by (breaks a limit, modelled time in
+        # whole ns, enumeration order)
+        sizes = np.asarray([len(kept) for kept in rows], dtype=np.int64)
+        segment = np.repeat(np.arange(len(rows)), sizes)
+        position = np.arange(len(cfg)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        time_ns = np.rint(res.perf.time_us * 1000.0)
+        order = np.lexsort((position, time_ns, breaks, segment))
+        starts = np.flatnonzero(np.r_[True, segment[order][1:] != segment[order][:-1]])
+        chosen_row = dict(zip(segment[order][starts].tolist(), order[starts].tolist(), strict=True))
         out: list[list[str]] = []
-        offset = 0
-        for config, kept in zip(configs, rows, strict=True):
-            best: tuple[int, int, int] | None = None
-            chosen: dict[str, int] | None = None
-            for i in range(len(kept)):
-                row = offset + i
-                values = cfg.config(row).as_dict()
-                smem = int(res.smem_bytes[row])
-                spill_limit = self.max_spill_regs
-                breaks = (
-                    smem > res.smem_limit_bytes
-                    or (options.max_smem is not None and smem > options.max_smem)
-                    or (spill_limit is not None and int(res.spill_regs[row]) > spill_limit)
-                    or int(res.occupancy.blocks_per_sm[row]) < need
-                    or int(res.threads[row]) > res.max_threads
-                )
-                key = (int(breaks), round(float(res.perf.time_us[row]) * 1000.0), i)
-                if best is None or key < best:
-                    best, chosen = key, values
-            offset += len(kept)
+        for k, config in enumerate(configs):
+            row = chosen_row.get(k)
+            chosen = None if row is None else {n: int(cfg[n][row]) for n in self.inner_params}
             if chosen is not None and any(chosen[n] != config[n] for n in self.inner_params):
                 picked = ", ".join(f"{n}={chosen[n]}" for n in self.inner_params)
                 out.append(

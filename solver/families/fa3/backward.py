@@ -34,9 +34,9 @@ from ...constraints import Constraint
 from ...cost import Perf, gather_perf, tiles_per_head
 from ...errors import FieldViolation
 from ...family import kib
-from ...hardware import CudaDevice, HardwareSpec
-from ...occupancy import occupancy, occupancy_arrays
-from ...problem import AttentionProblem, SolveOptions
+from ...hardware import CudaDevice, HardwareSpec, SmLimits
+from ...occupancy import OccupancyArrays, occupancy, occupancy_arrays
+from ...problem import AttentionProblem, DType, SolveOptions
 from ...space import BoolArray, Config, ConfigArrays, IntArray, Param
 from ..cuda.backward import CudaBackwardFamily, InnerChoice, backward_fits, inner_rank
 from ..cuda.constraints import MaxSmem, ResidentBlocks, SharedMemory, Threads
@@ -56,6 +56,7 @@ from .backward_shape import (
     BWD_INNER_PARAMS,
     SHAPE_RULE,
     WARPGROUP_THREADS,
+    WARPS_PER_WARPGROUP,
     backward_head_dim,
     backward_params,
     backward_structure,
@@ -72,6 +73,7 @@ class Fa3Backward(CudaBackwardFamily):
     """fa3 backward: FlashAttention-3's warp-specialised backward kernel."""
 
     name = "fa3"
+    input_dtypes = (DType.FP16, DType.BF16)  # mha_bwd is 16-bit
     summary = (
         "FlashAttention-3 backward (K/V block per CTA, Q/dO streamed by TMA, five wgmma GEMMs "
         "on 2-3 consumer warpgroups, setmaxnreg, dQ by TMA reduce-add)"
@@ -172,7 +174,7 @@ class Fa3Backward(CudaBackwardFamily):
         launch = np.minimum(sm.max_regs_per_thread, sm.regs_per_sm // threads) // 8 * 8
         # Residency with the launch registers and the shared memory capped at the opt-in
         # maximum: a tile over that maximum breaks shared_memory, not occupancy.
-        occ = occupancy_arrays(
+        occ = _occupancy(
             sm, threads, launch, np.minimum(layout.total, sm.smem_per_block_optin_bytes)
         )
         base = CudaResources(
@@ -267,26 +269,59 @@ class Fa3Backward(CudaBackwardFamily):
         options: SolveOptions,
         config: Config,
     ) -> list[str]:
-        """The fa3 backward rules for one configuration: the layouts, threads, shared memory
-        and caps, the setmaxnreg budget (scalar), one CTA per SM (the scalar occupancy
-        calculator), and the inner choice restated."""
+        """The fa3 backward rules for one configuration (`check_all` of it alone)."""
+        return self.check_all(hardware, problem, options, [config])[0]
+
+    def check_all(
+        self,
+        hardware: HardwareSpec,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        configs: list[Config],
+    ) -> list[list[str]]:
+        """The fa3 backward rules for each of `configs`: the layouts, threads, shared memory
+        and caps, the setmaxnreg budget, one CTA per SM (the scalar occupancy calculator, per
+        configuration) and the inner choice restated; each vectorised rule evaluated once over
+        all of them."""
+        if not configs:
+            return []
         device = cuda_device(hardware)
         sm = device.sm
-        one = ConfigArrays.from_configs(config.as_dict(), [config])
-        out, threads, smem = self.check_tile(device, problem, options, one)
-        warpgroups = config["num_warps"] // 4 - 1
-        budget = SETMAXNREG_BUDGETS[warpgroups][1]
-        demand = int(self.regs_demand(one, problem)[0])
-        if demand > budget:
-            out.append(f"registers: consumer demand {demand} > setmaxnreg budget {budget}")
-        launch = min(sm.max_regs_per_thread, sm.regs_per_sm // threads) // 8 * 8
-        blocks = occupancy(
-            sm, threads, launch, min(smem, sm.smem_per_block_optin_bytes)
-        ).blocks_per_sm
-        if blocks < max(1, options.min_blocks_per_sm or 1):
-            out.append(f"occupancy: {blocks} block(s) per SM")
-        out.extend(self._check_inner(hardware, problem, options, [config])[0])
+        cfg = ConfigArrays.from_configs(configs[0].as_dict(), configs)
+        tiles = self.check_tiles(device, problem, options, cfg)
+        demands = self.regs_demand(cfg, problem)
+        inner = self._check_inner(hardware, problem, options, configs)
+        need = max(1, options.min_blocks_per_sm or 1)
+        out = []
+        for k, (problems, threads, smem) in enumerate(tiles):
+            warpgroups = int(cfg["num_warps"][k]) // WARPS_PER_WARPGROUP - 1
+            budget = SETMAXNREG_BUDGETS[warpgroups][1]
+            demand = int(demands[k])
+            if demand > budget:
+                problems.append(f"registers: consumer demand {demand} > setmaxnreg budget {budget}")
+            launch = min(sm.max_regs_per_thread, sm.regs_per_sm // threads) // 8 * 8
+            blocks = occupancy(
+                sm, threads, launch, min(smem, sm.smem_per_block_optin_bytes)
+            ).blocks_per_sm
+            if blocks < need:
+                problems.append(f"occupancy: {blocks} block(s) per SM")
+            out.append(problems + inner[k])
         return out
+
+
+def _occupancy(
+    sm: SmLimits, threads: IntArray, launch: IntArray, smem: IntArray
+) -> OccupancyArrays:
+    """`occupancy_arrays` of every candidate, evaluated once per distinct (threads, shared
+    memory) pair (the launch registers follow from the threads): a few hundred pairs over the
+    whole space."""
+    key = threads * (int(smem.max(initial=0)) + 1) + smem
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    distinct = occupancy_arrays(sm, threads[first], launch[first], smem[first])
+    rows = inverse.reshape(-1)
+    return OccupancyArrays(
+        **{f.name: getattr(distinct, f.name)[rows] for f in fields(OccupancyArrays)}
+    )
 
 
 def _gqa(problem: AttentionProblem) -> bool:
@@ -301,5 +336,7 @@ def _scatter(sub: Perf, rows: IntArray, n: int) -> Perf:
     outside[rows] = False
     time_us = full.time_us.copy()
     time_us[outside] = float(sub.time_us.max()) if len(rows) else 1.0
-    words = [w if w else "not a layout FA3 can tile" for w in full.bottleneck]
+    words = ["not a layout FA3 can tile"] * n
+    for i, word in zip(rows.tolist(), sub.bottleneck, strict=True):
+        words[i] = word or words[i]
     return replace(full, time_us=time_us, bottleneck=words)

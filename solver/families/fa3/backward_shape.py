@@ -191,11 +191,12 @@ def gemm_layout(m: IntArray | int, n: IntArray | int, wg_m: IntArray, wg_n: IntA
     warpgroup's N a multiple of 8 up to 256."""
     m_arr = np.asarray(m, dtype=np.int64)
     n_arr = np.asarray(n, dtype=np.int64)
+    m_step = WARPGROUP_ROWS * wg_m
     n_per_wg = n_arr // wg_n
     ok = (
-        (m_arr % (WARPGROUP_ROWS * wg_m) == 0)
-        & (n_arr % wg_n == 0)
-        & (n_per_wg % WGMMA_N_STEP == 0)
+        _divides(m_step, m_arr)
+        & (n_per_wg * wg_n == n_arr)
+        & _divides(WGMMA_N_STEP, n_per_wg)
         & (n_per_wg <= WGMMA_N_MAX)
     )
     return GemmLayout(wg_m, wg_n, np.asarray(ok, dtype=np.bool_))
@@ -230,33 +231,20 @@ def backward_structure(cfg: ConfigArrays, head_dim: int) -> BackwardStructure:
     atom_sdp = np.where(cfg["sdp_split_m"] == 1, w, 1)
     atom_dkv = np.where(cfg["dkv_split_n"] == 1, w, 1)
     atom_dq = np.where(cfg["dq_split_m"] == 1, w, 1)
-    d = head_dim
+    d = np.full(len(cfg), head_dim, dtype=np.int64)
     # S and dP: (block_m x block_n), or transposed (block_n x block_m)
-    sdp = _either(
-        sdp_swap,
-        gemm_layout(bn, bm, w // atom_sdp, atom_sdp),
-        gemm_layout(bm, bn, atom_sdp, w // atom_sdp),
-    )
+    sdp = _oriented(sdp_swap, bm, bn, atom_sdp, w)
     # dV and dK: (block_n x head dim), or transposed (head dim x block_n)
-    dkv = _either(
-        dkv_swap,
-        gemm_layout(d, bn, w // atom_dkv, atom_dkv),
-        gemm_layout(bn, d, atom_dkv, w // atom_dkv),
-    )
+    dkv = _oriented(dkv_swap, bn, d, atom_dkv, w)
     # dQ: (block_m x head dim), or transposed (head dim x block_m)
-    dq = _either(
-        dq_swap,
-        gemm_layout(d, bm, w // atom_dq, atom_dq),
-        gemm_layout(bm, d, atom_dq, w // atom_dq),
-    )
+    dq = _oriented(dq_swap, bm, d, atom_dq, w)
     mma_dkv_rs = (atom_sdp == 1) & (atom_dkv == w) & sdp_swap & ~dkv_swap
     mma_dq_rs = (atom_sdp == w) & (atom_dq == w) & ~sdp_swap & ~dq_swap
-    through_smem = d <= DQ_TMA_MAX_HEAD_DIM
-    sliced = (d == SLICED_DQ_HEAD_DIM) & dq_swap & (atom_dq == 1) & (w == 2)
+    through_smem = head_dim <= DQ_TMA_MAX_HEAD_DIM
+    sliced = (head_dim == SLICED_DQ_HEAD_DIM) & dq_swap & (atom_dq == 1) & (w == 2)
     threads = WARPGROUP_THREADS * w
-    stores_ok = ((bm * d) % (threads * VALUES_PER_STORE) == 0) & (
-        (bm * bn) % (threads * VALUES_PER_STORE) == 0
-    )
+    per_store = threads * VALUES_PER_STORE
+    stores_ok = _divides(per_store, bm * head_dim) & _divides(per_store, bm * bn)
     ok = (
         sdp.ok
         & dkv.ok
@@ -281,9 +269,22 @@ def backward_structure(cfg: ConfigArrays, head_dim: int) -> BackwardStructure:
     )
 
 
-def _either(swapped: BoolArray, when: GemmLayout, otherwise: GemmLayout) -> GemmLayout:
-    return GemmLayout(
-        np.asarray(np.where(swapped, when.wg_m, otherwise.wg_m), dtype=np.int64),
-        np.asarray(np.where(swapped, when.wg_n, otherwise.wg_n), dtype=np.int64),
-        np.asarray(np.where(swapped, when.ok, otherwise.ok), dtype=np.bool_),
+def _divides(divisor: IntArray | int, value: IntArray) -> BoolArray:
+    """Elementwise: `divisor` divides `value` (an integer quotient times the divisor gives the
+    value back: numpy's modulo by an array is several times slower than its division)."""
+    return np.asarray((value // divisor) * divisor == value, dtype=np.bool_)
+
+
+def _oriented(
+    swapped: BoolArray, rows: IntArray, cols: IntArray, atom: IntArray, warpgroups: IntArray
+) -> GemmLayout:
+    """The wgmma layout of a rows x cols result with `atom` of the warpgroups along rows (FA3's
+    atom layout) and the others along cols; swapped (swapAB), the wgmma computes the transpose,
+    cols x rows, and rows are its N side."""
+    along = warpgroups // atom
+    return gemm_layout(
+        np.where(swapped, cols, rows),
+        np.where(swapped, rows, cols),
+        np.asarray(np.where(swapped, along, atom), dtype=np.int64),
+        np.asarray(np.where(swapped, atom, along), dtype=np.int64),
     )

@@ -73,6 +73,7 @@ class Fa4Sm120(FlashForwardFamily):
     """fa4 on sm_120: the SM80 mma.sync design under 99 KB of shared memory."""
 
     name = "fa4"
+    input_dtypes = (DType.FP16, DType.BF16)  # the sm_120 kernel is 16-bit
     summary = (
         "FlashAttention-4 forward on sm_120 (its SM80 design: mma.sync, cp.async, Q split "
         "across warps, under 99 KB of shared memory; no split-KV or paged KV on 12.x)"

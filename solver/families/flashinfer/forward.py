@@ -107,6 +107,7 @@ class FlashInfer(FlashForwardFamily):
     template's warp layout, resources and cost hooks, and the CUDA-core decode kernel's."""
 
     name = "flashinfer"
+    input_dtypes = (DType.FP16, DType.BF16)  # fp16 and bf16 (fp8 refused below)
     summary = (
         "FlashInfer FA2-style kernels (4 warps as warps_q x warps_kv, GQA packed into the rows; "
         "decode also on its CUDA-core decode kernel)"

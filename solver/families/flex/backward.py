@@ -23,9 +23,12 @@ from ...hardware import CudaDevice, HardwareSpec
 from ...problem import AttentionProblem, SolveOptions
 from ...space import Config, ConfigArrays, IntArray, Param
 from ..cuda.resources import CudaResources
+from ..triton_compiler.flash_loops import backward_kernel
+from ..triton_compiler.loops import AttentionKernel
 from ..triton_cuda.backward import TritonBackwardFamily
 from .backward_cost import BACKWARD_TILES, flex_backward_perf
 from .mask import sparse_block_size
+from .precision import dots_on_fma, precision_params, requested_precision
 from .sparse import SparseBlocks, sparse_block_problems
 from .template import FlexTemplateRules, flex_violations
 
@@ -71,7 +74,20 @@ class FlexAttentionBackward(FlexTemplateRules, TritonBackwardFamily):
                 (1, 2, 3, 4, 5),
                 "software pipeline stages of both roles' streamed tiles",
             ),
+            *precision_params(problem),
         )
+
+    def request_params(
+        self, problem: AttentionProblem, hardware: HardwareSpec, options: SolveOptions
+    ) -> tuple[Param, ...]:
+        return requested_precision(super().request_params(problem, hardware, options), options)
+
+    def kernel(self, cfg: ConfigArrays, problem: AttentionProblem) -> AttentionKernel:
+        """The two roles' loops at the rounded head dims (FMA dots for fp32 at 'ieee')."""
+        d, dv = self.kernel_head_dims(problem)
+        m1, n1, m2, n2 = (cfg[name] for name in self.loop_tiles)
+        elem = problem.dtype.bytes
+        return backward_kernel(m1, n1, m2, n2, d, dv, elem, dots_on_fma(cfg))
 
     def common_fields(self, cfg: ConfigArrays) -> dict[str, IntArray]:
         """The wire's block_m / block_n are the dK/dV role's (BLOCK_M1, BLOCK_N1)."""

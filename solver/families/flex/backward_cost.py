@@ -39,6 +39,7 @@ from ..cuda.timing import (
 from ..triton_cuda.backward import loop_iterations
 from ..triton_cuda.forward import device_stage_round
 from .mask import block_counts, has_mask
+from .precision import dots_on_fma
 from .template import flex_head_dims
 
 BACKWARD_TILES = ("block_m1", "block_n1", "block_m2", "block_n2")
@@ -132,6 +133,7 @@ def flex_backward_perf(
         elem,
         (reuse1.dram_fraction, reuse2.dram_fraction),
         extra_alu_per_score=2.0 * mod_ops,
+        fma=dots_on_fma(cfg),
     )
 
     def rounds(it: LoopIteration, resident: FloatArray) -> tuple[FloatArray, FloatArray]:

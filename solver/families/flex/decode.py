@@ -8,8 +8,13 @@ sets it), and each program walks one of SPLIT_KV contiguous parts of the cache B
 per iteration, writing fp32 partial outputs that a reduction combines. The tuning keys are
 BLOCK_N, num_warps, num_stages and SPLIT_KV (`num_splits` here, the shared `split_kv.SplitKv`
 with GQA always packed). BLOCK_N must divide the block mask's BLOCK_SIZE (so it is at most
-that). The loop is the forward loop with few rows, so resources and cost are the forward
-template's (`forward.py`) on the split, packed problem.
+that), and so must BLOCK_M: `create_flex_decoding_kernel` (torch/_inductor/kernel/flex/
+flex_decoding.py@00804f38) sets BLOCK_M by `setdefault` as above and raises ValueError ("Q and
+KV block sizes must be divisible by the selected tile sizes") when SPARSE_Q_BLOCK_SIZE %
+BLOCK_M or SPARSE_KV_BLOCK_SIZE % BLOCK_N is not 0. Packed rows whose BLOCK_M the block size
+does not divide are a problem the decode kernel cannot take (`packed_rows_violations`, exit 2).
+The loop is the forward loop with few rows, so resources and cost are the forward template's
+(`forward.py`) on the split, packed problem.
 """
 
 from __future__ import annotations
@@ -17,10 +22,12 @@ from __future__ import annotations
 from ...errors import FieldViolation
 from ...family import pow2_range
 from ...hardware import HardwareSpec
-from ...problem import AttentionProblem, Phase
+from ...problem import AttentionProblem, Phase, SolveOptions
 from ...space import Param
 from ...split_kv import SplitKv, always_packs, gqa_group
 from .forward import FlexAttention
+from .mask import sparse_block_size
+from .precision import precision_params
 
 MIN_DECODE_BLOCK_M = 16  # the lowering's floor on the packed rows (1 on XPU)
 DECODE_MAX_QUERY_LEN = 127  # _use_flex_decoding: the query length is below 128
@@ -32,6 +39,35 @@ def decode_block_m(problem: AttentionProblem) -> int:
     return max(1 << max(0, (rows - 1).bit_length()), MIN_DECODE_BLOCK_M)
 
 
+def packed_rows_violations(
+    problem: AttentionProblem, options: SolveOptions
+) -> list[FieldViolation]:
+    """The lowering's rule on the packed rows: the block mask's BLOCK_SIZE a multiple of
+    BLOCK_M (module docstring)."""
+    size = sparse_block_size(options)
+    block_m = decode_block_m(problem)
+    if size % block_m == 0:
+        return []
+    group = gqa_group(problem)
+    rows = problem.seq_len * group
+    return [
+        FieldViolation(
+            "seq_len",
+            f"FlexDecoding packs seq_len x heads/kv_heads = {problem.seq_len} x {group} = "
+            f"{rows} query rows into BLOCK_M = {block_m} (max(next_pow2(rows), 16)), and its "
+            f"lowering needs the block mask's BLOCK_SIZE a multiple of BLOCK_M; {size} is not "
+            f"(allowed: at most {max(MIN_DECODE_BLOCK_M, _largest_pow2_dividing(size))} packed "
+            f"rows at BLOCK_SIZE {size}, or --sparse-block-size a multiple of {block_m}; "
+            "FlexAttention's forward kernel takes the problem: --phase forward)",
+        )
+    ]
+
+
+def _largest_pow2_dividing(size: int) -> int:
+    """The largest power of two that divides `size`."""
+    return size & -size
+
+
 class FlexDecoding(FlexAttention):
     """flex decode: FlexDecoding with split-KV and packed GQA."""
 
@@ -41,7 +77,15 @@ class FlexDecoding(FlexAttention):
         "kernel_options BLOCK_N, num_warps, num_stages, SPLIT_KV)"
     )
     split_kv = SplitKv(pack_gqa=always_packs).for_decode()
-    mask_tiles = ("block_n",)
+    mask_tiles = ("block_m", "block_n")  # BLOCK_M: the packed rows (packed_rows_violations)
+
+    def option_violations(
+        self, problem: AttentionProblem, hardware: HardwareSpec, options: SolveOptions
+    ) -> list[FieldViolation]:
+        return [
+            *super().option_violations(problem, hardware, options),
+            *packed_rows_violations(problem, options),
+        ]
 
     def kernel_violations(
         self, problem: AttentionProblem, hardware: HardwareSpec
@@ -75,4 +119,5 @@ class FlexDecoding(FlexAttention):
                 (1, 2, 3, 4, 5),
                 "software pipeline stages: K/V loads issued num_stages - 1 iterations ahead",
             ),
+            *precision_params(problem),
         )

@@ -21,18 +21,24 @@ from typing import TYPE_CHECKING, ClassVar
 from ...constraints import Constraint
 from ...cost import Perf
 from ...errors import FieldViolation
-from ...hardware import HardwareSpec
+from ...hardware import CudaDevice, HardwareSpec
 from ...problem import AttentionProblem, SolveOptions
-from ...space import Config, ConfigArrays, Param
+from ...space import Config, ConfigArrays, FloatArray, Param
 from ...split_kv import SplitKv
 from ..cuda.constraints import cuda_resources
-from ..cuda.forward import forward_perf, standard_tile_params
+from ..cuda.forward import FlashForwardFamily, forward_perf, standard_tile_params
 from ..cuda.resources import cuda_device
 from ..cuda.timing import cuda_rates
 from ..triton_compiler.flash_loops import forward_kernel
 from ..triton_compiler.loops import AttentionKernel
 from ..triton_cuda.forward import TritonForwardFamily
 from .mask import iterations_for, mask_words, sparse_block_size
+from .precision import (
+    dots_on_fma,
+    fma_flops_per_clk_per_sm,
+    precision_params,
+    requested_precision,
+)
 from .sparse import SparseBlocks, sparse_block_problems
 from .template import FlexTemplateRules, flex_violations
 
@@ -64,13 +70,21 @@ class FlexAttention(FlexTemplateRules, TritonForwardFamily):
         return flex_violations(problem, hardware)
 
     def tile_params(self, problem: AttentionProblem, hardware: HardwareSpec) -> tuple[Param, ...]:
-        return standard_tile_params(
-            Param(
-                "num_stages",
-                (1, 2, 3, 4, 5),
-                "software pipeline stages: K/V loads issued num_stages - 1 iterations ahead",
-            )
+        return (
+            *standard_tile_params(
+                Param(
+                    "num_stages",
+                    (1, 2, 3, 4, 5),
+                    "software pipeline stages: K/V loads issued num_stages - 1 iterations ahead",
+                )
+            ),
+            *precision_params(problem),
         )
+
+    def request_params(
+        self, problem: AttentionProblem, hardware: HardwareSpec, options: SolveOptions
+    ) -> tuple[Param, ...]:
+        return requested_precision(super().request_params(problem, hardware, options), options)
 
     def constraints(
         self, hardware: HardwareSpec, problem: AttentionProblem, options: SolveOptions
@@ -78,9 +92,31 @@ class FlexAttention(FlexTemplateRules, TritonForwardFamily):
         return (SparseBlocks(self.mask_tiles), *super().constraints(hardware, problem, options))
 
     def kernel(self, cfg: ConfigArrays, problem: AttentionProblem) -> AttentionKernel:
-        """The template's loop: the FlashAttention forward loop at the rounded head dims."""
+        """The template's loop: the FlashAttention forward loop at the rounded head dims (FMA
+        dots for fp32 at 'ieee')."""
         d, dv = self.kernel_head_dims(problem)
-        return forward_kernel(cfg.block_m, cfg.block_n, d, dv, problem.dtype.bytes)
+        elem = problem.dtype.bytes
+        return forward_kernel(cfg.block_m, cfg.block_n, d, dv, elem, dots_on_fma(cfg))
+
+    # ---- fp32 at 'ieee': the dots on the FMA units ------------------------------------------
+    def matrix_flops_per_clk_per_sm(
+        self, cfg: ConfigArrays, device: CudaDevice, dtype_bytes: int
+    ) -> FloatArray:
+        if dots_on_fma(cfg):
+            return fma_flops_per_clk_per_sm(device, len(cfg))
+        return super().matrix_flops_per_clk_per_sm(cfg, device, dtype_bytes)
+
+    def pipe_overlap(self, cfg: ConfigArrays, device: CudaDevice) -> FloatArray:
+        """FMA dots are no warpgroup MMA: the pipes overlap as on mma.sync."""
+        if dots_on_fma(cfg):
+            return FlashForwardFamily.pipe_overlap(self, cfg, device)
+        return super().pipe_overlap(cfg, device)
+
+    def tile_readers(self, cfg: ConfigArrays, device: CudaDevice) -> FloatArray:
+        """FMA dots read their B operand from shared memory in every warp."""
+        if dots_on_fma(cfg):
+            return FlashForwardFamily.tile_readers(self, cfg, device)
+        return super().tile_readers(cfg, device)
 
     def evaluate(self, ev: Evaluation) -> Perf:
         """The forward model with the block mask's iterations and the score_mod's cost."""

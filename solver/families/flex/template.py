@@ -5,13 +5,13 @@ Sources (pytorch/pytorch; reference/flex_attention.md): `torch/_inductor/kernel/
 `set_head_dim_values` rounds the Q/K and the V head dim each to the next power of two
 (`QK_HEAD_DIM_ROUNDED`, `V_HEAD_DIM_ROUNDED`), and every tile is sized with the rounded dims;
 `tl.dot` needs at least 16 (the lowering raises NotImplementedError below it); FlexAttention has
-no fp8 path and no dropout. The model covers compute capability 8.0 and later (Triton's MMA and
-software pipeliner) and head dims up to 256.
+no fp8 path and no dropout; it takes fp16, bf16 and fp32. The model covers compute capability
+8.0 and later (Triton's MMA and software pipeliner) and head dims up to 256.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -43,7 +43,8 @@ def flex_head_dims(problem: AttentionProblem) -> tuple[int, int]:
 
 
 def flex_violations(problem: AttentionProblem, hardware: HardwareSpec) -> list[FieldViolation]:
-    """The templates' rules on the problem: sm80+, fp16/bf16, head dims 16..256, no dropout."""
+    """The templates' rules on the problem: sm80+, fp16/bf16/fp32, head dims 16..256, no
+    dropout."""
     violations = []
     sm = cuda_device(hardware).sm
     if (sm.cc_major, sm.cc_minor) < MIN_CC:
@@ -56,7 +57,7 @@ def flex_violations(problem: AttentionProblem, hardware: HardwareSpec) -> list[F
         )
     if problem.dtype is DType.FP8:
         violations.append(
-            FieldViolation("dtype", "FlexAttention has no fp8 path; allowed: fp16, bf16")
+            FieldViolation("dtype", "FlexAttention has no fp8 path; allowed: fp16, bf16, fp32")
         )
     for field, value in (("head_dim", problem.head_dim), ("head_dim_v", problem.head_dim_v_eff)):
         if not MIN_HEAD_DIM <= value <= MAX_HEAD_DIM:
@@ -97,9 +98,12 @@ def mask_option_violations(options: SolveOptions) -> list[FieldViolation]:
 
 
 class FlexTemplateRules:
-    """What every flex registration states alike: the block-mask options it accepts, the
-    rounded head dims its tiles are sized with, and the note on a pinned configuration that
-    does not fit."""
+    """What every flex registration states alike: the element types it takes, the block-mask
+    options it accepts, the rounded head dims its tiles are sized with, and the note on a
+    pinned configuration that does not fit."""
+
+    # FlexAttention compiles float32 inputs too (the dots at FLOAT32_PRECISION: `precision.py`)
+    input_dtypes: ClassVar[tuple[DType, ...]] = (DType.FP16, DType.BF16, DType.FP32)
 
     def answer_notes(self, table: CandidateTable, ranked: list[int]) -> list[str]:
         """With no feasible configuration and pins given: the shared memory the pinned

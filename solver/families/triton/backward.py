@@ -50,6 +50,7 @@ class TritonFlashAttentionBackward(TritonBackwardFamily):
     """triton backward: the tutorial's dK/dV and dQ loops in one program."""
 
     name = "triton"
+    input_dtypes = (DType.FP16, DType.BF16)  # the backward is 16-bit
     summary = (
         "Triton fused-attention backward (the tutorial's dK/dV loop and dQ loop in one "
         "program, software-pipelined, no atomics)"

@@ -50,7 +50,9 @@ def allocate(
         raise ValueError(f"warps and stages differ in length: {len(warps)} and {len(stages)}")
     n = len(warps)
     registers = None if target.is_amd else register_estimate(kernel, target, warps, stages)
-    paths = tuple(target.dot_path(as_array(loop.rows, n), warps) for loop in kernel.loops)
+    paths = tuple(
+        target.dot_path(as_array(loop.rows, n), warps, loop.fma_dots) for loop in kernel.loops
+    )
     return Allocation(
         shared_bytes=shared_bytes(kernel, target, warps, stages),
         registers=registers,

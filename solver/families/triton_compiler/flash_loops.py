@@ -17,11 +17,11 @@ LSE_D_BYTES = 4  # the fp32 log-sum-exp and D of one query row, each
 
 
 def forward_kernel(
-    block_m: IntArray, block_n: IntArray, d: int, dv: int, elem_bytes: int
+    block_m: IntArray, block_n: IntArray, d: int, dv: int, elem_bytes: int, fma_dots: bool = False
 ) -> AttentionKernel:
     """The forward loop: S = Q K^T (dot 0), O += P V (dot 1). Q is loaded once; K (read as
     K^T: the kernel's pointers load the transposed tile) and V are streamed, each loaded just
-    before its dot."""
+    before its dot. `fma_dots`: fp32 dots at IEEE precision (`DotLoop.fma_dots`)."""
     loop = DotLoop(
         name="forward",
         dots=2,
@@ -34,6 +34,7 @@ def forward_kernel(
         accumulators=((block_m, dv),),
         scores=((block_m, block_n),),
         elem_bytes=elem_bytes,
+        fma_dots=fma_dots,
     )
     return AttentionKernel((loop,))
 
@@ -46,8 +47,10 @@ def backward_kernel(
     d: int,
     dv: int,
     elem_bytes: int,
+    fma_dots: bool = False,
 ) -> AttentionKernel:
-    """The dK/dV loop then the dQ loop (one after the other: they share the arena).
+    """The dK/dV loop then the dQ loop (one after the other: they share the arena); `fma_dots`
+    as for `forward_kernel`.
 
     dK/dV loop (block_n keys resident, block_m query rows streamed): P^T = exp2(K Q^T - LSE)
     (dot 0), dV += P^T dO (1), dP^T = V dO^T (2), dK += dS^T Q (3); Q, dO, LSE and D are
@@ -67,6 +70,7 @@ def backward_kernel(
         accumulators=((block_n, d), (block_n, dv)),
         scores=((block_n, block_m), (block_n, block_m)),
         elem_bytes=elem_bytes,
+        fma_dots=fma_dots,
         vectors=(RowVector("LSE", block_m, LSE_D_BYTES), RowVector("D", block_m, LSE_D_BYTES)),
     )
     dq = DotLoop(
@@ -82,5 +86,6 @@ def backward_kernel(
         accumulators=((dq_block_m, d),),
         scores=((dq_block_m, dq_block_n), (dq_block_m, dq_block_n)),
         elem_bytes=elem_bytes,
+        fma_dots=fma_dots,
     )
     return AttentionKernel((dkdv, dq))

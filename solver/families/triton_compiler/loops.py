@@ -98,7 +98,9 @@ class DotLoop:
     `accumulators`: fp32 (rows, cols) tiles carried across iterations in registers (O; dK and
     dV; dQ). `scores`: fp32 (rows, cols) tiles computed and consumed inside an iteration (S; P^T
     and dP^T; P and dP). `dots`: how many dots an iteration runs. `elem_bytes`: bytes of one
-    operand element (2 for fp16/bf16)."""
+    operand element (2 for fp16/bf16, 4 for fp32). `fma_dots`: the dots run on FP32 FMAs on
+    every target, fp32 operands at `input_precision="ieee"` (Triton's AccelerateMatmul gives
+    an fp32 x fp32 dot an MMA only at tf32 precision; FlexAttention's FLOAT32_PRECISION)."""
 
     name: str
     dots: int
@@ -108,6 +110,7 @@ class DotLoop:
     scores: tuple[tuple[Size, Size], ...]
     elem_bytes: int = 2
     vectors: tuple[RowVector, ...] = field(default=())
+    fma_dots: bool = False
 
     @property
     def rows(self) -> Size:

@@ -297,7 +297,7 @@ def loop_registers(
     n = len(warps)
     w = warps.astype(np.float64)
     threads = w * LANES
-    path = target.dot_path(as_array(loop.rows, n), warps)
+    path = target.dot_path(as_array(loop.rows, n), warps, loop.fma_dots)
     fma = path == DotPath.FMA
     operands_in_smem = warpgroup_path(path)
     along = warps_along_rows(loop, path, warps)
@@ -386,7 +386,12 @@ def register_estimate(
     constants: dict[str, dict[str, PathConstants]] | None = None,
 ) -> RegisterEstimate:
     """Registers per thread, the cap and the spill of every candidate (the largest loop's)."""
-    table = (REGISTER_CONSTANTS if constants is None else constants)[target_family(target)]
+    constants = REGISTER_CONSTANTS if constants is None else constants
+    table = constants[target_family(target)]
+    if any(loop.fma_dots for loop in kernel.loops) and "fma" not in table:
+        # fp32 dots at IEEE precision on cc >= 8.0: the FMA lowering's constants (fitted on
+        # sm75, the only FMA target of the data set; not fitted on these targets)
+        table = {**table, "fma": constants["sm75"]["fma"]}
     per_loop = []
     for loop in kernel.loops:
         terms = loop_registers(loop, target, warps, stages)

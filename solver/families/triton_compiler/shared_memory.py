@@ -29,6 +29,14 @@ compiled evidence):
   staged through shared memory one at a time, the resident ones for the whole loop: the
   resident operands plus the largest other dot operand (a streamed tile or the chained tile), 4
   bytes an element.
+- **fp32 at IEEE precision on cc >= 8.0** (`DotLoop.fma_dots`: FMA dots, pipelined loads):
+  pipelined, the resident operands, s - 1 buffers of every streamed operand and row vector,
+  the chained tile and one fp32 per result row (`FMA_ROW_EXCHANGE_BYTES`); one stage, the
+  resident operands, the largest streamed operand and the chained tile. As compiled for the
+  forward loop on sm80-sm90 (docs/model.md 20.2).
+- **fp32 at tf32 precision** (mma.sync, wgmma at 4 bytes an element): the rules above, and on
+  mma.sync with the warps along the columns two fp32 per result row more
+  (`TF32_ROW_EXCHANGE_BYTES`, observed with 4-byte operands only).
 - **AMD** (LDS; gfx942, gfx950): resident operands pass through LDS once, before the loop, and
   then live in registers (MFMA operands), so they never coexist with the loop's buffers; the
   stream pipeliner keeps `AMD_PIPELINE_BUFFERS` buffers of each streamed operand (gfx942:
@@ -62,6 +70,12 @@ AMD_PIPELINE_BUFFERS = {
     "gfx950": {1: 1, 2: 2, 3: 3, 4: 2, 5: 5},
 }
 AMD_GFX950_PAD_DIVISOR = 16  # gfx950 pads its LDS buffers by about 1/16 (observed 1/16.3)
+# Per result row, bytes the compiled fp32 forward loop keeps beside its buffers (observed:
+# the FMA lowering one fp32 per row, mma.sync at tf32 two when the warps lie along the
+# columns; flex_compare.py, docs/model.md 20.2).
+FMA_ROW_EXCHANGE_BYTES = 4
+TF32_ROW_EXCHANGE_BYTES = 8
+FP32_BYTES = 4
 
 
 def shared_bytes(
@@ -81,6 +95,8 @@ def loop_shared_bytes(
         return amd_lds_bytes(loop, target, stages)
     if not target.pipelines:
         return _fma_bytes(loop, n)
+    if loop.fma_dots:
+        return _fp32_fma_bytes(loop, n, stages)
     path = target.dot_path(as_array(loop.rows, n), warps)
     warpgroup = warpgroup_path(path)
     tcgen05 = np.asarray(path == DotPath.TCGEN05)
@@ -92,7 +108,7 @@ def loop_shared_bytes(
             warpgroup,
             lambda: (
                 _pipelined_bytes(loop, stages, "mma.sync")
-                + np.where(along_rows, 0, _chain_bytes(loop, n))
+                + np.where(along_rows, 0, _chain_bytes(loop, n) + _tf32_exchange(loop, n))
             ),
             lambda: _where_taken(
                 tcgen05,
@@ -230,6 +246,26 @@ def _fma_bytes(loop: DotLoop, n: int) -> IntArray:
     resident = sum((_tile_bytes(o, n, e) for o in loop.resident()), np.zeros(n, np.int64))
     others = [_tile_bytes(o, n, e) for o in loop.streamed()] + [_chain_bytes(loop, n, e)]
     return np.asarray(resident + np.max(others, axis=0), dtype=np.int64)
+
+
+def _tf32_exchange(loop: DotLoop, n: int) -> IntArray:
+    """The tf32 loop's per-row bytes beside the chained tile on mma.sync (0 at 16 bits)."""
+    if loop.elem_bytes != FP32_BYTES:
+        return np.zeros(n, dtype=np.int64)
+    return as_array(loop.rows, n) * TF32_ROW_EXCHANGE_BYTES
+
+
+def _fp32_fma_bytes(loop: DotLoop, n: int, stages: IntArray) -> IntArray:
+    """fp32 dots at IEEE precision on cc >= 8.0 (the module docstring's rule)."""
+    e = loop.elem_bytes
+    resident = sum((_tile_bytes(o, n, e) for o in loop.resident()), np.zeros(n, np.int64))
+    streamed = [_tile_bytes(o, n, e) for o in loop.streamed()]
+    chain = _chain_bytes(loop, n)
+    rows = as_array(loop.rows, n) * FMA_ROW_EXCHANGE_BYTES
+    ring = (stages - 1) * (sum(streamed, np.zeros(n, np.int64)) + _vector_bytes(loop, n))
+    pipelined = resident + ring + chain + rows
+    single = resident + np.max(streamed, axis=0) + chain
+    return np.asarray(np.where(stages > 1, pipelined, single), dtype=np.int64)
 
 
 def amd_lds_bytes(loop: DotLoop, target: CompilerTarget, stages: IntArray) -> IntArray:

@@ -75,9 +75,12 @@ class CompilerTarget:
         """Whether Triton's software pipeliner runs (cc >= 8.0, and AMD's stream pipeliner)."""
         return self.is_amd or self.cc_major >= 8
 
-    def dot_path(self, rows: IntArray, warps: IntArray) -> IntArray:
-        """The lowering of a loop whose dots have `rows` result rows, per candidate."""
+    def dot_path(self, rows: IntArray, warps: IntArray, fma: bool = False) -> IntArray:
+        """The lowering of a loop whose dots have `rows` result rows, per candidate (`fma`: the
+        loop's dots are fp32 at IEEE precision, FMAs on every target: `DotLoop.fma_dots`)."""
         n = len(warps)
+        if fma and not self.is_amd:
+            return np.full(n, DotPath.FMA, dtype=np.int64)
         if self.is_amd:
             return np.full(n, DotPath.MFMA, dtype=np.int64)
         if self.cc_major < 8:

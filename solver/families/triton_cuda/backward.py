@@ -39,17 +39,18 @@ from .forward import (
 
 
 def loop_rates(
-    rows: IntArray, cfg: ConfigArrays, device: CudaDevice, elem: int
+    rows: IntArray, cfg: ConfigArrays, device: CudaDevice, elem: int, fma: bool = False
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """The matrix rate (FLOP/cycle/SM), the B-operand readers per iteration, and the ILP of a
     loop whose GEMMs have `rows` output rows: a warpgroup MMA (wgmma, tcgen05: peak; read once
     per warpgroup; the dots serialise with the elementwise work, ILP 1), mma.sync (peak x
-    efficiency; read by every warp), or FP32 FMAs below cc 8.0."""
+    efficiency; read by every warp), or FP32 FMAs below cc 8.0 and for fp32 dots at IEEE
+    precision (`fma`)."""
     tp = device.throughput
     warps = cfg["num_warps"].astype(np.float64)
     n = len(cfg)
     ilp = np.full(n, BWD_INSTRUCTION_LEVEL_PARALLELISM)
-    if device.sm.cc_major < TENSOR_CORE_MIN_CC_MAJOR:
+    if fma or device.sm.cc_major < TENSOR_CORE_MIN_CC_MAJOR:
         return np.full(n, 2.0 * tp.fp32_ops_per_clk_per_sm), warps, ilp
     wg = uses_warpgroup_mma(rows, cfg["num_warps"], device)
     peak = tp.tensor_flops_per_clk_per_sm(elem)
@@ -67,20 +68,22 @@ def loop_iterations(
     elem: int,
     dram_miss: tuple[FloatArray, FloatArray],
     extra_alu_per_score: float = 0.0,
+    fma: bool = False,
 ) -> tuple[LoopIteration, LoopIteration]:
     """One iteration of the dK/dV loop (S^T = K Q^T, dV += P^T dO, dP^T = V dO^T, dK += dS^T Q;
     streamed Q, dO, LSE and D) and of the dQ loop (S = Q K^T, dP = dO V^T, dQ += dS K; streamed
     K and V) of one block, for the tiles named (block_m1, block_n1, block_m2, block_n2);
     `dram_miss`: the share of each loop's streamed tile that misses L2; `extra_alu_per_score`:
-    FP32 ops a score modification adds per score element."""
+    FP32 ops a score modification adds per score element; `fma`: the dots run on FP32 FMAs
+    (fp32 at IEEE precision)."""
     d, dv = head_dims
     m1, n1, m2, n2 = (cfg[name].astype(np.float64) for name in tiles)
     w = cfg["num_warps"].astype(np.float64)
     blocks = np.maximum(res.occupancy.blocks_per_sm, 1).astype(np.float64)
     row_q = (d + dv) * elem + LSE_D_BYTES_PER_ROW  # Q, dO, LSE and D of one query row
     row_kv = (d + dv) * elem
-    rate1, readers1, ilp1 = loop_rates(cfg[tiles[1]], cfg, device, elem)
-    rate2, readers2, ilp2 = loop_rates(cfg[tiles[2]], cfg, device, elem)
+    rate1, readers1, ilp1 = loop_rates(cfg[tiles[1]], cfg, device, elem, fma)
+    rate2, readers2, ilp2 = loop_rates(cfg[tiles[2]], cfg, device, elem, fma)
     spill = spill_traffic_regs(res.spill_regs)
     alu_per_score = BWD_ALU_OPS_PER_SCORE + extra_alu_per_score
     none = np.zeros(len(cfg))

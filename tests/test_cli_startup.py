@@ -1,0 +1,147 @@
+"""Issue 24, item 8: what a one-off `tilesolve-cli solve` loads. A first question (no cached
+answer) solves in-process with CP-SAT through OR-Tools' C++ extension only: neither pandas
+(which OR-Tools' `cp_model` wrapper imports) nor grpc (only `--server` talks to a server); and
+of the kernel families only its own folder, the registry reading as if all were imported. A
+Triton prune hook built at each process start answers a shape an earlier process ranked from the
+answer cache, without the solver's solve path (item 8's "a prune hook at each process start")."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from command_line import console
+
+QUESTION = ["solve", "--hardware", "a100", "--head-dim", "128", "--seq-len", "4096"]
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_first_question_solves_without_pandas_or_grpc(tmp_path: Path) -> None:
+    done = console([*QUESTION, "--no-cache"], {"XDG_CACHE_HOME": str(tmp_path)})
+    assert done.code == 0, done.stderr
+    assert "rank" in done.stdout.lower()
+    # it did solve with CP-SAT in this process ...
+    assert done.loaded("ortools.sat.python.cp_model_helper", "tilesolve.solver.ip_model")
+    # ... through the extension alone
+    assert done.loaded("pandas", "ortools.sat.python.cp_model", "grpc", "google.protobuf") == []
+
+
+def test_only_server_questions_load_grpc(tmp_path: Path) -> None:
+    done = console([*QUESTION, "--server", f"127.0.0.1:{_closed_port()}"], {})
+    assert done.code == 3, done.stderr
+    assert done.loaded("grpc")
+    assert done.loaded("pandas", "ortools") == []  # nor the solver's OR-Tools
+
+
+def test_a_first_question_imports_only_its_kernel_folder(tmp_path: Path) -> None:
+    done = console([*QUESTION, "--no-cache"], {"XDG_CACHE_HOME": str(tmp_path)})
+    assert done.code == 0, done.stderr
+    folders = {
+        m.split(".")[3] for m in done.loaded("tilesolve.solver.families") if m.count(".") > 2
+    }
+    assert folders == {"fa2", "cuda"}  # a100's default kernel, and what the CUDA kernels share
+
+
+# In a fresh interpreter: a plug-in registered and a built-in removed before any folder is
+# imported; one lookup (one folder imported); then the whole registry, against the order of
+# eager registration (every folder in order, then the two changes).
+_LAZY_ORDER = """
+import importlib, json, sys
+sys.path.insert(0, "tests")
+from toy_family import ToyFamily
+from tilesolve.solver import registry
+from tilesolve.solver.problem import Phase
+registry.register(ToyFamily())
+registry.unregister("triton", Phase.BACKWARD)
+found = registry.find_family("fa2", Phase.DECODE) is not None
+folders = sorted({m.split(".")[3] for m in sys.modules
+                  if m.startswith("tilesolve.solver.families.") and m.count(".") > 2})
+lazy = [[n, p.value] for n, p in registry.registrations()]
+order = [[n, p.value] for n, p in registry._REGISTRY]
+eager = {}
+for folder in registry.KERNEL_FOLDERS:
+    module = importlib.import_module("tilesolve.solver.families." + folder)
+    eager.update({(f.name, f.phase.value): f for f in module.REGISTRATIONS})
+eager[("toy", "forward")] = None
+eager.pop(("triton", "backward"))
+print(json.dumps({"found": found, "folders": folders, "order": order,
+                  "eager": [list(k) for k in eager], "names": lazy}))
+"""
+
+
+def test_the_registry_reads_as_if_every_folder_were_imported_first() -> None:
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-c", _LAZY_ORDER], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["found"] and report["folders"] == ["cuda", "fa2"]
+    assert report["order"] == report["eager"]  # the stand-in rule reads this order
+    assert ["toy", "forward"] in report["names"] and ["triton", "backward"] not in report["names"]
+    assert ["flex", "forward"] in report["names"]
+
+
+# ---- the Triton prune hook at each process start -------------------------------------------
+
+# Two hooks (a fixed problem, and one read from the call's tensors) built and called once, as
+# a training process does at its start; then what they kept and which solve-path modules the
+# process loaded.
+_PRUNE = """
+import json, sys
+from types import SimpleNamespace
+from tilesolve.client import triton as ts
+from tilesolve.solver import AttentionProblem
+cache = sys.argv[1] == "cache"
+fixed = AttentionProblem(batch=4, heads=16, seq_len=4096, head_dim=128, causal=True)
+tiles = [(m, n, w, s) for m in (64, 128) for n in (32, 64, 128) for w in (4, 8) for s in (2, 3)]
+configs = [SimpleNamespace(kwargs={"BLOCK_M": m, "BLOCK_N": n}, num_warps=w, num_stages=s)
+           for m, n, w, s in tiles]
+tensor = SimpleNamespace(shape=(2, 8, 2048, 64), dtype="torch.bfloat16")
+kept = []
+for hook, named_args in (
+    (ts.early_config_prune_for("h100", problem=fixed, top_k=2, cache=cache), {}),
+    (ts.early_config_prune_for("h100", top_k=3, cache=cache), {"Q": tensor, "K": tensor}),
+):
+    kept.append([[c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_warps, c.num_stages]
+                 for c in hook(configs, named_args)])
+solve_path = sorted(m for m in sys.modules if m.split(".")[0] in ("ortools", "pandas")
+                    or m.startswith("tilesolve.solver.families.")
+                    or m in ("tilesolve.solver.solve", "tilesolve.solver.registry",
+                             "tilesolve.solver.candidates"))
+print(json.dumps({"kept": kept, "solve_path": solve_path}))
+"""
+
+
+def _prune_process(cache_dir: Path, cache: bool = True) -> dict[str, list[object]]:
+    done = subprocess.run(
+        [sys.executable, "-c", _PRUNE, "cache" if cache else "no-cache"],
+        env=os.environ | {"XDG_CACHE_HOME": str(cache_dir)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    report: dict[str, list[object]] = json.loads(done.stdout)
+    return report
+
+
+def test_a_prune_hook_ranks_a_shape_once_across_processes(tmp_path: Path) -> None:
+    first = _prune_process(tmp_path)
+    assert "tilesolve.solver.solve" in first["solve_path"]  # ranked: the solver was loaded
+    assert [len(k) for k in first["kept"]] == [2, 3]  # type: ignore[arg-type]
+    assert len(list((tmp_path / "tilesolve" / "answers").glob("*.json"))) == 2
+    again = _prune_process(tmp_path)
+    assert again == {"kept": first["kept"], "solve_path": []}
+    # without the disk cache the same process ranks again, to the same result
+    uncached = _prune_process(tmp_path, cache=False)
+    assert uncached["kept"] == first["kept"] and uncached["solve_path"]

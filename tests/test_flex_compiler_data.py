@@ -1,0 +1,103 @@
+"""The flex family's shared memory against the compiled data of the three templates' structures
+(benchmarks/data/compiler/flex_{forward,backward,decode}.csv, made by
+benchmarks/compiler/flex_compare.py with Triton 3.9): the model's figure recomputed now must
+be the recorded one, and its agreement with Triton's `metadata.shared` must not regress.
+
+The backward's mma.sync rows are a known gap (docs/model.md 20.2): the test that asks them
+within 2% is xfail(strict=True), so that it fails the day the model meets it and whoever made
+it pass removes the mark.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "benchmarks/data/compiler"
+sys.path.insert(0, str(ROOT / "benchmarks/compiler"))
+
+pytest.importorskip("triton")
+import flex_compare  # noqa: E402
+
+KINDS = ("forward", "backward", "decode")
+NEAR = 0.02  # "within 2%"
+MMA_SYNC_BACKWARD_BOUND = 0.2  # the backward's mma.sync rows today: within 20% (not 2%)
+
+
+@cache
+def rows(kind: str) -> tuple[dict[str, str], ...]:
+    with (DATA / f"flex_{kind}.csv").open(newline="") as handle:
+        return tuple(csv.DictReader(handle))
+
+
+def error(row: dict[str, str]) -> float:
+    compiled = int(row["compiled_shared_bytes"])
+    return abs(int(row["model_shared_bytes"]) - compiled) / compiled
+
+
+def warpgroup_backward(row: dict[str, str]) -> bool:
+    """Both roles' dots on wgmma (sm90, 4k warps, at least 64 result rows in each loop)."""
+    rows_ok = min(int(row["block_n1"]), int(row["block_m2"])) >= 64
+    return row["target"] == "sm90" and int(row["num_warps"]) % 4 == 0 and rows_ok
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_target_and_sample_row_compiled(kind: str) -> None:
+    _, sample = flex_compare.KINDS[kind]
+    data = rows(kind)
+    assert len(data) == len(sample) * len(flex_compare.TARGETS)
+    assert {r["target"] for r in data} == {t for t, _, _ in flex_compare.TARGETS}
+    assert all(r["status"] == "ok" and int(r["compiled_shared_bytes"]) > 0 for r in data)
+    assert {"fp32"} <= {r["dtype"] for r in data}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_recorded_model_figure_is_todays(kind: str) -> None:
+    """The model column is what the model computes now (a model change regenerates the data:
+    `flex_compare.py`)."""
+    case, sample = flex_compare.KINDS[kind]
+    devices = {t: device for t, _, device in flex_compare.TARGETS}
+    data = iter(rows(kind))
+    for target in devices:
+        for entry in sample:
+            row = next(data)
+            assert row["target"] == target
+            _, model, _ = case(devices[target], entry)
+            assert int(row["model_shared_bytes"]) == model, (kind, row)
+
+
+def test_forward_agrees_exactly_fp32_included() -> None:
+    assert all(r["compiled_shared_bytes"] == r["model_shared_bytes"] for r in rows("forward"))
+
+
+def test_decode_agrees_within_two_percent_and_exactly_at_16_bits() -> None:
+    for row in rows("decode"):
+        assert error(row) <= NEAR, row
+        if row["dtype"] != "fp32":
+            assert row["compiled_shared_bytes"] == row["model_shared_bytes"], row
+
+
+def test_backward_on_wgmma_agrees_within_two_percent() -> None:
+    checked = [r for r in rows("backward") if warpgroup_backward(r)]
+    assert len(checked) >= 4
+    for row in checked:
+        assert error(row) <= NEAR, row
+        if row["dtype"] != "fp32":
+            assert row["compiled_shared_bytes"] == row["model_shared_bytes"], row
+
+
+def test_backward_on_mma_sync_stays_within_todays_bound() -> None:
+    for row in rows("backward"):
+        assert error(row) <= MMA_SYNC_BACKWARD_BOUND, row
+
+
+@pytest.mark.xfail(strict=True, reason="the backward's mma.sync arena is not stated exactly yet")
+def test_backward_on_mma_sync_agrees_within_two_percent() -> None:
+    off: list[Any] = [r for r in rows("backward") if not warpgroup_backward(r) and error(r) > NEAR]
+    assert not off
