@@ -37,4 +37,8 @@ CATALOG_VERSION = "2026.11.7"
 #        'tf32' on the tensor cores when pinned; every other family refuses fp32), flex decode's
 #        packed rows held to the block mask's BLOCK_SIZE; answers of 16-bit requests of every
 #        other family unchanged.
-MODEL_VERSION = "0.14.0"
+# 0.15.0: the triton family's registers on Triton's warp layouts (wgmma: the scores' warps along
+#        the rows, the accumulators split the unchained way; the streamed tiles' addresses; the
+#        count fitted exactly, by least absolute deviations); triton and flex answers move,
+#        other families' answers unchanged.
+MODEL_VERSION = "0.15.0"

@@ -14,9 +14,10 @@ of what a thread holds, the kernel's figure being its largest loop's:
   kilobytes, which is not modelled: the spill, not the count, is the signal there).
 
 Each is `base + accumulators + g x scores + chain + a x A fragments + b x B fragments +
-s x staging`, 32-bit registers per thread, where, for the loop's warp layout
-(`shared_memory.warps_along_rows`; a warp's tile has at least 16 rows along the rows and 8
-columns along the columns, replicated where the block has fewer):
+s x staging + p x addresses`, 32-bit registers per thread, where, on the warp layout Triton
+gives each tile (`warps_along_rows` for the scores and the chain, `accumulator_row_warps` for
+the accumulators: they differ on wgmma, docs/model.md 16.9; a warp's tile has at least 16 rows
+and 8 columns, replicated where the block has fewer):
 
 - accumulators: the fp32 tiles carried across iterations (O; dK and dV; dQ);
 - scores: the fp32 tiles of an iteration (S; P^T and dP^T; P and dP);
@@ -27,11 +28,15 @@ columns along the columns, replicated where the block has fewer):
   operand: all of it per warp along the rows, a column slice along the columns), two 16-bit
   elements a register;
 - staging: with num_stages = 1 the streamed tiles are loaded into registers before they are
-  written to shared memory (16-bit, two a register).
+  written to shared memory (16-bit, two a register);
+- addresses: the pointer tensors of the streamed tiles (`k_ptrs`, `v_ptrs`: one 64-bit address,
+  two registers, per 16-byte vector of 8 elements a thread loads). In the count only: ptxas
+  recomputes an address from the base pointer and the offsets rather than spill it, so the
+  addresses do not decide the spill (their live-state weight is 0).
 
 The weights and bases are free constants, fitted per target family (`REGISTER_CONSTANTS`) on
 the `fit` split of the compiled data set with `benchmarks/compiler/fit_registers.py` and checked
-on its `validation` split (docs/model.md 16.7); ptxas's register allocation is not stated
+on its `validation` split (docs/model.md 16.7, 16.9); ptxas's register allocation is not stated
 exactly by any rule, so these are the only fitted numbers of the shared-memory and register
 model.
 """
@@ -45,13 +50,15 @@ import numpy.typing as npt
 
 from ...space import BoolArray, FloatArray, IntArray
 from .loops import AttentionKernel, DotLoop, as_array
-from .shared_memory import warps_along_rows
-from .target import CompilerTarget, DotPath, warpgroup_path
+from .shared_memory import warps_along_rows as mma_sync_warps_along_rows
+from .target import WARPGROUP_WARPS, CompilerTarget, DotPath, warpgroup_path
 
 MMA_ROWS_PER_WARP = 16  # a warp's mma tile has at least 16 rows
 MMA_COLS_PER_WARP = 8  # and at least 8 columns
 ELEMENTS_PER_REGISTER = 2  # 16-bit operand elements in one 32-bit register
 LANES = 32
+ELEMENTS_PER_VECTOR = 8  # 16-bit elements in one 16-byte load of a streamed tile
+REGISTERS_PER_ADDRESS = 2  # a 64-bit global address
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,7 @@ class Weights:
     a_fragments: float
     b_fragments: float
     staging: float
+    addresses: float
 
 
 @dataclass(frozen=True)
@@ -78,46 +86,98 @@ class PathConstants:
 REGISTER_CONSTANTS: dict[str, dict[str, PathConstants]] = {
     "sm100": {
         "mma": PathConstants(
-            live=Weights(base=28, scores=1.5, a_fragments=0.25, b_fragments=1.25, staging=1),
-            count=Weights(base=56, scores=2.5, a_fragments=0.125, b_fragments=0.375, staging=0.25),
+            live=Weights(
+                base=-12, scores=2, a_fragments=0.5, b_fragments=1.25, staging=0.5, addresses=0
+            ),
+            count=Weights(
+                base=54.667, scores=1.667, a_fragments=0, b_fragments=1, staging=0, addresses=0
+            ),
         ),
         "warpgroup": PathConstants(
-            live=Weights(base=-32, scores=1.25, a_fragments=0, b_fragments=0, staging=0.5),
-            count=Weights(base=24, scores=0.5, a_fragments=0, b_fragments=0, staging=0),
+            live=Weights(
+                base=-36, scores=1.25, a_fragments=0, b_fragments=0, staging=1, addresses=0
+            ),
+            count=Weights(
+                base=19.571, scores=0.259, a_fragments=0, b_fragments=0, staging=0, addresses=1.768
+            ),
         ),
     },
     "sm120": {
         "mma": PathConstants(
-            live=Weights(base=32, scores=1.75, a_fragments=0, b_fragments=0.5, staging=0.5),
-            count=Weights(base=44, scores=1.75, a_fragments=0.125, b_fragments=0.75, staging=0.5),
+            live=Weights(
+                base=76, scores=0.5, a_fragments=0, b_fragments=0.5, staging=0.5, addresses=0
+            ),
+            count=Weights(
+                base=59.5,
+                scores=0.916,
+                a_fragments=0.096,
+                b_fragments=0.409,
+                staging=0.25,
+                addresses=0.778,
+            ),
         ),
     },
     "sm75": {
         "fma": PathConstants(
-            live=Weights(base=196, scores=2.5, a_fragments=0, b_fragments=0.375, staging=0),
-            count=Weights(base=128, scores=2.5, a_fragments=0.75, b_fragments=0.5, staging=1.5),
+            live=Weights(
+                base=188, scores=3, a_fragments=0, b_fragments=0.625, staging=0, addresses=0
+            ),
+            count=Weights(
+                base=32, scores=3, a_fragments=1.938, b_fragments=1.25, staging=2, addresses=3
+            ),
         ),
     },
     "sm80": {
         "mma": PathConstants(
-            live=Weights(base=24, scores=0.75, a_fragments=0.75, b_fragments=0.75, staging=0),
-            count=Weights(base=60, scores=1, a_fragments=0.25, b_fragments=1, staging=0.5),
+            live=Weights(
+                base=32, scores=1, a_fragments=0.25, b_fragments=0.75, staging=0, addresses=0
+            ),
+            count=Weights(
+                base=74.875,
+                scores=1.047,
+                a_fragments=0,
+                b_fragments=0.008,
+                staging=0.396,
+                addresses=1.039,
+            ),
         ),
     },
     "sm86": {
         "mma": PathConstants(
-            live=Weights(base=0, scores=1.25, a_fragments=0.25, b_fragments=1.25, staging=0.5),
-            count=Weights(base=36, scores=1, a_fragments=0.25, b_fragments=1.25, staging=0.5),
+            live=Weights(
+                base=24, scores=1, a_fragments=0.125, b_fragments=1.25, staging=0.5, addresses=0
+            ),
+            count=Weights(
+                base=51.667,
+                scores=1.042,
+                a_fragments=0.021,
+                b_fragments=0.518,
+                staging=0.083,
+                addresses=1.274,
+            ),
         ),
     },
     "sm90": {
         "mma": PathConstants(
-            live=Weights(base=16, scores=1, a_fragments=0.125, b_fragments=1.25, staging=0),
-            count=Weights(base=56, scores=1.25, a_fragments=0.125, b_fragments=1, staging=0.5),
+            live=Weights(
+                base=44, scores=1.5, a_fragments=0, b_fragments=1, staging=0.25, addresses=0
+            ),
+            count=Weights(
+                base=60,
+                scores=1.146,
+                a_fragments=0.055,
+                b_fragments=1.042,
+                staging=0.242,
+                addresses=0,
+            ),
         ),
         "warpgroup": PathConstants(
-            live=Weights(base=-16, scores=2, a_fragments=0, b_fragments=0, staging=0.5),
-            count=Weights(base=24, scores=2, a_fragments=0, b_fragments=0, staging=0.75),
+            live=Weights(
+                base=20, scores=2, a_fragments=0, b_fragments=0, staging=0.25, addresses=0
+            ),
+            count=Weights(
+                base=36, scores=1.187, a_fragments=0, b_fragments=0, staging=0.156, addresses=1.688
+            ),
         ),
     },
 }
@@ -151,6 +211,7 @@ class LoopRegisters:
     a_fragments: FloatArray
     b_fragments: FloatArray
     staging: FloatArray
+    addresses: FloatArray
     path: IntArray
 
     def estimate(self, weights: Weights) -> FloatArray:
@@ -162,6 +223,7 @@ class LoopRegisters:
             + weights.a_fragments * self.a_fragments
             + weights.b_fragments * self.b_fragments
             + weights.staging * self.staging
+            + weights.addresses * self.addresses
         )
 
 
@@ -196,6 +258,38 @@ def path_keys(path: IntArray) -> npt.NDArray[np.str_]:
     return np.where(warpgroup_path(path), "warpgroup", np.where(fma, "fma", "mma"))
 
 
+def warps_along_rows(loop: DotLoop, path: IntArray, warps: IntArray) -> BoolArray:
+    """Whether each candidate lays the warps of the loop's score tiles (the dots whose result
+    feeds a later dot: S; P^T and dP^T; P and dP) along their rows:
+
+    - mma.sync and tcgen05: `warpsPerTileV2`'s chained rule (`shared_memory.warps_along_rows`);
+    - wgmma: always. `warpsPerTileV3` gives a dot whose result feeds another dot
+      `[num_warps, 1]` (lib/Dialect/TritonGPU/Transforms/AccelerateMatmul.cpp in
+      triton-lang/triton, lines 115-117 at commit 0047907; 3.9's TTGIR shows it). A warp covers
+      16 rows, so with 8 warps and 64 rows both warpgroups hold the whole tile;
+    - FMA: the rows (the blocked layout's warps).
+    """
+    fma = path == DotPath.FMA
+    wgmma = path == DotPath.WGMMA
+    return np.asarray(mma_sync_warps_along_rows(loop, warps) | fma | wgmma)
+
+
+def accumulator_row_warps(loop: DotLoop, path: IntArray, warps: IntArray) -> FloatArray:
+    """The warps along the rows of the loop's accumulator tiles (O; dK, dV; dQ), per candidate.
+
+    On wgmma an accumulator's dot feeds no later dot, so `warpsPerTileV3` lays it out by its
+    unchained rule: one warpgroup (4 warps) along the rows, doubled while the tile has more
+    rows than the warps cover (16 a warp), the rest along the columns (same file, lines
+    119-131 at 0047907): with 8 warps and 64 rows the accumulator is split [4, 2], not held
+    twice like the scores. Elsewhere the accumulators share the scores' layout (mma.sync's
+    chained rule gives every dot of the chain the same warps)."""
+    w = warps.astype(np.float64)
+    rows = as_array(loop.rows, len(warps)).astype(np.float64)
+    unchained = np.clip(rows / MMA_ROWS_PER_WARP, WARPGROUP_WARPS, w)
+    along = warps_along_rows(loop, path, warps)
+    return np.asarray(np.where(path == DotPath.WGMMA, unchained, np.where(along, w, 1.0)))
+
+
 def loop_registers(
     loop: DotLoop, target: CompilerTarget, warps: IntArray, stages: IntArray
 ) -> LoopRegisters:
@@ -206,18 +300,23 @@ def loop_registers(
     path = target.dot_path(as_array(loop.rows, n), warps, loop.fma_dots)
     fma = path == DotPath.FMA
     operands_in_smem = warpgroup_path(path)
-    along = np.asarray(warps_along_rows(loop, warps) | fma)
+    along = warps_along_rows(loop, path, warps)
+    score_row_warps = np.where(along, w, 1.0)
+    acc_row_warps = accumulator_row_warps(loop, path, warps)
 
-    def tile(rows: object, cols: object) -> FloatArray:
+    def tile(rows: object, cols: object, row_warps: FloatArray) -> FloatArray:
+        """fp32 elements a thread holds of a rows x cols tile whose warps are laid out
+        [row_warps, warps / row_warps] (a warp's tile at least 16 x 8, replicated where the
+        block is smaller; FMA: the tile spread over the threads)."""
         r = as_array(rows, n).astype(np.float64)  # type: ignore[arg-type]
         c = as_array(cols, n).astype(np.float64)  # type: ignore[arg-type]
-        rows_held = np.where(along & ~fma, np.maximum(r, MMA_ROWS_PER_WARP * w), r)
-        cols_held = np.where(along | fma, c, np.maximum(c, MMA_COLS_PER_WARP * w))
+        rows_held = np.where(fma, r, np.maximum(r, MMA_ROWS_PER_WARP * row_warps))
+        cols_held = np.where(fma, c, np.maximum(c, MMA_COLS_PER_WARP * w / row_warps))
         return np.asarray(rows_held * cols_held / threads)
 
-    accumulators = sum((tile(r, c) for r, c in loop.accumulators), np.zeros(n))
-    scores = sum((tile(r, c) for r, c in loop.scores), np.zeros(n))
-    chain = tile(loop.chain.rows, loop.chain.cols) / ELEMENTS_PER_REGISTER
+    accumulators = sum((tile(r, c, acc_row_warps) for r, c in loop.accumulators), np.zeros(n))
+    scores = sum((tile(r, c, score_row_warps) for r, c in loop.scores), np.zeros(n))
+    chain = tile(loop.chain.rows, loop.chain.cols, score_row_warps) / ELEMENTS_PER_REGISTER
 
     rows = as_array(loop.rows, n).astype(np.float64)
     rows_per_warp = np.where(along, np.maximum(MMA_ROWS_PER_WARP, rows / w), rows)
@@ -249,6 +348,7 @@ def loop_registers(
         np.zeros(n),
     )
     staging = np.where(stages == 1, streamed / (ELEMENTS_PER_REGISTER * threads), 0.0)
+    addresses = streamed / (ELEMENTS_PER_VECTOR * threads) * REGISTERS_PER_ADDRESS
     return LoopRegisters(
         accumulators=np.asarray(accumulators),
         scores=np.asarray(scores),
@@ -256,6 +356,7 @@ def loop_registers(
         a_fragments=np.asarray(a_best),
         b_fragments=np.asarray(b_best),
         staging=np.asarray(staging),
+        addresses=np.asarray(addresses),
         path=path,
     )
 
