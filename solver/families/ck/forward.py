@@ -25,6 +25,7 @@ from ...family import KernelFamily, cuda_only_options
 from ...hardware import HardwareSpec
 from ...problem import AttentionProblem, DType, SolveOptions
 from ...space import Config, ConfigArrays, IntArray, Param
+from ..rocm.device import rocm_device
 from .cost import confidence_note, evaluate, reason_lines, tie_iterations
 from .resources import (
     ASYNC_BUFFERS,
@@ -51,7 +52,6 @@ from .shape import (
     Dims,
     Pipeline,
     TemplateRules,
-    rocm_device,
     trload_instance,
 )
 

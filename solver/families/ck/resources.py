@@ -37,7 +37,8 @@ from ...family import CapacityUse, Resources, kib
 from ...hardware import RocmCompute
 from ...occupancy_rocm import RocmOccupancyArrays, lds_allocation, rocm_occupancy_arrays
 from ...space import IntArray, ceil_div
-from .shape import BLOCK_K1, Dims, Pipeline, rocm_device
+from ..rocm.device import rocm_device
+from .shape import BLOCK_K1, Dims, Pipeline
 
 if TYPE_CHECKING:
     from ...candidates import Evaluation
