@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...cost import Perf, causal_iterations, perf
+from ...cost import Perf
 from ...family import kib
 from ...hardware import RocmDevice
 from ...space import IntArray, ceil_div
-from ..rocm.device import MFMA_SUSTAINED, ROCM_LAUNCH_US, cu_rates, rocm_device
+from ..rocm.device import MFMA_SUSTAINED, cu_rates, rocm_device
 from ..rocm.device import confidence_note as rocm_confidence_note
 from ..rocm.schedule import (
     BARRIER_CYCLES,
@@ -42,11 +42,11 @@ from ..rocm.schedule import (
     L2_LATENCY_CYCLES,
     SOFTMAX_VALU_OPS,
     Iteration,
-    bottlenecks,
     cu_round,
     dram_floor,
     grid_cycles,
     head_io_cycles,
+    rocm_perf,
 )
 from .resources import CkResources, resources_of
 from .shape import BLOCK_K1, Dims, Pipeline
@@ -114,56 +114,8 @@ def evaluate(ev: Evaluation) -> Perf:
         head_io_cycles(device, bm, d, bn1, e),
         r_valu,
     )
-    resident, full_round, iterations = grid.resident, grid.full_round, grid.iterations
-    n_m, n_kv, waves = grid.n_m, grid.n_kv, grid.waves
-
-    # ---- DRAM: K/V reuse per XCD, the Infinity Cache across XCDs ---------------------------
     dram = dram_floor(device, problem, e, bn * (d + dv) * e, grid)
-    hbm_bytes, dram_cycles = dram.hbm_bytes, dram.cycles
-    kernel = np.maximum(grid.kernel, dram_cycles)
-    time_us = kernel / rocm.engine_clock_mhz + ROCM_LAUNCH_US
-
-    # ---- figures ----------------------------------------------------------------------------
-    heads_total = problem.batch * problem.heads
-    if problem.causal:
-        offset = problem.seq_len_kv_eff - problem.seq_len
-        computed = causal_iterations(n_m, bm, bn, n_kv, offset)[0] * scores
-    else:
-        computed = (n_m * bm_i * n_kv * bn_i).astype(np.float64)
-    per_cu = heads_total * n_n1 * n_m * iterations / rocm.cu_count
-    cycles_to_us = 1.0 / rocm.engine_clock_mhz
-    bottleneck = bottlenecks(device, it, warps, grid, kernel, dram_cycles)
-    figures = {
-        "mfma_us": np.asarray(per_cu * mfma * cycles_to_us),
-        "valu_us": np.asarray(per_cu * valu * cycles_to_us),
-        "lds_us": np.asarray(per_cu * lds * cycles_to_us),
-        "round_us": np.asarray(full_round * cycles_to_us),
-        "iterations_per_workgroup": np.asarray(iterations),
-        "waves_per_simd": np.asarray(resident * warps / rocm.simds_per_cu),
-        "workgroups_per_cu": resident,
-        "head_dim_v_chunks": n_n1.astype(np.float64),
-    }
-    busy = per_cu * mfma * MFMA_SUSTAINED / np.maximum(kernel, 1e-9)
-    return perf(
-        problem,
-        flops=problem.flops,
-        time_us=np.asarray(time_us),
-        hbm_bytes=np.asarray(hbm_bytes),
-        waves=waves,
-        computed_pairs=np.asarray(computed, dtype=np.float64),
-        compute_us=np.asarray(per_cu * np.maximum(mfma, valu) * cycles_to_us),
-        load_us=np.asarray(per_cu * lds * cycles_to_us),
-        overlap=np.clip(
-            1.0
-            - (full_round - np.maximum(resident * mfma, resident * valu))
-            / np.maximum(full_round, 1e-9),
-            0.0,
-            1.0,
-        ),
-        matrix_busy=np.asarray(busy),
-        bottleneck=bottleneck,
-        figures=figures,
-    )
+    return rocm_perf(device, problem, it, warps, bm_i, bn_i, n_n1, grid, dram)
 
 
 def reason_lines(table: CandidateTable, i: int) -> list[str]:

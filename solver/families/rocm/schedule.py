@@ -25,10 +25,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...cost import Waves, causal_iterations, forward_hbm_bytes, kv_reuse, wave_schedule
+from ...cost import (
+    Perf,
+    Waves,
+    causal_iterations,
+    forward_hbm_bytes,
+    kv_reuse,
+    perf,
+    wave_schedule,
+)
 from ...hardware import RocmDevice
 from ...problem import AttentionProblem
 from ...space import FloatArray, IntArray, ceil_div
+from .device import MFMA_SUSTAINED, ROCM_LAUNCH_US
 
 # VALU instructions per score besides the exp: scale and subtract the max (one FMA), the row
 # max, the row sum, the conversion of P to the input dtype (the online softmax's steps).
@@ -233,3 +242,64 @@ def bottlenecks(
     code = np.where(grid.waves.exact < 0.5, 1, code)
     code = np.where(dram >= kernel * 0.999, 0, code)
     return [LABELS[k] for k in code.tolist()]
+
+
+def rocm_perf(
+    device: RocmDevice,
+    problem: AttentionProblem,
+    it: Iteration,
+    warps: FloatArray,
+    block_m: IntArray,
+    block_n: IntArray,
+    chunks: IntArray,
+    grid: Grid,
+    dram: Dram,
+) -> Perf:
+    """The predicted time (grid or HBM floor, plus a launch) and its parts, with the figures
+    the reason lines read."""
+    rocm = device.rocm
+    kernel = np.maximum(grid.kernel, dram.cycles)
+    time_us = kernel / rocm.engine_clock_mhz + ROCM_LAUNCH_US
+    bm, bn = block_m.astype(np.float64), block_n.astype(np.float64)
+    n_m, n_kv, iterations = grid.n_m, grid.n_kv, grid.iterations
+    resident, full_round = grid.resident, grid.full_round
+    heads_total = problem.batch * problem.heads
+    if problem.causal:
+        offset = problem.seq_len_kv_eff - problem.seq_len
+        computed = causal_iterations(n_m, bm, bn, n_kv, offset)[0] * (bm * bn)
+    else:
+        computed = (n_m * block_m * n_kv * block_n).astype(np.float64)
+    per_cu = heads_total * chunks * n_m * iterations / rocm.cu_count
+    cycles_to_us = 1.0 / rocm.engine_clock_mhz
+    mfma, valu, lds = it.mfma, it.valu, it.lds
+    figures = {
+        "mfma_us": np.asarray(per_cu * mfma * cycles_to_us),
+        "valu_us": np.asarray(per_cu * valu * cycles_to_us),
+        "lds_us": np.asarray(per_cu * lds * cycles_to_us),
+        "round_us": np.asarray(full_round * cycles_to_us),
+        "iterations_per_workgroup": np.asarray(iterations),
+        "waves_per_simd": np.asarray(resident * warps / rocm.simds_per_cu),
+        "workgroups_per_cu": resident,
+        "head_dim_v_chunks": chunks.astype(np.float64),
+    }
+    busy = per_cu * mfma * MFMA_SUSTAINED / np.maximum(kernel, 1e-9)
+    return perf(
+        problem,
+        flops=problem.flops,
+        time_us=np.asarray(time_us),
+        hbm_bytes=np.asarray(dram.hbm_bytes),
+        waves=grid.waves,
+        computed_pairs=np.asarray(computed, dtype=np.float64),
+        compute_us=np.asarray(per_cu * np.maximum(mfma, valu) * cycles_to_us),
+        load_us=np.asarray(per_cu * lds * cycles_to_us),
+        overlap=np.clip(
+            1.0
+            - (full_round - np.maximum(resident * mfma, resident * valu))
+            / np.maximum(full_round, 1e-9),
+            0.0,
+            1.0,
+        ),
+        matrix_busy=np.asarray(busy),
+        bottleneck=bottlenecks(device, it, warps, grid, kernel, dram.cycles),
+        figures=figures,
+    )

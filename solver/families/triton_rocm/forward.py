@@ -1,0 +1,420 @@
+"""A FlashAttention forward kernel that Triton compiles for an AMD Instinct (rocm) device
+(`TritonRocmForward`): `block_m` query rows per workgroup of `num_warps` 64-lane waves, laid along
+the rows, `block_n` keys per iteration, `num_stages` for AMD's stream pipeliner, and the three
+AMD knobs (`knobs`). A family states its loop (`kernel`) and head dims.
+
+Resources (docs/model.md 19.10): LDS as Triton allocates it (`triton_compiler.shared_memory`'s
+AMD rules), VGPR+AGPR per lane and spills (`triton_compiler.registers_amd`, capped by the
+launch and `waves_per_eu`), occupancy by AMD's rules (`occupancy_rocm`). Cost: one iteration's
+MFMA, VALU and LDS cycles and its exposed stalls, the CU's round (`rocm.schedule.cu_round`) with
+the stream pipeliner's stages (`triton_compiler.pipeline.pipelined_round`: a tile's load
+issued num_stages - 1 iterations ahead), the grid over the CUs and the HBM floor
+(`rocm.schedule`).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...constraints import Constraint, ConstraintKind, Rule
+from ...cost import Perf
+from ...errors import FieldViolation
+from ...family import CapacityUse, KernelFamily, Resources, cuda_only_options, kib, pow2_range
+from ...hardware import HardwareSpec, RocmCompute, RocmDevice
+from ...occupancy_rocm import RocmOccupancyArrays, lds_allocation, rocm_occupancy_arrays
+from ...problem import AttentionProblem, DType, SolveOptions
+from ...space import Config, ConfigArrays, FloatArray, IntArray, Param
+from ..rocm.device import MFMA_SUSTAINED, confidence_note, cu_rates, rocm_device
+from ..rocm.schedule import (
+    BARRIER_CYCLES,
+    CHAIN_CYCLES,
+    L2_LATENCY_CYCLES,
+    SOFTMAX_VALU_OPS,
+    Iteration,
+    cu_round,
+    dram_floor,
+    grid_cycles,
+    head_io_cycles,
+    rocm_perf,
+)
+from ..triton_compiler.loops import AttentionKernel
+from ..triton_compiler.pipeline import pipelined_round
+from ..triton_compiler.registers_amd import AMD_LANES, AmdRegisterEstimate, amd_register_estimate
+from ..triton_compiler.shared_memory import shared_bytes
+from ..triton_compiler.target import CompilerTarget
+from .knobs import knob_params
+
+if TYPE_CHECKING:
+    from ...candidates import CandidateTable, Evaluation
+
+BLOCKS = pow2_range(16, 256)
+WARPS = pow2_range(1, 16)  # a power of two (HIPOptions asserts it), at most 1024 threads
+STAGES = (1, 2, 3)
+MAX_HEAD_DIM = 256
+KERNEL_SGPRS = 64  # scalar registers of the kernel (estimate; below every limit, never binds)
+# Cycles of one MFMA result by instruction edge (passes x 4): v_mfma_f32_32x32x8_f16 16 passes,
+# v_mfma_f32_16x16x16_f16 8 (CDNA3 ISA guide's MFMA table; not re-read here: unconfirmed). The
+# first dot's last result is on the iteration's dependent chain.
+MFMA_RESULT_CYCLES = {16: 32.0, 32: 64.0}
+# Share of the LDS peak an operand read reaches by its width: gfx942's 8-byte reads (kpack 1)
+# against 16-byte reads (kpack 2, and gfx950's native 16-byte reads) (estimate).
+NARROW_READ_EFFICIENCY = 0.8
+BARRIERS_PER_ITERATION = 2  # the K and V tiles' LDS writes, each fenced before its reads
+SPILL_BYTES_PER_REGISTER = 2 * 4  # a spilled register stored and reloaded once an iteration
+
+
+def target_of(device: RocmDevice) -> CompilerTarget:
+    """The device as Triton's compile target."""
+    return CompilerTarget.amd(device.rocm.gfx_target)
+
+
+@dataclass(frozen=True)
+class TritonRocmResources(Resources):
+    """What each candidate needs of one CU."""
+
+    rocm: RocmCompute
+    threads: IntArray
+    lds: IntArray  # bytes as the compiler asks
+    lds_allocated: IntArray  # rounded up to the allocation granule
+    regs: AmdRegisterEstimate
+    occupancy: RocmOccupancyArrays
+
+    def uses(self, i: int) -> list[CapacityUse]:
+        r = self.rocm
+        return [
+            CapacityUse(
+                "lds", int(self.lds_allocated[i]), r.lds_per_workgroup_bytes, "bytes/workgroup"
+            ),
+            CapacityUse(
+                "vgprs",
+                int(self.regs.allocated[i]),
+                int(self.regs.cap[i]),
+                "registers/lane (VGPR+AGPR, the compiler's cap)",
+            ),
+            CapacityUse(
+                "threads", int(self.threads[i]), r.max_workgroup_threads, "threads/workgroup"
+            ),
+            CapacityUse(
+                "workgroups_per_cu",
+                int(self.occupancy.workgroups_per_cu[i]),
+                r.waves_per_cu * r.wavefront_lanes // max(int(self.threads[i]), 1),
+                "workgroups/CU",
+            ),
+        ]
+
+    def candidate_fields(self, i: int) -> dict[str, Any]:
+        return {
+            "threads_per_block": int(self.threads[i]),
+            "smem_bytes": int(self.lds_allocated[i]),
+            "regs_per_thread": int(self.regs.allocated[i]),
+            "regs_demand": int(self.regs.live[i]),
+            "spill_regs": int(self.regs.spilled[i]),
+            "blocks_per_sm": int(self.occupancy.workgroups_per_cu[i]),
+            "occupancy_limiter": self.occupancy.limiter[i],
+            "occupancy": int(self.occupancy.waves_per_cu[i]) / self.rocm.waves_per_cu,
+        }
+
+
+def resources_of(ev: Evaluation) -> TritonRocmResources:
+    assert isinstance(ev.res, TritonRocmResources)
+    return ev.res
+
+
+def p_through_lds(block_m: IntArray, warps: IntArray, stages: IntArray) -> IntArray:
+    """Whether the chained tile P crosses the waves through LDS: a block of at least 64 rows
+    whose waves own at most 16 rows each (fewer than the 32-row MFMA Triton picks for it), so
+    that the first dot's waves are laid along its columns; pipelined loops only (with one
+    stage P's buffer does not outlive the loads). Read off the gfx942 forward rows of the
+    compiled data set (docs/model.md 19.10)."""
+    return np.asarray((block_m >= 64) & (block_m // np.maximum(warps, 1) <= 16) & (stages > 1))
+
+
+def lds_bytes(
+    kernel: AttentionKernel, target: CompilerTarget, cfg: ConfigArrays, elem: int
+) -> IntArray:
+    """LDS of one workgroup, bytes: the compiler's rules plus P's crossing."""
+    base = shared_bytes(kernel, target, cfg["num_warps"], cfg["num_stages"])
+    chain = kernel.loops[0].chain
+    p_bytes = np.asarray(chain.rows, dtype=np.int64) * np.asarray(chain.cols, dtype=np.int64)
+    crossing = p_through_lds(cfg["block_m"], cfg["num_warps"], cfg["num_stages"])
+    return np.asarray(base + np.where(crossing, p_bytes * elem, 0), dtype=np.int64)
+
+
+class MfmaTiles(Constraint):
+    """block_m and block_n whole MFMA tiles, each wave owning at least one of the score tile."""
+
+    name = "mfma_tiles"
+    rule = (
+        "block_m and block_n multiples of matrix_instr_nonkdim; (block_m / nonkdim) x "
+        "(block_n / nonkdim) >= num_warps (every wave owns an MFMA tile of S)"
+    )
+    short = "mfma"
+    kind = ConstraintKind.LEGALITY
+
+    def rules(self, ev: Evaluation) -> list[Rule]:
+        cfg = ev.cfg
+        k = cfg["matrix_instr_nonkdim"]
+        bm, bn, w = cfg["block_m"], cfg["block_n"], cfg["num_warps"]
+        bad = (bm % k != 0) | (bn % k != 0) | ((bm // k) * (bn // k) < w)
+        return [Rule("mfma_tile_bad", np.asarray(bad, dtype=np.int64), "<=", 0)]
+
+    def detail(self, ev: Evaluation, i: int) -> str:
+        k = int(ev.cfg["matrix_instr_nonkdim"][i])
+        return f"{ev.label(i)} is not a whole number of {k}x{k} MFMA tiles for its waves"
+
+
+class LdsCapacity(Constraint):
+    """The workgroup's LDS, rounded up to the granule, within what one workgroup may use."""
+
+    name = "lds"
+    rule = "the workgroup's LDS (rounded up to the granule) within lds_per_workgroup_bytes"
+    short = "lds"
+    kind = ConstraintKind.CAPACITY
+
+    def rules(self, ev: Evaluation) -> list[Rule]:
+        res = resources_of(ev)
+        over = res.lds_allocated > res.rocm.lds_per_workgroup_bytes
+        return [Rule("lds_over", np.asarray(over, dtype=np.int64), "<=", 0)]
+
+    def detail(self, ev: Evaluation, i: int) -> str:
+        res = resources_of(ev)
+        cap = kib(res.rocm.lds_per_workgroup_bytes)
+        return f"{ev.label(i)} needs {kib(res.lds_allocated[i])} of LDS; a workgroup may use {cap}"
+
+
+class Resident(Constraint):
+    """At least one workgroup fits a CU."""
+
+    name = "occupancy"
+    rule = "at least one workgroup resident per CU (AMD's occupancy rules)"
+    short = "occ"
+    kind = ConstraintKind.CAPACITY
+
+    def rules(self, ev: Evaluation) -> list[Rule]:
+        res = resources_of(ev)
+        return [Rule("workgroups_per_cu", res.occupancy.workgroups_per_cu, ">=", 1)]
+
+    def detail(self, ev: Evaluation, i: int) -> str:
+        res = resources_of(ev)
+        return f"{ev.label(i)} cannot be resident on a CU (limited by {res.occupancy.limiter[i]})"
+
+
+class TritonRocmForward(KernelFamily):
+    """A Triton forward kernel on a rocm device; a family states its loop and head dims."""
+
+    device_kind = "rocm"
+
+    @abstractmethod
+    def kernel(self, cfg: ConfigArrays, problem: AttentionProblem) -> AttentionKernel:
+        """The forward loop of `cfg` as the compiler's rules read it."""
+
+    @abstractmethod
+    def kernel_head_dims(self, problem: AttentionProblem) -> tuple[int, int]:
+        """The head dims the kernel's tiles use."""
+
+    # ---- the problem -------------------------------------------------------------------------
+    def _family_violations(
+        self, problem: AttentionProblem, hardware: HardwareSpec
+    ) -> list[FieldViolation]:
+        device = rocm_device(hardware)
+        out = []
+        fmt = device.rocm.fp8_format
+        if problem.dtype is DType.FP8 and fmt is None:
+            out.append(
+                FieldViolation(
+                    "dtype",
+                    f"{device.name} has no fp8 MFMA; allowed: fp16, bf16",
+                )
+            )
+        for field, value in (("head_dim", problem.head_dim), ("head_dim_v", problem.head_dim_v)):
+            if value is not None and value > MAX_HEAD_DIM:
+                out.append(FieldViolation(field, f"triton supports {field} up to 256; got {value}"))
+        if problem.dropout:
+            out.append(
+                FieldViolation("dropout", "the triton kernel on ROCm has no dropout; allowed: 0")
+            )
+        return out
+
+    # ---- the decision variables --------------------------------------------------------------
+    def params(self, problem: AttentionProblem, hardware: HardwareSpec) -> tuple[Param, ...]:
+        gfx = rocm_device(hardware).rocm.gfx_target
+        return (
+            Param("block_m", BLOCKS, "BLOCK_M: query rows per workgroup"),
+            Param("block_n", BLOCKS, "BLOCK_N: keys per iteration"),
+            Param("num_warps", WARPS, "64-lane waves per workgroup"),
+            Param("num_stages", STAGES, "stream pipeliner stages (loads num_stages - 1 ahead)"),
+            *knob_params(gfx),
+        )
+
+    def label(self, config: Config) -> str:
+        v = config.as_dict()
+        return (
+            f"{v['block_m']}x{v['block_n']} w{v['num_warps']} s{v['num_stages']} "
+            f"wpe={v['waves_per_eu']} mfma{v['matrix_instr_nonkdim']} kpack={v['kpack']}"
+        )
+
+    # ---- resources, constraints, cost ----------------------------------------------------------
+    def resources(
+        self,
+        hardware: HardwareSpec,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        cfg: ConfigArrays,
+    ) -> TritonRocmResources:
+        device = rocm_device(hardware)
+        rocm = device.rocm
+        target = target_of(device)
+        kernel = self.kernel(cfg, problem)
+        lds = lds_bytes(kernel, target, cfg, problem.dtype.bytes)
+        regs = amd_register_estimate(kernel, target, cfg["num_warps"], cfg["waves_per_eu"])
+        threads = np.asarray(cfg["num_warps"] * rocm.wavefront_lanes, dtype=np.int64)
+        sgprs = np.full_like(threads, KERNEL_SGPRS)
+        occ = rocm_occupancy_arrays(rocm, threads, regs.arch, regs.agpr, sgprs, lds)
+        return TritonRocmResources(rocm, threads, lds, lds_allocation(rocm, lds), regs, occ)
+
+    def constraints(
+        self, hardware: HardwareSpec, problem: AttentionProblem, options: SolveOptions
+    ) -> Sequence[Constraint]:
+        return [MfmaTiles(), LdsCapacity(), Resident()]
+
+    def evaluate(self, ev: Evaluation) -> Perf:
+        return evaluate(ev, self.kernel_head_dims(ev.problem))
+
+    def tie_keys(self, ev: Evaluation) -> list[IntArray]:
+        """Fewer tiles, fewer stages, no waves_per_eu request, the larger MFMA, kpack 1, fewer
+        waves."""
+        cfg = ev.cfg
+        p = ev.problem
+        tiles = -(-p.seq_len // cfg["block_m"]) * -(-p.seq_len_kv_eff // cfg["block_n"])
+        return [
+            np.asarray(tiles, dtype=np.int64),
+            cfg["num_stages"],
+            cfg["waves_per_eu"],
+            -cfg["matrix_instr_nonkdim"],
+            cfg["kpack"],
+            cfg["num_warps"],
+        ]
+
+    def reason_lines(self, table: CandidateTable, i: int) -> list[str]:
+        res = table.res
+        assert isinstance(res, TritonRocmResources)
+        f = table.perf.figures
+        occ = res.occupancy
+        spill = (
+            f", {int(res.regs.spilled[i])} spilled to scratch (costed)"
+            if res.regs.spilled[i]
+            else ""
+        )
+        return [
+            f"{int(occ.workgroups_per_cu[i])} workgroup(s) per CU, "
+            f"{f['waves_per_simd'][i]:g} waves per SIMD (limited by {occ.limiter[i]}); LDS "
+            f"{kib(res.lds_allocated[i])}; about {int(res.regs.allocated[i])} VGPR+AGPR per lane "
+            f"of a cap of {int(res.regs.cap[i])}{spill}",
+            f"one round {f['round_us'][i]:.3f} us over {f['iterations_per_workgroup'][i]:.1f} "
+            f"iterations per workgroup; MFMA {f['mfma_us'][i]:.1f} us, VALU "
+            f"{f['valu_us'][i]:.1f} us, LDS {f['lds_us'][i]:.1f} us per CU",
+        ]
+
+    def answer_notes(self, table: CandidateTable, ranked: list[int]) -> list[str]:
+        out = [
+            confidence_note(
+                rocm_device(table.hardware),
+                "the softmax's instruction count, the register estimate and the LDS read "
+                "efficiency",
+            )
+        ]
+        ignored = cuda_only_options(table.options)
+        if ignored:
+            out.append(
+                f"{' and '.join(ignored)} do not apply on a rocm device (a CU's LDS and "
+                "workgroup residency follow AMD's rules) and were ignored"
+            )
+        return out
+
+    def check(
+        self,
+        hardware: HardwareSpec,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        config: Config,
+    ) -> list[str]:
+        """The rules restated for one configuration: the MFMA tiles; the LDS and residency
+        through the resource formulas."""
+        v = config.as_dict()
+        out = []
+        k = v["matrix_instr_nonkdim"]
+        bm, bn, w = v["block_m"], v["block_n"], v["num_warps"]
+        if bm % k or bn % k or (bm // k) * (bn // k) < w:
+            out.append(f"mfma_tiles: {bm}x{bn} with {w} waves of mfma{k}")
+        one = ConfigArrays.from_configs(list(v), [config])
+        res = self.resources(hardware, problem, options, one)
+        if int(res.lds_allocated[0]) > res.rocm.lds_per_workgroup_bytes:
+            out.append(f"lds: {int(res.lds_allocated[0])} > {res.rocm.lds_per_workgroup_bytes}")
+        elif int(res.occupancy.workgroups_per_cu[0]) < 1:
+            out.append("occupancy: no workgroup fits a CU")
+        return out
+
+
+def evaluate(ev: Evaluation, head_dims: tuple[int, int]) -> Perf:
+    """Predicted time and its parts of every configuration (docs/model.md 19.10)."""
+    device = rocm_device(ev.hardware)
+    rocm = device.rocm
+    problem = ev.problem
+    res = resources_of(ev)
+    cfg = ev.cfg
+    e = float(problem.dtype.bytes)
+    d, dv = float(head_dims[0]), float(head_dims[1])
+    bm_i, bn_i = cfg["block_m"], cfg["block_n"]
+    bm, bn = bm_i.astype(np.float64), bn_i.astype(np.float64)
+    warps = cfg["num_warps"].astype(np.float64)
+    rates = cu_rates(device, problem.dtype)
+
+    # ---- one iteration of one workgroup, cycles -------------------------------------------
+    scores = bm * bn
+    mfma = (2.0 * scores * d + 2.0 * scores * dv) / (rates.mfma * MFMA_SUSTAINED)
+    valu = (scores * SOFTMAX_VALU_OPS + bm * dv) / rates.valu + scores / rates.exp
+    kv_tile = bn * (d + dv) * e
+    crossing = p_through_lds(bm_i, cfg["num_warps"], cfg["num_stages"])
+    narrow = (cfg["kpack"] == 1) & (rocm.gfx_target == "gfx942")
+    efficiency = np.where(narrow, NARROW_READ_EFFICIENCY, 1.0)
+    lds_traffic = (warps + 1.0) * kv_tile + np.where(crossing, 2.0 * scores * e, 0.0)
+    lds = lds_traffic / (rocm.lds_bandwidth_bytes_per_clk_per_cu * efficiency)
+    result = np.where(
+        cfg["matrix_instr_nonkdim"] == 16, MFMA_RESULT_CYCLES[16], MFMA_RESULT_CYCLES[32]
+    )
+    stall = BARRIERS_PER_ITERATION * BARRIER_CYCLES + CHAIN_CYCLES + result
+    spill = res.regs.spilled.astype(np.float64) * SPILL_BYTES_PER_REGISTER * AMD_LANES * warps
+    it = Iteration(mfma, valu, lds, stall, kv_tile + spill)
+
+    # ---- the stream pipeliner: a tile's load issued num_stages - 1 iterations ahead ---------
+    l2_per_cu = (
+        device.memory.l2_bandwidth_bytes_per_clk
+        * device.memory.l2_achievable_fraction
+        / rocm.cu_count
+    )
+    load = L2_LATENCY_CYCLES + kv_tile / l2_per_cu
+    alone = cu_round(device, it, warps, np.ones_like(warps))
+    stages = cfg["num_stages"]
+
+    def round_of(r: FloatArray) -> FloatArray:
+        return pipelined_round(cu_round(device, it, warps, r), alone, load, stages)[0]
+
+    ones = np.ones_like(bm_i)
+    grid = grid_cycles(
+        device,
+        problem,
+        bm_i,
+        bn_i,
+        ones,
+        res.occupancy.workgroups_per_cu,
+        round_of,
+        head_io_cycles(device, bm, d, np.full_like(bm, dv), e),
+        rates.valu,
+    )
+    dram = dram_floor(device, problem, e, kv_tile, grid)
+    return rocm_perf(device, problem, it, warps, bm_i, bn_i, ones, grid, dram)
