@@ -33,4 +33,7 @@ CATALOG_VERSION = "2026.11.7"
 # 0.13.0: the flex family (PyTorch FlexAttention's forward, backward and decode templates;
 #        block-mask options); other families' answers unchanged (the triton family now builds
 #        on the shared triton_cuda piece, bit-identically).
-MODEL_VERSION = "0.13.0"
+# 0.14.0: triton on ROCm (issue 26 item 2): the triton family runs on rocm devices with
+#   waves_per_eu, matrix_instr_nonkdim and kpack (LDS, VGPR+AGPR and the cost on the shared AMD
+#   pieces); every CUDA and Ascend answer as before, their refusals of triton now name both kinds.
+MODEL_VERSION = "0.14.0"

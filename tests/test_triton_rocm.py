@@ -114,6 +114,4 @@ def test_both_engines_agree_on_rocm() -> None:
     small = AttentionProblem(batch=1, heads=8, seq_len=2048, head_dim=64, causal=True)
     cpsat = _solve("mi355x", small, top_k=5)
     exhaustive = _solve("mi355x", small, top_k=5, engine="exhaustive")
-    assert [c.parameters for c in cpsat.candidates] == [
-        c.parameters for c in exhaustive.candidates
-    ]
+    assert [c.parameters for c in cpsat.candidates] == [c.parameters for c in exhaustive.candidates]
