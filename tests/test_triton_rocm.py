@@ -4,16 +4,22 @@ waves_per_eu and the launch set, and the answers on each part (docs/model.md 19.
 
 from __future__ import annotations
 
+import csv
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from tilesolve.solver import AttentionProblem, SolveOptions, get_hardware, solve
 from tilesolve.solver.errors import InvalidRequestError
+from tilesolve.solver.families.triton_compiler.flash_loops import forward_kernel
+from tilesolve.solver.families.triton_compiler.lds_amd import amd_lds_bytes, chain_crosses
 from tilesolve.solver.families.triton_compiler.registers_amd import launch_cap
-from tilesolve.solver.families.triton_rocm.forward import p_through_lds
+from tilesolve.solver.families.triton_compiler.target import CompilerTarget
 from tilesolve.solver.problem import Phase
 from tilesolve.solver.registry import families_on, find_family
 
+ROOT = Path(__file__).resolve().parents[1]
 PROBLEM = AttentionProblem(batch=2, heads=16, seq_len=4096, head_dim=128)
 
 
@@ -83,11 +89,38 @@ def test_waves_per_eu_caps_the_registers_of_a_pinned_tile() -> None:
     assert {r.name: r for r in free.resources}["vgprs"].capacity == 512
 
 
-def test_p_crosses_the_waves_through_lds_only_for_thin_waves_of_tall_blocks() -> None:
-    bm = np.array([64, 64, 128, 32, 64])
-    warps = np.array([4, 2, 8, 4, 4])
-    stages = np.array([2, 2, 2, 2, 1])
-    assert p_through_lds(bm, warps, stages).tolist() == [True, False, True, False, False]
+def test_p_crosses_the_waves_through_lds_where_the_mfma_layouts_differ() -> None:
+    """Triton's default picks 32x32 when a dot's smaller result dim is >= 32: a 64-row block
+    with 16 keys runs its first dot on 16x16 and its second (64 x 128) on 32x32, so P crosses;
+    with 32 keys both are 32x32 and 2 waves of 32 rows keep P; 4 waves of 16 rows do not; one
+    wave never crosses."""
+    bm = np.array([64, 64, 64, 64])
+    bn = np.array([16, 32, 32, 16])
+    loop = forward_kernel(bm, bn, 128, 128, 2).loops[0]
+    warps = np.array([2, 2, 4, 1])
+    assert chain_crosses(loop, warps, np.zeros(4, np.int64)).tolist() == [True, False, True, False]
+    # matrix_instr_nonkdim = 16 sets both dots: 4 waves of 16 rows each own an MFMA row tile
+    assert chain_crosses(loop, warps, np.full(4, 16)).tolist() == [False, False, False, False]
+
+
+def test_the_lds_rules_meet_the_knob_sample() -> None:
+    """The knobs compiled (amd_knobs.csv): every row within 2% of the compiled LDS."""
+    with (ROOT / "benchmarks/data/compiler/amd_knobs.csv").open(newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["status"] == "ok"]
+    assert len(rows) >= 40
+    for r in rows:
+        one = {k: np.array([int(r[k])]) for k in ("block_m", "block_n", "num_warps", "num_stages")}
+        d = max(16, 1 << (int(r["head_dim"]) - 1).bit_length())
+        kernel = forward_kernel(one["block_m"], one["block_n"], d, d, 2)
+        model = amd_lds_bytes(
+            kernel,
+            CompilerTarget.amd(r["target"]),
+            one["num_warps"],
+            one["num_stages"],
+            np.array([int(r["matrix_instr_nonkdim"])]),
+        )
+        compiled = int(r["shared_bytes"])
+        assert abs(int(model[0]) - compiled) <= 0.02 * compiled, r
 
 
 def test_fp8_runs_on_both_generations() -> None:

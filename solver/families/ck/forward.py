@@ -26,13 +26,12 @@ from ...hardware import HardwareSpec
 from ...problem import AttentionProblem, DType, SolveOptions
 from ...space import Config, ConfigArrays, IntArray, Param
 from ..rocm.device import rocm_device
+from ..rocm.resources import LdsCapacity, Resident
 from .cost import confidence_note, evaluate, reason_lines, tie_iterations
 from .resources import (
     ASYNC_BUFFERS,
     CkResources,
-    LdsCapacity,
     RegisterCapacity,
-    Resident,
     ck_resources,
     lds_bytes,
     registers,

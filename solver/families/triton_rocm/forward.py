@@ -24,12 +24,13 @@ import numpy as np
 from ...constraints import Constraint, ConstraintKind, Rule
 from ...cost import Perf
 from ...errors import FieldViolation
-from ...family import CapacityUse, KernelFamily, Resources, cuda_only_options, kib, pow2_range
-from ...hardware import HardwareSpec, RocmCompute, RocmDevice
-from ...occupancy_rocm import RocmOccupancyArrays, lds_allocation, rocm_occupancy_arrays
+from ...family import CapacityUse, KernelFamily, cuda_only_options, kib, pow2_range
+from ...hardware import HardwareSpec, RocmDevice
+from ...occupancy_rocm import lds_allocation, rocm_occupancy_arrays
 from ...problem import AttentionProblem, DType, SolveOptions
-from ...space import Config, ConfigArrays, FloatArray, IntArray, Param
+from ...space import BoolArray, Config, ConfigArrays, FloatArray, IntArray, Param
 from ..rocm.device import MFMA_SUSTAINED, confidence_note, cu_rates, rocm_device
+from ..rocm.resources import LdsCapacity, Resident, WorkgroupResources
 from ..rocm.schedule import (
     BARRIER_CYCLES,
     CHAIN_CYCLES,
@@ -42,10 +43,10 @@ from ..rocm.schedule import (
     head_io_cycles,
     rocm_perf,
 )
+from ..triton_compiler.lds_amd import amd_lds_bytes, chain_crosses
 from ..triton_compiler.loops import AttentionKernel
 from ..triton_compiler.pipeline import pipelined_round
 from ..triton_compiler.registers_amd import AMD_LANES, AmdRegisterEstimate, amd_register_estimate
-from ..triton_compiler.shared_memory import shared_bytes
 from ..triton_compiler.target import CompilerTarget
 from .knobs import knob_params
 
@@ -74,75 +75,38 @@ def target_of(device: RocmDevice) -> CompilerTarget:
 
 
 @dataclass(frozen=True)
-class TritonRocmResources(Resources):
+class TritonRocmResources(WorkgroupResources):
     """What each candidate needs of one CU."""
 
-    rocm: RocmCompute
-    threads: IntArray
-    lds: IntArray  # bytes as the compiler asks
-    lds_allocated: IntArray  # rounded up to the allocation granule
     regs: AmdRegisterEstimate
-    occupancy: RocmOccupancyArrays
 
-    def uses(self, i: int) -> list[CapacityUse]:
-        r = self.rocm
-        return [
-            CapacityUse(
-                "lds", int(self.lds_allocated[i]), r.lds_per_workgroup_bytes, "bytes/workgroup"
-            ),
-            CapacityUse(
-                "vgprs",
-                int(self.regs.allocated[i]),
-                int(self.regs.cap[i]),
-                "registers/lane (VGPR+AGPR, the compiler's cap)",
-            ),
-            CapacityUse(
-                "threads", int(self.threads[i]), r.max_workgroup_threads, "threads/workgroup"
-            ),
-            CapacityUse(
-                "workgroups_per_cu",
-                int(self.occupancy.workgroups_per_cu[i]),
-                r.waves_per_cu * r.wavefront_lanes // max(int(self.threads[i]), 1),
-                "workgroups/CU",
-            ),
-        ]
+    def vgpr_use(self, i: int) -> CapacityUse:
+        return CapacityUse(
+            "vgprs",
+            int(self.regs.allocated[i]),
+            int(self.regs.cap[i]),
+            "registers/lane (VGPR+AGPR, the compiler's cap)",
+        )
 
-    def candidate_fields(self, i: int) -> dict[str, Any]:
+    def register_fields(self, i: int) -> dict[str, Any]:
         return {
-            "threads_per_block": int(self.threads[i]),
-            "smem_bytes": int(self.lds_allocated[i]),
             "regs_per_thread": int(self.regs.allocated[i]),
             "regs_demand": int(self.regs.live[i]),
             "spill_regs": int(self.regs.spilled[i]),
-            "blocks_per_sm": int(self.occupancy.workgroups_per_cu[i]),
-            "occupancy_limiter": self.occupancy.limiter[i],
-            "occupancy": int(self.occupancy.waves_per_cu[i]) / self.rocm.waves_per_cu,
         }
 
 
 def resources_of(ev: Evaluation) -> TritonRocmResources:
+    """The evaluation's resources, which a Triton-on-ROCm family's are."""
     assert isinstance(ev.res, TritonRocmResources)
     return ev.res
 
 
-def p_through_lds(block_m: IntArray, warps: IntArray, stages: IntArray) -> IntArray:
-    """Whether the chained tile P crosses the waves through LDS: a block of at least 64 rows
-    whose waves own at most 16 rows each (fewer than the 32-row MFMA Triton picks for it), so
-    that the first dot's waves are laid along its columns; pipelined loops only (with one
-    stage P's buffer does not outlive the loads). Read off the gfx942 forward rows of the
-    compiled data set (docs/model.md 19.10)."""
-    return np.asarray((block_m >= 64) & (block_m // np.maximum(warps, 1) <= 16) & (stages > 1))
-
-
-def lds_bytes(
-    kernel: AttentionKernel, target: CompilerTarget, cfg: ConfigArrays, elem: int
-) -> IntArray:
-    """LDS of one workgroup, bytes: the compiler's rules plus P's crossing."""
-    base = shared_bytes(kernel, target, cfg["num_warps"], cfg["num_stages"])
-    chain = kernel.loops[0].chain
-    p_bytes = np.asarray(chain.rows, dtype=np.int64) * np.asarray(chain.cols, dtype=np.int64)
-    crossing = p_through_lds(cfg["block_m"], cfg["num_warps"], cfg["num_stages"])
-    return np.asarray(base + np.where(crossing, p_bytes * elem, 0), dtype=np.int64)
+def chain_crossing(kernel: AttentionKernel, cfg: ConfigArrays) -> BoolArray:
+    """Whether each candidate's P crosses the waves through LDS (`lds_amd.chain_crosses`, in a
+    pipelined loop)."""
+    crosses = chain_crosses(kernel.loops[0], cfg["num_warps"], cfg["matrix_instr_nonkdim"])
+    return np.asarray(crosses.astype(bool) & (cfg["num_stages"] > 1))
 
 
 class MfmaTiles(Constraint):
@@ -166,42 +130,6 @@ class MfmaTiles(Constraint):
     def detail(self, ev: Evaluation, i: int) -> str:
         k = int(ev.cfg["matrix_instr_nonkdim"][i])
         return f"{ev.label(i)} is not a whole number of {k}x{k} MFMA tiles for its waves"
-
-
-class LdsCapacity(Constraint):
-    """The workgroup's LDS, rounded up to the granule, within what one workgroup may use."""
-
-    name = "lds"
-    rule = "the workgroup's LDS (rounded up to the granule) within lds_per_workgroup_bytes"
-    short = "lds"
-    kind = ConstraintKind.CAPACITY
-
-    def rules(self, ev: Evaluation) -> list[Rule]:
-        res = resources_of(ev)
-        over = res.lds_allocated > res.rocm.lds_per_workgroup_bytes
-        return [Rule("lds_over", np.asarray(over, dtype=np.int64), "<=", 0)]
-
-    def detail(self, ev: Evaluation, i: int) -> str:
-        res = resources_of(ev)
-        cap = kib(res.rocm.lds_per_workgroup_bytes)
-        return f"{ev.label(i)} needs {kib(res.lds_allocated[i])} of LDS; a workgroup may use {cap}"
-
-
-class Resident(Constraint):
-    """At least one workgroup fits a CU."""
-
-    name = "occupancy"
-    rule = "at least one workgroup resident per CU (AMD's occupancy rules)"
-    short = "occ"
-    kind = ConstraintKind.CAPACITY
-
-    def rules(self, ev: Evaluation) -> list[Rule]:
-        res = resources_of(ev)
-        return [Rule("workgroups_per_cu", res.occupancy.workgroups_per_cu, ">=", 1)]
-
-    def detail(self, ev: Evaluation, i: int) -> str:
-        res = resources_of(ev)
-        return f"{ev.label(i)} cannot be resident on a CU (limited by {res.occupancy.limiter[i]})"
 
 
 class TritonRocmForward(KernelFamily):
@@ -270,12 +198,21 @@ class TritonRocmForward(KernelFamily):
         rocm = device.rocm
         target = target_of(device)
         kernel = self.kernel(cfg, problem)
-        lds = lds_bytes(kernel, target, cfg, problem.dtype.bytes)
+        lds = amd_lds_bytes(
+            kernel, target, cfg["num_warps"], cfg["num_stages"], cfg["matrix_instr_nonkdim"]
+        )
         regs = amd_register_estimate(kernel, target, cfg["num_warps"], cfg["waves_per_eu"])
         threads = np.asarray(cfg["num_warps"] * rocm.wavefront_lanes, dtype=np.int64)
         sgprs = np.full_like(threads, KERNEL_SGPRS)
         occ = rocm_occupancy_arrays(rocm, threads, regs.arch, regs.agpr, sgprs, lds)
-        return TritonRocmResources(rocm, threads, lds, lds_allocation(rocm, lds), regs, occ)
+        return TritonRocmResources(
+            rocm=rocm,
+            threads=threads,
+            lds=lds,
+            lds_allocated=lds_allocation(rocm, lds),
+            occupancy=occ,
+            regs=regs,
+        )
 
     def constraints(
         self, hardware: HardwareSpec, problem: AttentionProblem, options: SolveOptions
@@ -283,7 +220,7 @@ class TritonRocmForward(KernelFamily):
         return [MfmaTiles(), LdsCapacity(), Resident()]
 
     def evaluate(self, ev: Evaluation) -> Perf:
-        return evaluate(ev, self.kernel_head_dims(ev.problem))
+        return evaluate(ev, self.kernel(ev.cfg, ev.problem), self.kernel_head_dims(ev.problem))
 
     def tie_keys(self, ev: Evaluation) -> list[IntArray]:
         """Fewer tiles, fewer stages, no waves_per_eu request, the larger MFMA, kpack 1, fewer
@@ -347,9 +284,9 @@ class TritonRocmForward(KernelFamily):
         through the resource formulas."""
         v = config.as_dict()
         out = []
-        k = v["matrix_instr_nonkdim"]
+        k = v["matrix_instr_nonkdim"]  # 0 (outside the domain): the compiler's own choice
         bm, bn, w = v["block_m"], v["block_n"], v["num_warps"]
-        if bm % k or bn % k or (bm // k) * (bn // k) < w:
+        if k and (bm % k or bn % k or (bm // k) * (bn // k) < w):
             out.append(f"mfma_tiles: {bm}x{bn} with {w} waves of mfma{k}")
         one = ConfigArrays.from_configs(list(v), [config])
         res = self.resources(hardware, problem, options, one)
@@ -360,7 +297,7 @@ class TritonRocmForward(KernelFamily):
         return out
 
 
-def evaluate(ev: Evaluation, head_dims: tuple[int, int]) -> Perf:
+def evaluate(ev: Evaluation, kernel: AttentionKernel, head_dims: tuple[int, int]) -> Perf:
     """Predicted time and its parts of every configuration (docs/model.md 19.10)."""
     device = rocm_device(ev.hardware)
     rocm = device.rocm
@@ -379,7 +316,7 @@ def evaluate(ev: Evaluation, head_dims: tuple[int, int]) -> Perf:
     mfma = (2.0 * scores * d + 2.0 * scores * dv) / (rates.mfma * MFMA_SUSTAINED)
     valu = (scores * SOFTMAX_VALU_OPS + bm * dv) / rates.valu + scores / rates.exp
     kv_tile = bn * (d + dv) * e
-    crossing = p_through_lds(bm_i, cfg["num_warps"], cfg["num_stages"])
+    crossing = chain_crossing(kernel, cfg)
     narrow = (cfg["kpack"] == 1) & (rocm.gfx_target == "gfx942")
     efficiency = np.where(narrow, NARROW_READ_EFFICIENCY, 1.0)
     lds_traffic = (warps + 1.0) * kv_tile + np.where(crossing, 2.0 * scores * e, 0.0)
