@@ -42,6 +42,13 @@ MFMA_LARGE = 32  # the 32x32 MFMA, chosen when a dot's smaller result dim is at 
 MFMA_SMALL = 16
 
 
+def pipeline_buffers(target: CompilerTarget, stages: IntArray) -> IntArray:
+    """Buffers of each streamed operand for each candidate's num_stages (1 to 5)."""
+    table = AMD_PIPELINE_BUFFERS[target.name]
+    lookup = np.array([table.get(s, 1) for s in range(6)], dtype=np.int64)
+    return np.asarray(lookup[np.clip(stages, 1, 5)], dtype=np.int64)
+
+
 def default_nonkdim(rows: IntArray, cols: IntArray) -> IntArray:
     """The MFMA edge Triton's default picks for a dot with a rows x cols result."""
     smaller = np.minimum(rows, cols)
@@ -85,8 +92,7 @@ def amd_loop_lds(
     resident = sum((tile(o) for o in loop.resident()), np.zeros(n, np.int64))
     single = np.max([tile(o) for o in loop.operands], axis=0)
     streamed = sum((_buffer_bytes(o, n, e, target) for o in loop.streamed()), np.zeros(n, np.int64))
-    table = AMD_PIPELINE_BUFFERS[target.name]
-    buffers = np.array([table[int(x)] for x in np.clip(stages, 1, 5)], dtype=np.int64)
+    buffers = pipeline_buffers(target, stages)
     chain = as_array(loop.chain.rows, n) * as_array(loop.chain.cols, n) * e
     crossing = np.where(chain_crosses(loop, warps, nonkdim), chain, 0)
     pipelined = np.maximum(resident, buffers * streamed + crossing)

@@ -278,6 +278,20 @@ class TritonRocmForward(KernelFamily):
             )
         return out
 
+    def check_all(
+        self,
+        hardware: HardwareSpec,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        configs: list[Config],
+    ) -> list[list[str]]:
+        """`check` of every configuration, the resources computed once for all of them."""
+        if not configs:
+            return []
+        names = list(configs[0].as_dict())
+        res = self.resources(hardware, problem, options, ConfigArrays.from_configs(names, configs))
+        return [self._broken(config.as_dict(), res, i) for i, config in enumerate(configs)]
+
     def check(
         self,
         hardware: HardwareSpec,
@@ -288,16 +302,20 @@ class TritonRocmForward(KernelFamily):
         """The rules restated for one configuration: the MFMA tiles; the LDS and residency
         through the resource formulas."""
         v = config.as_dict()
+        one = ConfigArrays.from_configs(list(v), [config])
+        return self._broken(v, self.resources(hardware, problem, options, one), 0)
+
+    @staticmethod
+    def _broken(v: dict[str, int], res: TritonRocmResources, i: int) -> list[str]:
+        """The rules configuration `v` (entry i of `res`) breaks."""
         out = []
         k = v["matrix_instr_nonkdim"]  # 0 (outside the domain): the compiler's own choice
         bm, bn, w = v["block_m"], v["block_n"], v["num_warps"]
         if k and (bm % k or bn % k or (bm // k) * (bn // k) < w):
             out.append(f"mfma_tiles: {bm}x{bn} with {w} waves of mfma{k}")
-        one = ConfigArrays.from_configs(list(v), [config])
-        res = self.resources(hardware, problem, options, one)
-        if int(res.lds_allocated[0]) > res.rocm.lds_per_workgroup_bytes:
-            out.append(f"lds: {int(res.lds_allocated[0])} > {res.rocm.lds_per_workgroup_bytes}")
-        elif int(res.occupancy.workgroups_per_cu[0]) < 1:
+        if int(res.lds_allocated[i]) > res.rocm.lds_per_workgroup_bytes:
+            out.append(f"lds: {int(res.lds_allocated[i])} > {res.rocm.lds_per_workgroup_bytes}")
+        elif int(res.occupancy.workgroups_per_cu[i]) < 1:
             out.append("occupancy: no workgroup fits a CU")
         return out
 
