@@ -34,7 +34,7 @@ fp8, causal and not, against the issue-26 target: cold CP-SAT top-5 median under
 under 50 ms.
 An AMD triton block (`build_amd_triton_cases`, its own set and fingerprint) times the triton
 family on the same parts (Triton on ROCm with waves_per_eu, matrix_instr_nonkdim and kpack:
-issue 26 item 2), same problems rule, same target.
+issue 26 item 2) and the flex family's forward there, same problems rule, same target.
 A flex block (`build_flex_cases`, its own set and fingerprint: issue
 23) times FlexAttention's templates (forward, backward, decode; some with a sliding window) on
 six sm80+ parts, against the same target.
@@ -236,7 +236,9 @@ AMD_DTYPES = ("fp16", "bf16", "fp8")
 AMD_PER_HARDWARE = 12
 
 
-def _amd_cases(first: int, prefix: str, kernel: str | None) -> list[Case]:
+def _amd_cases(
+    first: int, prefix: str, kernel: str | None, dtypes: tuple[str, ...] = AMD_DTYPES
+) -> list[Case]:
     """12 problems per Instinct part from problem index `first`, by the same arithmetic rule
     (no dropout: the AMD models have none), each head dim with each dtype and both masks over
     the block."""
@@ -246,7 +248,7 @@ def _amd_cases(first: int, prefix: str, kernel: str | None) -> list[Case]:
             i = first + h * AMD_PER_HARDWARE + j
             shape = _shape(i)
             shape["head_dim"] = AMD_HEAD_DIMS[j % len(AMD_HEAD_DIMS)]
-            shape["dtype"] = AMD_DTYPES[(j // len(AMD_HEAD_DIMS) + h) % len(AMD_DTYPES)]
+            shape["dtype"] = dtypes[(j // len(AMD_HEAD_DIMS) + h) % len(dtypes)]
             shape["causal"] = j % 2 == 0
             shape["dropout"] = 0.0
             cases.append(Case(f"{prefix}-{i - first:02d}", hw, kernel, AttentionProblem(**shape)))
@@ -259,8 +261,12 @@ def build_amd_cases() -> list[Case]:
 
 
 def build_amd_triton_cases() -> list[Case]:
-    """The AMD triton block: other problems by the same rule, the triton family by name."""
-    return _amd_cases(700, "amdt", "triton")
+    """The AMD triton block: other problems by the same rule, the triton family by name, then
+    the flex family's forward on ROCm (fp16 and bf16: FlexAttention has no fp8 path)."""
+    return [
+        *_amd_cases(700, "amdt", "triton"),
+        *_amd_cases(800, "amdf", "flex", ("fp16", "bf16")),
+    ]
 
 
 def build_ascend_cases() -> list[Case]:

@@ -162,7 +162,7 @@ def test_an_inline_rocm_device_solves_like_the_catalog_entry() -> None:
 
 def test_a_cuda_family_on_a_rocm_device_names_what_runs_there() -> None:
     """The device rules refuse fa2, fa3, fa4, flashinfer and ascend on a rocm device, and the
-    refusal names the families that run there (ck, and triton's ROCm kernel)."""
+    refusal names the families that run there (ck, and the ROCm kernels of flex and triton)."""
     for kernel in ("fa2", "fa3", "fa4", "flashinfer", "ascend"):
         with pytest.raises(InvalidRequestError) as caught:
             solve(
@@ -172,7 +172,7 @@ def test_a_cuda_family_on_a_rocm_device_names_what_runs_there() -> None:
         assert violation.field == "kernel"
         assert "rocm device" in violation.description
         assert violation.description.endswith(
-            "(families that run this problem on mi300x: ck, triton)"
+            "(families that run this problem on mi300x: ck, flex, triton)"
         )
 
 

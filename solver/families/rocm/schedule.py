@@ -83,6 +83,19 @@ def cu_round(device: RocmDevice, it: Iteration, warps: FloatArray, r: FloatArray
 
 
 @dataclass(frozen=True)
+class MaskedIterations:
+    """The K/V iterations of a masked kernel's workgroups (a block mask's, arrays over the
+    candidates): `total` over the workgroups of one head, `diagonal` those that apply the mask
+    (weighted by its cost relative to the causal mask's), `longest` the most one workgroup runs,
+    and whether the work is uneven the way a causal triangle is (`imbalanced`)."""
+
+    total: FloatArray
+    diagonal: FloatArray
+    longest: FloatArray
+    imbalanced: bool
+
+
+@dataclass(frozen=True)
 class Grid:
     """The workgroups over the CUs."""
 
@@ -106,11 +119,13 @@ def grid_cycles(
     round_of: Callable[[FloatArray], FloatArray],
     head_io: FloatArray,
     r_valu: float,
+    masked: MaskedIterations | None = None,
 ) -> Grid:
     """The grid's cycles: ceil(sq / block_m) x batch x heads x `chunks` workgroups (chunks: of
-    head_dim_v, where a workgroup owns one), each walking ceil(sk / block_n) key blocks;
-    `round_of(r)` is the CU's round at r resident, `head_io` a workgroup's own Q/O/LSE traffic
-    in cycles."""
+    head_dim_v, where a workgroup owns one), each walking ceil(sk / block_n) key blocks, or the
+    iterations `masked` states (a block mask's: its work spread over the CUs as the causal
+    triangle's is, the uneven finish added where it is imbalanced); `round_of(r)` is the CU's
+    round at r resident, `head_io` a workgroup's own Q/O/LSE traffic in cycles."""
     rocm = device.rocm
     resident = np.maximum(workgroups_per_cu.astype(np.float64), 1.0)
     full_round = round_of(resident)
@@ -125,7 +140,14 @@ def grid_cycles(
     slots = np.asarray(rocm.cu_count * workgroups_per_cu, dtype=np.int64)
     slots = np.maximum(slots, 1)
     waves = wave_schedule(groups, slots)
-    if problem.causal:
+    if masked is not None:
+        mask = masked.diagonal * scores * MASK_OPS / r_valu
+        work = heads_total * chunks * (masked.total * full_round / resident + mask + n_m * head_io)
+        longest = masked.longest * full_round + head_io
+        uneven = 0.5 * longest if masked.imbalanced else 0.0
+        kernel = np.maximum(work / rocm.cu_count + uneven, longest)
+        iterations = masked.total / n_m
+    elif problem.causal:
         total, diagonal = causal_iterations(n_m, bm, bn, n_kv, sk - sq)
         mask = diagonal * scores * MASK_OPS / r_valu
         work = heads_total * chunks * (total * full_round / resident + mask + n_m * head_io)
@@ -254,9 +276,11 @@ def rocm_perf(
     chunks: IntArray,
     grid: Grid,
     dram: Dram,
+    masked: MaskedIterations | None = None,
 ) -> Perf:
     """The predicted time (grid or HBM floor, plus a launch) and its parts, with the figures
-    the reason lines read."""
+    the reason lines read (`masked`: a block mask's iterations, which are the computed
+    pairs)."""
     rocm = device.rocm
     kernel = np.maximum(grid.kernel, dram.cycles)
     time_us = kernel / rocm.engine_clock_mhz + ROCM_LAUNCH_US
@@ -264,7 +288,9 @@ def rocm_perf(
     n_m, n_kv, iterations = grid.n_m, grid.n_kv, grid.iterations
     resident, full_round = grid.resident, grid.full_round
     heads_total = problem.batch * problem.heads
-    if problem.causal:
+    if masked is not None:
+        computed = masked.total * (bm * bn)
+    elif problem.causal:
         offset = problem.seq_len_kv_eff - problem.seq_len
         computed = causal_iterations(n_m, bm, bn, n_kv, offset)[0] * (bm * bn)
     else:

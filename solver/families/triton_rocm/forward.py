@@ -37,6 +37,7 @@ from ..rocm.schedule import (
     L2_LATENCY_CYCLES,
     SOFTMAX_VALU_OPS,
     Iteration,
+    MaskedIterations,
     cu_round,
     dram_floor,
     grid_cycles,
@@ -224,8 +225,23 @@ class TritonRocmForward(KernelFamily):
     ) -> Sequence[Constraint]:
         return [MfmaTiles(), LdsCapacity(), Resident()]
 
+    def masked_iterations(self, ev: Evaluation) -> MaskedIterations | None:
+        """The K/V iterations of a masked kernel (a block mask's); None: all of K/V, or the
+        causal triangle."""
+        return None
+
+    def score_ops(self, ev: Evaluation) -> float:
+        """VALU instructions per score beyond the softmax's (a score modification's)."""
+        return 0.0
+
     def evaluate(self, ev: Evaluation) -> Perf:
-        return evaluate(ev, self.kernel(ev.cfg, ev.problem), self.kernel_head_dims(ev.problem))
+        return evaluate(
+            ev,
+            self.kernel(ev.cfg, ev.problem),
+            self.kernel_head_dims(ev.problem),
+            self.masked_iterations(ev),
+            self.score_ops(ev),
+        )
 
     def tie_keys(self, ev: Evaluation) -> list[IntArray]:
         """Fewer tiles, fewer stages, no waves_per_eu request, the larger MFMA, kpack 1, fewer
@@ -320,8 +336,15 @@ class TritonRocmForward(KernelFamily):
         return out
 
 
-def evaluate(ev: Evaluation, kernel: AttentionKernel, head_dims: tuple[int, int]) -> Perf:
-    """Predicted time and its parts of every configuration (docs/model.md 19.10)."""
+def evaluate(
+    ev: Evaluation,
+    kernel: AttentionKernel,
+    head_dims: tuple[int, int],
+    masked: MaskedIterations | None = None,
+    score_ops: float = 0.0,
+) -> Perf:
+    """Predicted time and its parts of every configuration (docs/model.md 19.10); `masked`
+    and `score_ops` as `TritonRocmForward.masked_iterations` and `score_ops` state them."""
     device = rocm_device(ev.hardware)
     rocm = device.rocm
     problem = ev.problem
@@ -337,7 +360,7 @@ def evaluate(ev: Evaluation, kernel: AttentionKernel, head_dims: tuple[int, int]
     # ---- one iteration of one workgroup, cycles -------------------------------------------
     scores = bm * bn
     mfma = (2.0 * scores * d + 2.0 * scores * dv) / (rates.mfma * MFMA_SUSTAINED)
-    valu = (scores * SOFTMAX_VALU_OPS + bm * dv) / rates.valu + scores / rates.exp
+    valu = (scores * (SOFTMAX_VALU_OPS + score_ops) + bm * dv) / rates.valu + scores / rates.exp
     kv_tile = bn * (d + dv) * e
     crossing = chain_crossing(kernel, cfg)
     narrow = (cfg["kpack"] == 1) & (rocm.gfx_target == "gfx942")
@@ -377,6 +400,7 @@ def evaluate(ev: Evaluation, kernel: AttentionKernel, head_dims: tuple[int, int]
         round_of,
         head_io_cycles(device, bm, d, np.full_like(bm, dv), e),
         rates.valu,
+        masked,
     )
     dram = dram_floor(device, problem, e, kv_tile, grid)
-    return rocm_perf(device, problem, it, warps, bm_i, bn_i, ones, grid, dram)
+    return rocm_perf(device, problem, it, warps, bm_i, bn_i, ones, grid, dram, masked)
