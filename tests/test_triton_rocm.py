@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.command_line import run
 from tilesolve.solver import AttentionProblem, SolveOptions, get_hardware, solve
 from tilesolve.solver.errors import InvalidRequestError
 from tilesolve.solver.families.triton_compiler.flash_loops import forward_kernel
@@ -148,3 +149,21 @@ def test_both_engines_agree_on_rocm() -> None:
     cpsat = _solve("mi355x", small, top_k=5)
     exhaustive = _solve("mi355x", small, top_k=5, engine="exhaustive")
     assert [c.parameters for c in cpsat.candidates] == [c.parameters for c in exhaustive.candidates]
+
+
+def test_format_triton_prints_the_amd_knobs_in_the_kwargs(
+    capsys: pytest.CaptureFixture[str], target: str
+) -> None:
+    """`--format triton` on a rocm device: each triton.Config's kwargs hold BLOCK_M, BLOCK_N
+    and the three knobs as Triton's AMD backend reads them; the same from a server."""
+    argv = ["solve", "--hardware", "mi300x", "--kernel", "triton", "--head-dim", "128",
+            "--seq-len", "4096", "--top-k", "3", "--format", "triton"]  # fmt: skip
+    code, local, _ = run(capsys, *argv)
+    assert code == 0
+    configs = [line for line in local.splitlines() if "triton.Config(" in line]
+    assert len(configs) == 3
+    for line in configs:
+        for key in ("'BLOCK_M'", "'waves_per_eu'", "'matrix_instr_nonkdim'", "'kpack'"):
+            assert key in line
+    code, remote, _ = run(capsys, *argv, "--server", target)
+    assert code == 0 and remote == local
