@@ -48,11 +48,14 @@ def test_fp8_and_dropout_are_refused_naming_the_field() -> None:
     assert caught.value.violations[0].field == "dtype"
 
 
-def test_the_backward_has_no_rocm_model() -> None:
-    back = AttentionProblem(seq_len=1024, head_dim=128, phase="backward")
+@pytest.mark.parametrize("phase", ["backward", "decode"])
+def test_backward_and_decode_are_refused_naming_the_forward(phase: str) -> None:
+    seq_len = 1 if phase == "decode" else 1024
+    other = AttentionProblem(seq_len=seq_len, seq_len_kv=4096, head_dim=128, phase=phase)
     with pytest.raises(InvalidRequestError) as caught:
-        _solve(back)
-    assert caught.value.violations[0].field == "kernel"
+        _solve(other)
+    (violation,) = caught.value.violations
+    assert violation.field == "kernel" and "--phase forward" in violation.description
 
 
 def test_format_flex_prints_the_keys_kernel_options_can_pin(

@@ -42,6 +42,7 @@ class FlexDecoding(FlexAttention):
     )
     split_kv = SplitKv(pack_gqa=always_packs).for_decode()
     mask_tiles = ("block_n",)
+    other_device_kinds = ("rocm",)  # refused there naming the forward (`flex_violations`)
 
     def kernel_violations(
         self, problem: AttentionProblem, hardware: HardwareSpec
