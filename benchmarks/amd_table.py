@@ -1,9 +1,11 @@
-"""The picks table of the AMD Instinct parts (docs/model.md section 19.7): for each rocm
-device, head dims 64, 128 and 256, fp16, bf16 and fp8, causal and not, the ck family's best
-configuration with its predicted TFLOP/s, the binding resource and the reason.
+"""The picks table of the AMD Instinct parts (docs/model.md sections 19.7 and 19.10): for each
+rocm device, head dims 64, 128 and 256, fp16, bf16 and fp8, causal and not, the best
+configuration of each family that runs there (ck; triton with its AMD knobs) with its predicted
+TFLOP/s, the binding resource and the reason.
 
 Usage:
-    .venv/bin/python benchmarks/amd_table.py [--hardware NAME ...] [--seq-len N] [--json]
+    .venv/bin/python benchmarks/amd_table.py [--hardware NAME ...] [--kernel ck|triton ...]
+                                             [--seq-len N] [--json]
 
 Shapes follow the FA papers' convention: batch x seq_len = 16384 tokens, hidden 2048 (heads =
 2048 / head_dim); seq_len 8192 by default. The exhaustive engine (the reference both engines
@@ -22,6 +24,7 @@ from tilesolve.solver import AttentionProblem, SolveOptions, get_hardware, solve
 HARDWARE = ("mi300x", "mi325x", "mi355x")
 HEAD_DIMS = (64, 128, 256)
 DTYPES = ("fp16", "bf16", "fp8")
+KERNELS = ("ck", "triton")
 PIPELINES = ("qr", "qr_async", "qs", "qr_async_trload")  # the ck family's `pipeline` numbers
 
 
@@ -36,15 +39,20 @@ def problem(head_dim: int, dtype: str, causal: bool, seq_len: int) -> AttentionP
     )
 
 
-def tile(parameters: dict[str, int]) -> str:
+def tile(kernel: str, parameters: dict[str, int]) -> str:
     p = parameters
+    if kernel == "triton":
+        return (
+            f"{p['block_m']}x{p['block_n']} w{p['num_warps']} s{p['num_stages']} "
+            f"wpe{p['waves_per_eu']} mfma{p['matrix_instr_nonkdim']} kpack{p['kpack']}"
+        )
     return (
         f"{p['block_m']}x{p['block_n']} k0={p['block_k0']} n1={p['block_n1']} "
         f"w{p['num_warps']} mfma{p['mfma']} {PIPELINES[p['pipeline']]}"
     )
 
 
-def rows(hardware: list[str], seq_len: int) -> list[dict[str, Any]]:
+def rows(hardware: list[str], seq_len: int, kernel: str = "ck") -> list[dict[str, Any]]:
     out = []
     for name in hardware:
         peak = get_hardware(name)
@@ -54,16 +62,17 @@ def rows(hardware: list[str], seq_len: int) -> list[dict[str, Any]]:
                     answer = solve(
                         problem(head_dim, dtype, causal, seq_len),
                         name,
-                        SolveOptions(engine="exhaustive", top_k=1),
+                        SolveOptions(kernel=kernel, engine="exhaustive", top_k=1),
                     )
                     best = answer.candidates[0]
                     out.append(
                         {
+                            "kernel": kernel,
                             "hardware": name,
                             "head_dim": head_dim,
                             "dtype": dtype,
                             "causal": causal,
-                            "tile": tile(best.parameters),
+                            "tile": tile(kernel, best.parameters),
                             "tflops": round(best.predicted_tflops, 1),
                             "peak_share": round(best.predicted_tflops / _peak(peak, dtype), 3),
                             "binding": best.occupancy_limiter,
@@ -84,24 +93,33 @@ def _peak(spec: Any, dtype: str) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hardware", nargs="+", default=list(HARDWARE), choices=HARDWARE)
+    parser.add_argument("--kernel", nargs="+", default=list(KERNELS), choices=KERNELS)
     parser.add_argument("--seq-len", type=int, default=8192)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    table = rows(args.hardware, args.seq_len)
+    tables = {kernel: rows(args.hardware, args.seq_len, kernel) for kernel in args.kernel}
     if args.json:
-        json.dump(table, sys.stdout, indent=2)
+        json.dump([r for table in tables.values() for r in table], sys.stdout, indent=2)
         print()
         return 0
-    print(f"ck picks, seq_len {args.seq_len}, batch x seq_len = 16384, heads = 2048 / head_dim")
-    header = "| device | d | dtype | causal | pick | TFLOP/s | of peak | binding (WG/CU) | reason |"
-    print(header)
-    print("|---|---|---|---|---|---|---|---|---|")
-    for r in table:
+    for kernel, table in tables.items():
         print(
-            f"| {r['hardware']} | {r['head_dim']} | {r['dtype']} | "
-            f"{'yes' if r['causal'] else 'no'} | {r['tile']} | {r['tflops']:.0f} | "
-            f"{r['peak_share']:.0%} | {r['binding']} ({r['workgroups_per_cu']}) | {r['reason']} |"
+            f"{kernel} picks, seq_len {args.seq_len}, batch x seq_len = 16384, "
+            "heads = 2048 / head_dim"
         )
+        header = (
+            "| device | d | dtype | causal | pick | TFLOP/s | of peak | binding (WG/CU) | reason |"
+        )
+        print(header)
+        print("|---|---|---|---|---|---|---|---|---|")
+        for r in table:
+            print(
+                f"| {r['hardware']} | {r['head_dim']} | {r['dtype']} | "
+                f"{'yes' if r['causal'] else 'no'} | {r['tile']} | {r['tflops']:.0f} | "
+                f"{r['peak_share']:.0%} | {r['binding']} ({r['workgroups_per_cu']}) | "
+                f"{r['reason']} |"
+            )
+        print()
     return 0
 
 

@@ -32,6 +32,9 @@ An AMD block (`build_amd_cases`, its own set and fingerprint: the sets above are
 times the AMD Instinct parts' default family (ck) over head dims 64, 128 and 256, fp16, bf16 and
 fp8, causal and not, against the issue-26 target: cold CP-SAT top-5 median under 20 ms and p95
 under 50 ms.
+An AMD triton block (`build_amd_triton_cases`, its own set and fingerprint) times the triton
+family on the same parts (Triton on ROCm with waves_per_eu, matrix_instr_nonkdim and kpack:
+issue 26 item 2) and the flex family's forward there, same problems rule, same target.
 A flex block (`build_flex_cases`, its own set and fingerprint: issue
 23) times FlexAttention's templates (forward, backward, decode; some with a sliding window) on
 six sm80+ parts, against the same target.
@@ -237,20 +240,37 @@ AMD_DTYPES = ("fp16", "bf16", "fp8")
 AMD_PER_HARDWARE = 12
 
 
-def build_amd_cases() -> list[Case]:
-    """The AMD block: 12 problems per Instinct part, by the same arithmetic rule (no dropout:
-    the ck model has none), each head dim with each dtype and both masks over the block."""
+def _amd_cases(
+    first: int, prefix: str, kernel: str | None, dtypes: tuple[str, ...] = AMD_DTYPES
+) -> list[Case]:
+    """12 problems per Instinct part from problem index `first`, by the same arithmetic rule
+    (no dropout: the AMD models have none), each head dim with each dtype and both masks over
+    the block."""
     cases: list[Case] = []
     for h, hw in enumerate(AMD_HARDWARE):
         for j in range(AMD_PER_HARDWARE):
-            i = 600 + h * AMD_PER_HARDWARE + j
+            i = first + h * AMD_PER_HARDWARE + j
             shape = _shape(i)
             shape["head_dim"] = AMD_HEAD_DIMS[j % len(AMD_HEAD_DIMS)]
-            shape["dtype"] = AMD_DTYPES[(j // len(AMD_HEAD_DIMS) + h) % len(AMD_DTYPES)]
+            shape["dtype"] = dtypes[(j // len(AMD_HEAD_DIMS) + h) % len(dtypes)]
             shape["causal"] = j % 2 == 0
             shape["dropout"] = 0.0
-            cases.append(Case(f"amd-{i - 600:02d}", hw, None, AttentionProblem(**shape)))
+            cases.append(Case(f"{prefix}-{i - first:02d}", hw, kernel, AttentionProblem(**shape)))
     return cases
+
+
+def build_amd_cases() -> list[Case]:
+    """The AMD block: the devices' default family (ck)."""
+    return _amd_cases(600, "amd", None)
+
+
+def build_amd_triton_cases() -> list[Case]:
+    """The AMD triton block: other problems by the same rule, the triton family by name, then
+    the flex family's forward on ROCm (fp16 and bf16: FlexAttention has no fp8 path)."""
+    return [
+        *_amd_cases(700, "amdt", "triton"),
+        *_amd_cases(800, "amdf", "flex", ("fp16", "bf16")),
+    ]
 
 
 def build_ascend_cases() -> list[Case]:
@@ -936,6 +956,12 @@ def main(argv: list[str] | None = None) -> int:
         d for c in amd_cases if (d := disagreement(c, amd_results[c.name])) is not None
     ]
     amd_stats = summary(amd_cases, amd_results)
+    amdt_cases = build_amd_triton_cases()
+    amdt_results = run(amdt_cases, args.repeats, progress=sys.stderr.isatty())
+    amdt_disagreements = [
+        d for c in amdt_cases if (d := disagreement(c, amdt_results[c.name])) is not None
+    ]
+    amdt_stats = summary(amdt_cases, amdt_results)
     flex_cases = build_flex_cases()
     flex_results = run(flex_cases, args.repeats, quiet=args.quiet)
     flex_disagreements = [
@@ -971,6 +997,14 @@ def main(argv: list[str] | None = None) -> int:
             context(amd_cases, args.repeats), amd_cases, amd_results, amd_stats, amd_disagreements
         )
         doc["amd"]["target_p95_ms"] = TARGET_AMD_P95_MS
+        doc["amd_triton"] = to_json(
+            context(amdt_cases, args.repeats),
+            amdt_cases,
+            amdt_results,
+            amdt_stats,
+            amdt_disagreements,
+        )
+        doc["amd_triton"]["target_p95_ms"] = TARGET_AMD_P95_MS
         flex_ctx = context(flex_cases, args.repeats)
         doc["flex"] = to_json(flex_ctx, flex_cases, flex_results, flex_stats, flex_disagreements)
         doc["flex"]["target_p95_ms"] = TARGET_FLEX_P95_MS
@@ -1010,6 +1044,15 @@ def main(argv: list[str] | None = None) -> int:
         )
         print()
         print_decode_report(
+            amdt_cases,
+            amdt_results,
+            amdt_stats,
+            amdt_disagreements,
+            "amd triton",
+            TARGET_AMD_P95_MS,
+        )
+        print()
+        print_decode_report(
             flex_cases, flex_results, flex_stats, flex_disagreements, "flex", TARGET_FLEX_P95_MS
         )
         print()
@@ -1028,6 +1071,7 @@ def main(argv: list[str] | None = None) -> int:
         or decode_disagreements
         or fa4_disagreements
         or amd_disagreements
+        or amdt_disagreements
         or flex_disagreements
         or fa3_bwd_disagreements
     )

@@ -1,5 +1,7 @@
 """`tilesolve-cli occupancy`: resident blocks per SM of one CUDA launch (NVIDIA's occupancy
-calculation), in-process or on a server. Exit 1 (after the output) when not one block fits."""
+calculation), or resident workgroups per CU of one launch on a rocm device (AMD's rules,
+`occupancy_rocm.py`), in-process or on a server. Exit 1 (after the output) when not one block
+fits."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from .cli_common import (
 )
 from .cli_remote import add_remote_arguments, asking, remote_settings
 from .field_help import FieldHelp
+from .occupancy_rocm import add_rocm_arguments, refuse_rocm_flags, rocm_occupancy_command
 
 if TYPE_CHECKING:
     from tilesolve.solver import CudaDevice, Occupancy
@@ -38,10 +41,13 @@ def add_occupancy_parser(subparsers: Any) -> None:
     p = add_subcommand(
         subparsers,
         "occupancy",
-        "resident blocks per SM of one CUDA launch (NVIDIA's occupancy calculation)",
+        "resident blocks per SM of one CUDA launch (NVIDIA's occupancy calculation), or "
+        "workgroups per CU of one launch on a rocm device (AMD's rules)",
         cmd_occupancy,
     )
-    p.add_argument("--hardware", required=True, metavar="NAME", help="a CUDA catalog device")
+    p.add_argument(
+        "--hardware", required=True, metavar="NAME", help="a CUDA or rocm catalog device"
+    )
     p.add_argument(
         "--threads",
         required=True,
@@ -50,33 +56,50 @@ def add_occupancy_parser(subparsers: Any) -> None:
     )
     p.add_argument(
         "--regs",
-        required=True,
         metavar="R",
-        help=FieldHelp("occupancy", "regs", "at most the device's registers per thread"),
+        help=FieldHelp(
+            "occupancy",
+            "regs",
+            "at most the device's registers per thread; on a rocm device: architectural VGPRs "
+            "per lane, 0 to 256",
+        ),
     )
     p.add_argument(
-        "--smem", required=True, metavar="BYTES", help=FieldHelp("occupancy", "smem_bytes")
+        "--smem",
+        metavar="BYTES",
+        help=FieldHelp(
+            "occupancy", "smem_bytes", "on a rocm device: the workgroup's LDS (default 0)"
+        ),
     )
     p.add_argument("--carveout", metavar="PCT", help=FieldHelp("occupancy", "carveout_percent"))
+    add_rocm_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON document")
     add_remote_arguments(p)
 
 
 def cmd_occupancy(args: argparse.Namespace) -> int:
+    from tilesolve.solver.hardware import RocmDevice
     from tilesolve.solver.occupancy import occupancy, occupancy_device
 
     remote = remote_settings(args)
     if remote is None:
-        spec = occupancy_device(catalog_device(args.hardware))
+        device = catalog_device(args.hardware)
+        if isinstance(device, RocmDevice):
+            return rocm_occupancy_command(args, device, None)
+        refuse_rocm_flags(args)
+        spec = occupancy_device(device)
         query = _query(args, spec)
         occ = occupancy(
             spec.sm, query.threads, query.regs, query.smem_bytes, query.carveout_percent
         )
     else:
         with asking(remote) as client:
+            device = client.hardware_spec(args.hardware)
+            if isinstance(device, RocmDevice):
+                return rocm_occupancy_command(args, device, client)
+            refuse_rocm_flags(args)
             spec = occupancy_device(
-                client.hardware_spec(args.hardware),
-                [h.name for h in client.hardware() if h.arch == "cuda"],
+                device, [h.name for h in client.hardware() if h.arch in ("cuda", "rocm")]
             )
             query = _query(args, spec)
             carveout = query.carveout_percent
@@ -97,6 +120,11 @@ def _query(args: argparse.Namespace, spec: CudaDevice) -> OccupancyQuery:
     from tilesolve.solver import InvalidRequestError
     from tilesolve.solver.occupancy import OccupancyQuery
 
+    missing = [flag for flag in ("regs", "smem") if getattr(args, flag) is None]
+    if missing:
+        raise CliInputError(
+            [ErrorLine(flag, f"--{flag} is required on a CUDA device") for flag in missing]
+        )
     given = {field: getattr(args, flag) for field, flag in _FLAGS.items()}
     try:
         return OccupancyQuery.on(spec, {k: v.strip() for k, v in given.items() if v is not None})

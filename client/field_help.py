@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
     from pydantic.fields import FieldInfo
 
-Schema = Literal["problem", "options", "occupancy"]
+Schema = Literal["problem", "options", "occupancy", "rocm_occupancy"]
 
 
 def schema_model(schema: Schema) -> type[BaseModel]:
@@ -33,6 +33,10 @@ def schema_model(schema: Schema) -> type[BaseModel]:
         from tilesolve.solver.occupancy import OccupancyQuery
 
         return OccupancyQuery
+    if schema == "rocm_occupancy":
+        from tilesolve.solver.occupancy_rocm_query import RocmOccupancyQuery
+
+        return RocmOccupancyQuery
     from tilesolve.solver import AttentionProblem, SolveOptions
 
     return AttentionProblem if schema == "problem" else SolveOptions

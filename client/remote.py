@@ -73,6 +73,7 @@ from tilesolve.solver import (
     SolveOptions,
 )
 from tilesolve.solver.occupancy import Occupancy
+from tilesolve.solver.occupancy_rocm_query import RocmOccupancyQuery, RocmOccupancyReport
 from tilesolve.v1 import tilesolve_pb2 as pb
 from tilesolve.v1 import tilesolve_pb2_grpc as pb_grpc
 from tilesolve.wire import HardwareCatalog, HardwareSummary, SolveRequestTuple
@@ -562,6 +563,18 @@ class TileSolveClient(_ClientBase):
         response = self._call("Occupancy", request, timeout_s)
         return wire.occupancy_from_proto(cast(pb.OccupancyResponse, response))
 
+    def rocm_occupancy(
+        self,
+        hardware: str | HardwareSpec,
+        query: RocmOccupancyQuery,
+        *,
+        timeout_s: float | None = None,
+    ) -> RocmOccupancyReport:
+        """AMD's occupancy of one launch on a rocm device, computed by the server."""
+        request = wire.rocm_occupancy_request_to_proto(hardware, query)
+        response = self._call("Occupancy", request, timeout_s)
+        return wire.rocm_occupancy_from_proto(cast(pb.OccupancyResponse, response))
+
     def estimate_memory(
         self,
         problem: AttentionProblem,
@@ -699,6 +712,17 @@ class AsyncTileSolveClient(_ClientBase):
         )
         response = await self._call("Occupancy", request, timeout_s)
         return wire.occupancy_from_proto(cast(pb.OccupancyResponse, response))
+
+    async def rocm_occupancy(
+        self,
+        hardware: str | HardwareSpec,
+        query: RocmOccupancyQuery,
+        *,
+        timeout_s: float | None = None,
+    ) -> RocmOccupancyReport:
+        request = wire.rocm_occupancy_request_to_proto(hardware, query)
+        response = await self._call("Occupancy", request, timeout_s)
+        return wire.rocm_occupancy_from_proto(cast(pb.OccupancyResponse, response))
 
     async def estimate_memory(
         self,

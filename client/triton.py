@@ -93,7 +93,7 @@ DEFAULT_NAMES = MetaNames()
 def _tiles(answer: SolveAnswer) -> list[TileKey]:
     out = []
     for c in answer.candidates:
-        others = sorted(set(c.parameters) - set(_FIELDS))
+        others = sorted(set(c.parameters) - set(_FIELDS) - set(AMD_KNOBS))
         if others:
             raise ValueError(
                 f"the {answer.kernel} family has parameters ({', '.join(others)}) that a "
@@ -119,6 +119,14 @@ def _tiles(answer: SolveAnswer) -> list[TileKey]:
 
 
 _FIELDS = ("block_m", "block_n", "num_warps", "num_stages")
+# Triton's AMD backend options, read from a Config's kwargs (HIPOptions fields: Triton 3.9
+# third_party/amd/backend/compiler.py); the triton family declares them on rocm devices.
+AMD_KNOBS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack")
+
+
+def _kwargs(tile: TileKey, parameters: Mapping[str, int], names: MetaNames) -> dict[str, int]:
+    """A Config's kwargs: the tile's meta-parameters, then the AMD knobs the answer has."""
+    return names.kwargs(tile) | {k: int(parameters[k]) for k in AMD_KNOBS if k in parameters}
 
 
 def config_source(answer: SolveAnswer, names: MetaNames = DEFAULT_NAMES) -> str:
@@ -139,7 +147,7 @@ def config_source(answer: SolveAnswer, names: MetaNames = DEFAULT_NAMES) -> str:
     if not tiles:
         lines.insert(2, f"# status {answer.status.value}: no feasible configuration")
     for tile, c in zip(tiles, answer.candidates, strict=True):
-        kwargs = ", ".join(f"{k!r}: {v}" for k, v in names.kwargs(tile).items())
+        kwargs = ", ".join(f"{k!r}: {v}" for k, v in _kwargs(tile, c.parameters, names).items())
         lines.append(
             f"    triton.Config({{{kwargs}}}, num_warps={tile[2]}, num_stages={tile[3]}),"
             f"  # rank {c.rank}: {c.predicted_time_us:.1f} us predicted"
@@ -170,8 +178,8 @@ def configs(
 
     answer = solve(request, hardware, SolveOptions(kernel=kernel, top_k=top_k))
     return [
-        triton.Config(names.kwargs(tile), num_warps=tile[2], num_stages=tile[3])
-        for tile in _tiles(answer)
+        triton.Config(_kwargs(tile, c.parameters, names), num_warps=tile[2], num_stages=tile[3])
+        for tile, c in zip(_tiles(answer), answer.candidates, strict=True)
     ]
 
 

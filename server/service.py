@@ -64,7 +64,9 @@ from tilesolve.solver import (
     occupancy,
 )
 from tilesolve.solver.apps.portfolio import solve_portfolio
+from tilesolve.solver.hardware import RocmDevice
 from tilesolve.solver.occupancy import occupancy_device
+from tilesolve.solver.occupancy_rocm_query import rocm_occupancy_report
 from tilesolve.solver.solve import check_request
 from tilesolve.v1 import tilesolve_pb2 as pb
 
@@ -523,9 +525,12 @@ class TileSolveServicer:
     ) -> tuple[pb.OccupancyResponse, str]:
         _checked(request)
         hardware = wire.hardware_from_proto(request.hardware)
-        spec = occupancy_device(
-            hardware if isinstance(hardware, HardwareSpec) else get_hardware(hardware)
-        )
+        device = hardware if isinstance(hardware, HardwareSpec) else get_hardware(hardware)
+        if isinstance(device, RocmDevice):
+            launch = wire.rocm_occupancy_query_from_proto(request, device)
+            report = rocm_occupancy_report(device.rocm, launch)
+            return wire.rocm_occupancy_to_proto(report), "-"
+        spec = occupancy_device(device)
         query = wire.occupancy_query_from_proto(request, spec)
         result = occupancy(
             spec.sm, query.threads, query.regs, query.smem_bytes, query.carveout_percent

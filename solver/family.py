@@ -61,6 +61,9 @@ class KernelFamily(ABC):
     name: ClassVar[str]
     phase: ClassVar[Phase] = Phase.FORWARD
     device_kind: ClassVar[str]  # the `arch` of the devices it runs on ("cuda", "ascend", ...)
+    # Further device kinds, for a family whose registration hands each kind's devices to a
+    # kernel of its own (`dispatch.ByDevice`: triton on cuda and rocm).
+    other_device_kinds: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str]
     # The family's split-KV, GQA-packing and paged-KV path (`split_kv.SplitKv`), if it has one.
     split_kv: ClassVar[SplitKv | None] = None
@@ -75,16 +78,22 @@ class KernelFamily(ABC):
         request for a paged cache is invalid input naming the families that have one)."""
         return None if self.split_kv is None else self.split_kv.paged_kv_rule
 
+    @property
+    def device_kinds(self) -> tuple[str, ...]:
+        """Every device kind (`arch`) the family runs on, its first kind first."""
+        return (self.device_kind, *self.other_device_kinds)
+
     # ---- the problem ---------------------------------------------------------------------
     def problem_violations(
         self, problem: AttentionProblem, hardware: HardwareSpec
     ) -> list[FieldViolation]:
         """Reasons this family cannot run the problem on the hardware (empty if it can)."""
-        if hardware.arch != self.device_kind:
+        if hardware.arch not in self.device_kinds:
             return [
                 FieldViolation(
                     "kernel",
-                    f"kernel family {self.name!r} runs on {self.device_kind} devices; "
+                    f"kernel family {self.name!r} runs on {' and '.join(self.device_kinds)} "
+                    "devices; "
                     f"{hardware.name} is {'an' if hardware.arch[0] in 'aeiou' else 'a'} "
                     f"{hardware.arch} device",
                 )

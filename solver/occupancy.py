@@ -299,19 +299,21 @@ class OccupancyQuery(BaseModel):
 
 
 def occupancy_device(spec: HardwareSpec, cuda_names: Sequence[str] | None = None) -> CudaDevice:
-    """`spec`, if occupancy applies to it (a CUDA device); otherwise InvalidRequestError on
-    `hardware`, naming the CUDA devices allowed (`cuda_names`: by default the catalog's)."""
+    """`spec`, if NVIDIA's occupancy calculation applies to it (a CUDA device); otherwise
+    InvalidRequestError on `hardware`, naming the devices allowed (`cuda_names`: by default the
+    catalog's CUDA and rocm devices: a rocm device has its own calculator,
+    `occupancy_rocm_query`, which the CLI and the RPC take before they get here)."""
     if isinstance(spec, CudaDevice):
         return spec
     if cuda_names is None:
-        cuda_names = [name for name, s in load_catalog().items() if s.arch == "cuda"]
+        cuda_names = [n for n, s in load_catalog().items() if s.arch in ("cuda", "rocm")]
     raise InvalidRequestError(
         [
             FieldViolation(
                 "hardware",
                 f"{spec.name} is {'an' if spec.arch[0] in 'aeiou' else 'a'} {spec.arch} device; "
-                "occupancy (resident blocks per SM) is a CUDA notion; allowed: a CUDA device "
-                f"such as {', '.join(sorted(cuda_names))}",
+                "occupancy is modelled for CUDA devices (blocks per SM) and rocm devices "
+                f"(workgroups per CU); allowed: {', '.join(sorted(cuda_names))}",
             )
         ]
     )

@@ -119,7 +119,7 @@ def families_on(hardware: HardwareSpec, phase: Phase = Phase.FORWARD) -> list[st
         name
         for (name, p), family in _everything().items()
         if p is phase
-        and family.device_kind == hardware.arch
+        and hardware.arch in family.device_kinds
         # the base statement of the rules: a family may decorate its own refusal with this list
         and not any(
             v.field == "kernel" for v in KernelFamily.problem_violations(family, probe, hardware)

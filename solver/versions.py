@@ -41,4 +41,8 @@ CATALOG_VERSION = "2026.11.7"
 #        the rows, the accumulators split the unchained way; the streamed tiles' addresses; the
 #        count fitted exactly, by least absolute deviations); triton and flex answers move,
 #        other families' answers unchanged.
-MODEL_VERSION = "0.15.0"
+# 0.16.0: triton on ROCm (issue 26 item 2): the triton family runs on rocm devices with
+#   waves_per_eu, matrix_instr_nonkdim and kpack (LDS, VGPR+AGPR and the cost on the shared AMD
+#   pieces), flex's forward on rocm devices; every CUDA and Ascend answer as before, their
+#   refusals of triton and flex now name both kinds.
+MODEL_VERSION = "0.16.0"

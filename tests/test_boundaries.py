@@ -73,8 +73,11 @@ KERNEL_FOLDERS = sorted(p.name for p in FAMILIES.iterdir() if (p / "__init__.py"
 # kernels share (`cuda`) and what the Triton compiler allocates (`triton_compiler`, for any family
 # whose kernels Triton compiles), and the two joined for Triton kernels on CUDA (`triton_cuda`).
 # A shared piece imports no other folder of families/ but the ones it is built on.
-SHARED_PIECES = ("cuda", "triton_compiler", "triton_cuda")
-BUILT_ON = {"triton_cuda": {"cuda", "triton_compiler"}}
+SHARED_PIECES = ("cuda", "rocm", "triton_compiler", "triton_cuda", "triton_rocm")
+BUILT_ON = {
+    "triton_cuda": {"cuda", "triton_compiler"},
+    "triton_rocm": {"rocm", "triton_compiler"},
+}
 # The lazy OR-Tools imports (DESIGN: `--help` and non-solving commands never load it); no other
 # import in the solver is inside a function.
 LAZY_IMPORTS = {("solve.py", "ip_model"), ("apps/portfolio.py", "ortools.sat.python")}
@@ -118,9 +121,11 @@ def test_the_kernel_folders_are_the_ones_documented() -> None:
         "fa4",
         "flashinfer",
         "flex",
+        "rocm",
         "triton",
         "triton_compiler",
         "triton_cuda",
+        "triton_rocm",
     ]
 
 

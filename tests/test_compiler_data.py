@@ -36,7 +36,8 @@ STATUSES = {
     "timeout",
     "crash",
 }
-MODELLED_TARGETS = ("sm75", "sm80", "sm86", "sm89", "sm90")  # the catalog's today (issue 21)
+# the catalog's targets of issue 21, and the AMD ones of the triton family's ROCm kernel
+MODELLED_TARGETS = ("sm75", "sm80", "sm86", "sm89", "sm90", "gfx942", "gfx950")
 MIN_COMPILED = 1500  # issue 21: at least 1,500 compiled configurations over the nine targets
 
 
@@ -169,6 +170,14 @@ CHECKS = {
 # and whoever made it pass removes it from this set.
 SHORT_TODAY: set[tuple[str, str, str]] = {
     ("validation", "sm86", "spills_agree_90pct"),
+    # issue 26: the AMD VGPR+AGPR estimate (triton_compiler/registers_amd.py), a linear sum of
+    # what a wave keeps live, misses the compiler's allocation by 14-36 registers where it does
+    # not hit its cap (docs/model.md 19.10)
+    ("fit", "gfx942", "median_reg_error_at_most_8"),
+    ("validation", "gfx942", "median_reg_error_at_most_8"),
+    ("validation", "gfx942", "spills_agree_90pct"),
+    ("validation", "gfx950", "median_reg_error_at_most_8"),
+    ("fit", "gfx950", "spills_agree_90pct"),
 }
 
 

@@ -161,9 +161,9 @@ def test_an_inline_rocm_device_solves_like_the_catalog_entry() -> None:
 
 
 def test_a_cuda_family_on_a_rocm_device_names_what_runs_there() -> None:
-    """The device rules refuse fa2, fa3, fa4, flashinfer, triton and ascend on a rocm device, and
-    the refusal names the families that run there (ck)."""
-    for kernel in ("fa2", "fa3", "fa4", "flashinfer", "triton", "ascend"):
+    """The device rules refuse fa2, fa3, fa4, flashinfer and ascend on a rocm device, and the
+    refusal names the families that run there (ck, and the ROCm kernels of flex and triton)."""
+    for kernel in ("fa2", "fa3", "fa4", "flashinfer", "ascend"):
         with pytest.raises(InvalidRequestError) as caught:
             solve(
                 AttentionProblem(seq_len=1024, head_dim=128), "mi300x", SolveOptions(kernel=kernel)
@@ -171,7 +171,9 @@ def test_a_cuda_family_on_a_rocm_device_names_what_runs_there() -> None:
         (violation,) = caught.value.violations
         assert violation.field == "kernel"
         assert "rocm device" in violation.description
-        assert violation.description.endswith("(families that run this problem on mi300x: ck)")
+        assert violation.description.endswith(
+            "(families that run this problem on mi300x: ck, flex, triton)"
+        )
 
 
 def test_ck_on_a_cuda_device_names_what_runs_there() -> None:

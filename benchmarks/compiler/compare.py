@@ -20,8 +20,11 @@ registers, and whether its rules accept the configuration) and states, per targe
 - registers: |model - ptxas| registers per thread over the rows both accept (median, p90);
 - spills: the share of those rows where the model and ptxas agree on spilling (yes/no).
 
-AMD targets have no model yet (the catalog has no ROCm device): their rows are reported for
-the compiler's side only.
+AMD targets (gfx942 on mi300x, gfx950 on mi355x: the triton family's ROCm kernel,
+`MODEL_DEVICES`) compare the LDS the launch asks for (before the allocation granule), VGPR+AGPR
+per lane against `total_vgprs`, and spills against `vgpr_spills`; the knobs at Triton's
+defaults (waves_per_eu 0, matrix_instr_nonkdim 0: the compiler's own MFMA choice, kpack 1).
+Configurations outside the ROCm kernel's domain (num_stages above 3) are skipped there.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ from configs import from_row
 from plan import REFERENCE_DEVICES, SHARED_LIMIT_BYTES
 
 from tilesolve.solver import AttentionProblem, SolveOptions, get_hardware, occupancy
-from tilesolve.solver.hardware import CudaDevice
+from tilesolve.solver.families.rocm.resources import WorkgroupResources
+from tilesolve.solver.hardware import CudaDevice, RocmDevice
 from tilesolve.solver.problem import Phase
 from tilesolve.solver.registry import find_family
 from tilesolve.solver.space import Config, ConfigArrays
@@ -51,7 +55,21 @@ MODEL_SHAPE = {"batch": 2, "heads": 16, "seq_len": 4096}  # kernels.LAUNCH_SHAPE
 WITHIN = 0.02  # the issue's shared-memory tolerance
 # The family's resource and legality rules; other rules it states (the backward's inner dQ
 # tile choice is a ranking rule) say nothing about whether a configuration can run.
-FEASIBILITY_RULES = ("alignment", "threads", "shared_memory", "registers", "occupancy")
+FEASIBILITY_RULES = (
+    "alignment",
+    "threads",
+    "shared_memory",
+    "registers",
+    "occupancy",
+    "lds",
+    "mfma_tiles",
+)
+# The catalog device of each target the model is checked on: the plan's reference devices and
+# one rocm device per AMD target.
+MODEL_DEVICES = {**REFERENCE_DEVICES, "gfx942": "mi300x", "gfx950": "mi355x"}
+# Triton's AMD defaults (HIPOptions): no waves_per_eu request, the compiler's MFMA, kpack 1.
+AMD_DEFAULT_KNOBS = {"waves_per_eu": 0, "matrix_instr_nonkdim": 0, "kpack": 1}
+AMD_MAX_STAGES = 3  # the ROCm kernel's num_stages domain
 
 
 @dataclass(frozen=True)
@@ -69,10 +87,13 @@ def model_figures(row: dict[str, str]) -> ModelFigures | None:
     """The triton family's figures for the row's configuration on the catalog device of its
     target (None where the catalog has no device of that kind). The one place that finds the
     family: phase 2 repoints it when the family registry moves."""
-    device_name = REFERENCE_DEVICES.get(row["target"])
+    device_name = MODEL_DEVICES.get(row["target"])
     if device_name is None:
         return None
     hardware = get_hardware(device_name)
+    amd = isinstance(hardware, RocmDevice)
+    if amd and (row["kernel"] != "fwd" or int(row["num_stages"]) > AMD_MAX_STAGES):
+        return None
     phase = Phase.FORWARD if row["kernel"] == "fwd" else Phase.BACKWARD
     family = find_family("triton", phase)
     assert family is not None
@@ -87,6 +108,8 @@ def model_figures(row: dict[str, str]) -> ModelFigures | None:
     values = {name: int(row[name]) for name in ("block_m", "block_n", "num_warps", "num_stages")}
     if row["kernel"] == "bwd":
         values |= {"dq_block_m": int(row["dq_block_m"]), "dq_block_n": int(row["dq_block_n"])}
+    if amd:
+        values |= AMD_DEFAULT_KNOBS
     names = [p.name for p in family.params(problem, hardware)]
     config = Config.of(**{n: values[n] for n in names})
     refusals = [v.message for v in family.problem_violations(problem, hardware)]
@@ -99,8 +122,10 @@ def model_figures(row: dict[str, str]) -> ModelFigures | None:
             if r.split(":")[0] in FEASIBILITY_RULES
         ]
     fields = res.candidate_fields(0)
+    # on AMD the LDS the launch asks for, before the allocation granule (as metadata.shared)
+    smem = int(res.lds[0]) if isinstance(res, WorkgroupResources) else int(fields["smem_bytes"])
     return ModelFigures(
-        smem_bytes=int(fields["smem_bytes"]),
+        smem_bytes=smem,
         regs_per_thread=int(fields["regs_per_thread"]),
         spill_regs=int(fields["spill_regs"]),
         accepted=not refusals,
@@ -175,7 +200,7 @@ def report(rows: list[dict[str, str]], target: str) -> TargetReport:
         failed=len(mine) - len(compiled),
         median_compile_s=round(statistics.median(times), 2) if times else 0.0,
         launch_refuses=sum(refused),
-        modelled=target in REFERENCE_DEVICES,
+        modelled=target in MODEL_DEVICES,
     )
     if not out.modelled:
         return out
@@ -184,7 +209,8 @@ def report(rows: list[dict[str, str]], target: str) -> TargetReport:
     reg_errors: list[float] = []
     for row, refuses in zip(compiled, refused, strict=True):
         model = model_figures(row)
-        assert model is not None
+        if model is None:  # outside the family's domain on this target
+            continue
         if not refuses:
             out.would_run += 1
             out.conservative_errors += not model.accepted
@@ -200,8 +226,11 @@ def report(rows: list[dict[str, str]], target: str) -> TargetReport:
         diffs.append(abs(diff))
         if compiled_smem:
             ratios.append(model.smem_bytes / compiled_smem)
-        reg_errors.append(abs(model.regs_per_thread - int(row["regs"])))
-        out.spill_agree += (model.spill_regs > 0) == (int(row["spill_store_bytes"]) > 0)
+        amd = not row["regs"]
+        compiled_regs = int(row["total_vgprs"] if amd else row["regs"])
+        compiled_spills = int(row["vgpr_spills"] if amd else row["spill_store_bytes"])
+        reg_errors.append(abs(model.regs_per_thread - compiled_regs))
+        out.spill_agree += (model.spill_regs > 0) == (compiled_spills > 0)
     if diffs:
         out.smem_ratio_median = round(statistics.median(ratios), 3) if ratios else None
         out.smem_abs_diff_median = statistics.median(diffs)

@@ -39,8 +39,9 @@ from tilesolve.solver import (
     parse_hardware,
 )
 from tilesolve.solver.apps.portfolio import PortfolioAnswer, PortfolioRequest
-from tilesolve.solver.hardware import DEVICE_KINDS
+from tilesolve.solver.hardware import DEVICE_KINDS, RocmDevice
 from tilesolve.solver.occupancy import Limiter, Occupancy, OccupancyQuery
+from tilesolve.solver.occupancy_rocm_query import RocmOccupancyQuery, RocmOccupancyReport
 from tilesolve.solver.violations import violations_from_validation
 from tilesolve.v1 import tilesolve_pb2 as pb
 
@@ -413,7 +414,101 @@ def occupancy_query_from_proto(request: pb.OccupancyRequest, spec: CudaDevice) -
     }
     if request.HasField("carveout_percent"):
         launch["carveout_percent"] = request.carveout_percent
+    rocm_only = [name for name in ROCM_OCCUPANCY_FIELDS if request.HasField(name)]
+    if rocm_only:
+        raise InvalidRequestError(
+            [
+                FieldViolation(name, f"{name} applies to rocm devices only; {spec.name} is CUDA")
+                for name in rocm_only
+            ]
+        )
     return OccupancyQuery.on(spec, launch)
+
+
+# The request's fields only a rocm device reads.
+ROCM_OCCUPANCY_FIELDS = ("agprs", "sgprs", "waves_per_eu")
+
+
+def rocm_occupancy_request_to_proto(
+    hardware: str | HardwareSpec, query: RocmOccupancyQuery
+) -> pb.OccupancyRequest:
+    """A launch on a rocm device: `regs` carries the VGPRs, `smem_bytes` the LDS."""
+    return pb.OccupancyRequest(
+        hardware=hardware_ref_to_proto(hardware),
+        threads=query.threads,
+        regs=query.vgprs,
+        smem_bytes=query.lds_bytes,
+        agprs=query.agprs,
+        sgprs=query.sgprs,
+        waves_per_eu=query.waves_per_eu,
+    )
+
+
+def rocm_occupancy_query_from_proto(
+    request: pb.OccupancyRequest, spec: RocmDevice
+) -> RocmOccupancyQuery:
+    """The launch of an OccupancyRequest on a rocm device, validated on it (every bad field
+    named by its request field: `regs` for the VGPRs, `smem_bytes` for the LDS)."""
+    if request.HasField("carveout_percent"):
+        raise InvalidRequestError(
+            [FieldViolation("carveout_percent", "a shared-memory carveout is CUDA only")]
+        )
+    launch: dict[str, object] = {
+        "threads": request.threads,
+        "vgprs": request.regs,
+        "lds_bytes": request.smem_bytes,
+    }
+    launch |= {name: getattr(request, name) for name in ROCM_OCCUPANCY_FIELDS}
+    try:
+        return RocmOccupancyQuery.on(spec, launch)
+    except InvalidRequestError as exc:
+        paths = {"vgprs": "regs", "lds_bytes": "smem_bytes"}
+        raise InvalidRequestError(
+            [FieldViolation(paths.get(v.field, v.field), v.description) for v in exc.violations]
+        ) from None
+
+
+def rocm_occupancy_to_proto(report: RocmOccupancyReport) -> pb.OccupancyResponse:
+    return pb.OccupancyResponse(
+        blocks_per_sm=report.workgroups_per_cu,
+        limiter=report.limiter,
+        limiters=[report.limiter],
+        occupancy=report.occupancy,
+        rocm=pb.RocmOccupancy(
+            waves_per_workgroup=report.waves_per_workgroup,
+            waves_per_cu=report.waves_per_cu,
+            max_waves_per_cu=report.max_waves_per_cu,
+            waves_per_simd=report.waves_per_simd,
+            allocated_vgprs=report.allocated_vgprs,
+            spilled_vgprs=report.spilled_vgprs,
+            vgpr_cap=report.vgpr_cap,
+            allocated_lds_bytes=report.allocated_lds_bytes,
+            vgpr_waves_per_simd=report.vgpr_waves_per_simd,
+            sgpr_waves_per_simd=report.sgpr_waves_per_simd,
+            limit_lds=report.limit_lds,
+            limit_waves=report.limit_waves,
+        ),
+    )
+
+
+def rocm_occupancy_from_proto(message: pb.OccupancyResponse) -> RocmOccupancyReport:
+    r = message.rocm
+    return RocmOccupancyReport(
+        workgroups_per_cu=message.blocks_per_sm,
+        limiter=message.limiter,
+        waves_per_workgroup=r.waves_per_workgroup,
+        waves_per_cu=r.waves_per_cu,
+        max_waves_per_cu=r.max_waves_per_cu,
+        waves_per_simd=r.waves_per_simd,
+        allocated_vgprs=r.allocated_vgprs,
+        spilled_vgprs=r.spilled_vgprs,
+        vgpr_cap=r.vgpr_cap,
+        allocated_lds_bytes=r.allocated_lds_bytes,
+        vgpr_waves_per_simd=r.vgpr_waves_per_simd,
+        sgpr_waves_per_simd=r.sgpr_waves_per_simd,
+        limit_lds=r.limit_lds,
+        limit_waves=r.limit_waves,
+    )
 
 
 def occupancy_to_proto(occ: Occupancy) -> pb.OccupancyResponse:

@@ -811,21 +811,55 @@ class EstimateMemoryResponse(_message.Message):
     def __init__(self, score_matrix_bytes: _Optional[float] = ..., tiles_1d: _Optional[int] = ..., tiles_1d_kv: _Optional[int] = ..., score_tiles: _Optional[int] = ..., score_tile_bytes: _Optional[int] = ..., working_set_bytes: _Optional[int] = ..., family_smem_bytes: _Optional[int] = ..., family_smem_note: _Optional[str] = ..., materialization_ratio: _Optional[float] = ..., hbm_bytes_naive: _Optional[int] = ..., hbm_bytes_tiled: _Optional[int] = ..., hbm_bytes_tiled_l2: _Optional[int] = ..., flops: _Optional[float] = ..., arithmetic_intensity: _Optional[float] = ..., arithmetic_intensity_naive: _Optional[float] = ..., arithmetic_intensity_tiled_no_l2: _Optional[float] = ..., roofline: _Optional[_Union[Roofline, _Mapping]] = ..., problem: _Optional[_Union[AttentionProblem, _Mapping]] = ..., block_m: _Optional[int] = ..., block_n: _Optional[int] = ..., kernel_enum: _Optional[_Union[KernelFamily, str]] = ..., kernel: _Optional[str] = ..., dtype_bytes: _Optional[int] = ..., family_resources: _Optional[_Iterable[_Union[ResourceUse, _Mapping]]] = ..., family_parameters: _Optional[_Mapping[str, int]] = ..., saved_lse_bytes: _Optional[int] = ..., dq_atomic_bytes: _Optional[int] = ...) -> None: ...
 
 class OccupancyRequest(_message.Message):
-    __slots__ = ("hardware", "threads", "regs", "smem_bytes", "carveout_percent")
+    __slots__ = ("hardware", "threads", "regs", "smem_bytes", "carveout_percent", "agprs", "sgprs", "waves_per_eu")
     HARDWARE_FIELD_NUMBER: _ClassVar[int]
     THREADS_FIELD_NUMBER: _ClassVar[int]
     REGS_FIELD_NUMBER: _ClassVar[int]
     SMEM_BYTES_FIELD_NUMBER: _ClassVar[int]
     CARVEOUT_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    AGPRS_FIELD_NUMBER: _ClassVar[int]
+    SGPRS_FIELD_NUMBER: _ClassVar[int]
+    WAVES_PER_EU_FIELD_NUMBER: _ClassVar[int]
     hardware: HardwareRef
     threads: int
     regs: int
     smem_bytes: int
     carveout_percent: int
-    def __init__(self, hardware: _Optional[_Union[HardwareRef, _Mapping]] = ..., threads: _Optional[int] = ..., regs: _Optional[int] = ..., smem_bytes: _Optional[int] = ..., carveout_percent: _Optional[int] = ...) -> None: ...
+    agprs: int
+    sgprs: int
+    waves_per_eu: int
+    def __init__(self, hardware: _Optional[_Union[HardwareRef, _Mapping]] = ..., threads: _Optional[int] = ..., regs: _Optional[int] = ..., smem_bytes: _Optional[int] = ..., carveout_percent: _Optional[int] = ..., agprs: _Optional[int] = ..., sgprs: _Optional[int] = ..., waves_per_eu: _Optional[int] = ...) -> None: ...
+
+class RocmOccupancy(_message.Message):
+    __slots__ = ("waves_per_workgroup", "waves_per_cu", "max_waves_per_cu", "waves_per_simd", "allocated_vgprs", "spilled_vgprs", "vgpr_cap", "allocated_lds_bytes", "vgpr_waves_per_simd", "sgpr_waves_per_simd", "limit_lds", "limit_waves")
+    WAVES_PER_WORKGROUP_FIELD_NUMBER: _ClassVar[int]
+    WAVES_PER_CU_FIELD_NUMBER: _ClassVar[int]
+    MAX_WAVES_PER_CU_FIELD_NUMBER: _ClassVar[int]
+    WAVES_PER_SIMD_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATED_VGPRS_FIELD_NUMBER: _ClassVar[int]
+    SPILLED_VGPRS_FIELD_NUMBER: _ClassVar[int]
+    VGPR_CAP_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATED_LDS_BYTES_FIELD_NUMBER: _ClassVar[int]
+    VGPR_WAVES_PER_SIMD_FIELD_NUMBER: _ClassVar[int]
+    SGPR_WAVES_PER_SIMD_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_LDS_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_WAVES_FIELD_NUMBER: _ClassVar[int]
+    waves_per_workgroup: int
+    waves_per_cu: int
+    max_waves_per_cu: int
+    waves_per_simd: float
+    allocated_vgprs: int
+    spilled_vgprs: int
+    vgpr_cap: int
+    allocated_lds_bytes: int
+    vgpr_waves_per_simd: int
+    sgpr_waves_per_simd: int
+    limit_lds: int
+    limit_waves: int
+    def __init__(self, waves_per_workgroup: _Optional[int] = ..., waves_per_cu: _Optional[int] = ..., max_waves_per_cu: _Optional[int] = ..., waves_per_simd: _Optional[float] = ..., allocated_vgprs: _Optional[int] = ..., spilled_vgprs: _Optional[int] = ..., vgpr_cap: _Optional[int] = ..., allocated_lds_bytes: _Optional[int] = ..., vgpr_waves_per_simd: _Optional[int] = ..., sgpr_waves_per_simd: _Optional[int] = ..., limit_lds: _Optional[int] = ..., limit_waves: _Optional[int] = ...) -> None: ...
 
 class OccupancyResponse(_message.Message):
-    __slots__ = ("blocks_per_sm", "limiter", "limiters", "limit_warps", "limit_registers", "limit_shared_memory", "limit_blocks", "occupancy", "active_warps_per_sm", "warps_per_block", "max_warps_per_sm", "regs_per_block", "smem_per_block_bytes", "smem_per_sm_config_bytes")
+    __slots__ = ("blocks_per_sm", "limiter", "limiters", "limit_warps", "limit_registers", "limit_shared_memory", "limit_blocks", "occupancy", "active_warps_per_sm", "warps_per_block", "max_warps_per_sm", "regs_per_block", "smem_per_block_bytes", "smem_per_sm_config_bytes", "rocm")
     BLOCKS_PER_SM_FIELD_NUMBER: _ClassVar[int]
     LIMITER_FIELD_NUMBER: _ClassVar[int]
     LIMITERS_FIELD_NUMBER: _ClassVar[int]
@@ -840,6 +874,7 @@ class OccupancyResponse(_message.Message):
     REGS_PER_BLOCK_FIELD_NUMBER: _ClassVar[int]
     SMEM_PER_BLOCK_BYTES_FIELD_NUMBER: _ClassVar[int]
     SMEM_PER_SM_CONFIG_BYTES_FIELD_NUMBER: _ClassVar[int]
+    ROCM_FIELD_NUMBER: _ClassVar[int]
     blocks_per_sm: int
     limiter: str
     limiters: _containers.RepeatedScalarFieldContainer[str]
@@ -854,7 +889,8 @@ class OccupancyResponse(_message.Message):
     regs_per_block: int
     smem_per_block_bytes: int
     smem_per_sm_config_bytes: int
-    def __init__(self, blocks_per_sm: _Optional[int] = ..., limiter: _Optional[str] = ..., limiters: _Optional[_Iterable[str]] = ..., limit_warps: _Optional[int] = ..., limit_registers: _Optional[int] = ..., limit_shared_memory: _Optional[int] = ..., limit_blocks: _Optional[int] = ..., occupancy: _Optional[float] = ..., active_warps_per_sm: _Optional[int] = ..., warps_per_block: _Optional[int] = ..., max_warps_per_sm: _Optional[int] = ..., regs_per_block: _Optional[int] = ..., smem_per_block_bytes: _Optional[int] = ..., smem_per_sm_config_bytes: _Optional[int] = ...) -> None: ...
+    rocm: RocmOccupancy
+    def __init__(self, blocks_per_sm: _Optional[int] = ..., limiter: _Optional[str] = ..., limiters: _Optional[_Iterable[str]] = ..., limit_warps: _Optional[int] = ..., limit_registers: _Optional[int] = ..., limit_shared_memory: _Optional[int] = ..., limit_blocks: _Optional[int] = ..., occupancy: _Optional[float] = ..., active_warps_per_sm: _Optional[int] = ..., warps_per_block: _Optional[int] = ..., max_warps_per_sm: _Optional[int] = ..., regs_per_block: _Optional[int] = ..., smem_per_block_bytes: _Optional[int] = ..., smem_per_sm_config_bytes: _Optional[int] = ..., rocm: _Optional[_Union[RocmOccupancy, _Mapping]] = ...) -> None: ...
 
 class WeightedProblem(_message.Message):
     __slots__ = ("problem", "weight")

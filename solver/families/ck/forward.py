@@ -25,13 +25,13 @@ from ...family import KernelFamily, cuda_only_options
 from ...hardware import HardwareSpec
 from ...problem import AttentionProblem, DType, SolveOptions
 from ...space import Config, ConfigArrays, IntArray, Param
+from ..rocm.device import rocm_device
+from ..rocm.resources import LdsCapacity, Resident
 from .cost import confidence_note, evaluate, reason_lines, tie_iterations
 from .resources import (
     ASYNC_BUFFERS,
     CkResources,
-    LdsCapacity,
     RegisterCapacity,
-    Resident,
     ck_resources,
     lds_bytes,
     registers,
@@ -51,7 +51,6 @@ from .shape import (
     Dims,
     Pipeline,
     TemplateRules,
-    rocm_device,
     trload_instance,
 )
 

@@ -33,11 +33,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...constraints import Constraint, ConstraintKind, Rule
-from ...family import CapacityUse, Resources, kib
+from ...family import CapacityUse
 from ...hardware import RocmCompute
-from ...occupancy_rocm import RocmOccupancyArrays, lds_allocation, rocm_occupancy_arrays
+from ...occupancy_rocm import lds_allocation, rocm_occupancy_arrays
 from ...space import IntArray, ceil_div
-from .shape import BLOCK_K1, Dims, Pipeline, rocm_device
+from ..rocm.device import rocm_device
+from ..rocm.resources import WorkgroupResources
+from .shape import BLOCK_K1, Dims, Pipeline
 
 if TYPE_CHECKING:
     from ...candidates import Evaluation
@@ -117,53 +119,29 @@ def registers(
 
 
 @dataclass(frozen=True)
-class CkResources(Resources):
+class CkResources(WorkgroupResources):
     """What each candidate needs of one CU."""
 
-    rocm: RocmCompute
-    threads: IntArray
-    lds: IntArray  # bytes as requested
-    lds_allocated: IntArray  # bytes, rounded up to the granule
     regs: Registers
-    occupancy: RocmOccupancyArrays
 
     @property
     def register_total(self) -> IntArray:
         """VGPR+AGPR per lane as allocated (the unified file's entries)."""
         return np.asarray(self.regs.arch + self.regs.agpr, dtype=np.int64)
 
-    def uses(self, i: int) -> list[CapacityUse]:
+    def vgpr_use(self, i: int) -> CapacityUse:
         r = self.rocm
-        return [
-            CapacityUse(
-                "lds", int(self.lds_allocated[i]), r.lds_per_workgroup_bytes, "bytes/workgroup"
-            ),
-            CapacityUse(
-                "vgprs",
-                int(self.register_total[i]),
-                r.max_arch_vgprs_per_wave + r.max_agprs_per_wave,
-                "registers/lane (VGPR+AGPR)",
-            ),
-            CapacityUse(
-                "threads", int(self.threads[i]), r.max_workgroup_threads, "threads/workgroup"
-            ),
-            CapacityUse(
-                "workgroups_per_cu",
-                int(self.occupancy.workgroups_per_cu[i]),
-                r.waves_per_cu * r.wavefront_lanes // max(int(self.threads[i]), 1),
-                "workgroups/CU",
-            ),
-        ]
+        return CapacityUse(
+            "vgprs",
+            int(self.register_total[i]),
+            r.max_arch_vgprs_per_wave + r.max_agprs_per_wave,
+            "registers/lane (VGPR+AGPR)",
+        )
 
-    def candidate_fields(self, i: int) -> dict[str, Any]:
+    def register_fields(self, i: int) -> dict[str, Any]:
         return {
-            "threads_per_block": int(self.threads[i]),
-            "smem_bytes": int(self.lds_allocated[i]),
             "regs_per_thread": int(self.register_total[i]),
             "regs_demand": int(self.regs.demand[i]),
-            "blocks_per_sm": int(self.occupancy.workgroups_per_cu[i]),
-            "occupancy_limiter": self.occupancy.limiter[i],
-            "occupancy": int(self.occupancy.waves_per_cu[i]) / self.rocm.waves_per_cu,
         }
 
 
@@ -183,34 +161,20 @@ def ck_resources(hardware: Any, dims: Dims, cfg: Any) -> CkResources:
     threads = np.asarray(cfg["num_warps"] * rocm.wavefront_lanes, dtype=np.int64)
     sgprs = np.full_like(threads, KERNEL_SGPRS)
     occ = rocm_occupancy_arrays(rocm, threads, regs.arch, regs.agpr, sgprs, lds)
-    return CkResources(rocm, threads, lds, lds_allocation(rocm, lds), regs, occ)
+    return CkResources(
+        rocm=rocm,
+        threads=threads,
+        lds=lds,
+        lds_allocated=lds_allocation(rocm, lds),
+        occupancy=occ,
+        regs=regs,
+    )
 
 
 def resources_of(ev: Evaluation) -> CkResources:
     """The evaluation's resources, which a ck family's are."""
     assert isinstance(ev.res, CkResources)
     return ev.res
-
-
-class LdsCapacity(Constraint):
-    """The workgroup's LDS, rounded up to the granule, within what one workgroup may use."""
-
-    name = "lds"
-    rule = (
-        "the workgroup's LDS (rounded up to the allocation granule) within lds_per_workgroup_bytes"
-    )
-    short = "lds"
-    kind = ConstraintKind.CAPACITY
-
-    def rules(self, ev: Evaluation) -> list[Rule]:
-        res = resources_of(ev)
-        over = res.lds_allocated > res.rocm.lds_per_workgroup_bytes
-        return [Rule("lds_over", np.asarray(over, dtype=np.int64), "<=", 0)]
-
-    def detail(self, ev: Evaluation, i: int) -> str:
-        res = resources_of(ev)
-        cap = kib(res.rocm.lds_per_workgroup_bytes)
-        return f"{ev.label(i)} needs {kib(res.lds_allocated[i])} of LDS; a workgroup may use {cap}"
 
 
 class RegisterCapacity(Constraint):
@@ -234,20 +198,3 @@ class RegisterCapacity(Constraint):
         return (
             f"{ev.label(i)} keeps about {demand} registers per lane live; a wave addresses {limit}"
         )
-
-
-class Resident(Constraint):
-    """At least one workgroup fits a CU (threads, registers, LDS and wave slots together)."""
-
-    name = "occupancy"
-    rule = "at least one workgroup resident per CU (AMD's occupancy rules)"
-    short = "occ"
-    kind = ConstraintKind.CAPACITY
-
-    def rules(self, ev: Evaluation) -> list[Rule]:
-        res = resources_of(ev)
-        return [Rule("workgroups_per_cu", res.occupancy.workgroups_per_cu, ">=", 1)]
-
-    def detail(self, ev: Evaluation, i: int) -> str:
-        res = resources_of(ev)
-        return f"{ev.label(i)} cannot be resident on a CU (limited by {res.occupancy.limiter[i]})"

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...constraints import Constraint, ConstraintKind, Rule
-from ...hardware import HardwareSpec, RocmDevice
 from ...problem import AttentionProblem, DType
 from ...space import IntArray
+from ..rocm.device import rocm_device
 
 if TYPE_CHECKING:
     from ...candidates import Evaluation
@@ -80,13 +80,6 @@ def qualified_head_dim(d: int) -> int:
     """The tile length CK pads a head dim to: 48 and 192 as they are, else the next power of
     two (other dims run on a padded instance of that length)."""
     return d if d in EXACT_HEAD_DIMS else 1 << max(d - 1, 1).bit_length()
-
-
-def rocm_device(hardware: HardwareSpec) -> RocmDevice:
-    """The hardware as a rocm device (the family checks the kind before it gets here)."""
-    if not isinstance(hardware, RocmDevice):
-        raise TypeError(f"{hardware.name} is not a rocm device")
-    return hardware
 
 
 @dataclass(frozen=True)

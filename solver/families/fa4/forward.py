@@ -12,29 +12,23 @@ section 17.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
-from ...constraints import Constraint
-from ...cost import Perf
+from ...dispatch import ByDevice
 from ...errors import FieldViolation
-from ...family import KernelFamily, Resources
+from ...family import KernelFamily
 from ...hardware import HardwareSpec
-from ...problem import AttentionProblem, SolveOptions
-from ...space import Config, ConfigArrays, IntArray, Param
+from ...space import ConfigArrays
 from .shape import Design, design, device_violation
 from .sm100 import Fa4Sm100
 from .sm120 import Fa4Sm120
 from .split import FA4_SM100_SPLIT_KV
 
-if TYPE_CHECKING:
-    from ...candidates import CandidateTable, Evaluation
-
 # The parameter only the sm_100 design declares: it tells a configuration's design apart.
 SM100_ONLY_PARAMETER = "q_stage"
 
 
-class FlashAttention4(KernelFamily):
+class FlashAttention4(ByDevice):
     """fa4 forward: FlashAttention-4's sm_100 kernel on compute capability 10.x, its sm_120
     kernel on 12.x."""
 
@@ -64,61 +58,5 @@ class FlashAttention4(KernelFamily):
         chosen = Design.SM100 if SM100_ONLY_PARAMETER in cfg else Design.SM120
         return self.designs[chosen]
 
-    # ---- the problem -------------------------------------------------------------------------
-    def _family_violations(
-        self, problem: AttentionProblem, hardware: HardwareSpec
-    ) -> list[FieldViolation]:
-        if design(hardware) is None:
-            return [device_violation(hardware)]
-        return self.on(hardware).problem_violations(problem, hardware)
-
-    def kernel_summary(self, hardware: HardwareSpec) -> str:
-        return self.on(hardware).summary if design(hardware) is not None else self.summary
-
-    # ---- the decision variables --------------------------------------------------------------
-    def params(self, problem: AttentionProblem, hardware: HardwareSpec) -> tuple[Param, ...]:
-        return self.on(hardware).params(problem, hardware)
-
-    def request_params(
-        self, problem: AttentionProblem, hardware: HardwareSpec, options: SolveOptions
-    ) -> tuple[Param, ...]:
-        return self.on(hardware).request_params(problem, hardware, options)
-
-    def common_fields(self, cfg: ConfigArrays) -> dict[str, IntArray]:
-        return self.of(cfg).common_fields(cfg)
-
-    # ---- resources, constraints, cost ----------------------------------------------------------
-    def resources(
-        self,
-        hardware: HardwareSpec,
-        problem: AttentionProblem,
-        options: SolveOptions,
-        cfg: ConfigArrays,
-    ) -> Resources:
-        return self.on(hardware).resources(hardware, problem, options, cfg)
-
-    def constraints(
-        self, hardware: HardwareSpec, problem: AttentionProblem, options: SolveOptions
-    ) -> Sequence[Constraint]:
-        return self.on(hardware).constraints(hardware, problem, options)
-
-    def evaluate(self, ev: Evaluation) -> Perf:
-        return self.on(ev.hardware).evaluate(ev)
-
-    def tie_keys(self, ev: Evaluation) -> list[IntArray]:
-        return self.on(ev.hardware).tie_keys(ev)
-
-    def reason_lines(self, table: CandidateTable, i: int) -> list[str]:
-        return self.on(table.hardware).reason_lines(table, i)
-
-    def answer_notes(self, table: CandidateTable, ranked: list[int]) -> list[str]:
-        return self.on(table.hardware).answer_notes(table, ranked)
-
-    def check(
-        self,
-        hardware: HardwareSpec,
-        problem: AttentionProblem,
-        options: SolveOptions,
-        config: Config,
-    ) -> list[str]:
-        return self.on(hardware).check(hardware, problem, options, config)
+    def _device_violations(self, hardware: HardwareSpec) -> list[FieldViolation]:
+        return [device_violation(hardware)] if design(hardware) is None else []

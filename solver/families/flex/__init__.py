@@ -1,9 +1,10 @@
-"""PyTorch FlexAttention's Triton templates (`flex`): the forward template (`forward.py`), the
+"""PyTorch FlexAttention's Triton templates (`flex`): the forward template (`forward.py`; on
+rocm devices `rocm.py`, whose `FlexForward` is the forward registration), the
 backward template (`backward.py`, cost in `backward_cost.py`) and FlexDecoding (`decode.py`),
 with the block mask (`mask.py`, `sparse.py`) and what the templates share (`template.py`)."""
 
 from .backward import FlexAttentionBackward
 from .decode import FlexDecoding
-from .forward import FlexAttention
+from .rocm import FlexForward
 
-REGISTRATIONS = (FlexAttention(), FlexAttentionBackward(), FlexDecoding())
+REGISTRATIONS = (FlexForward(), FlexAttentionBackward(), FlexDecoding())

@@ -54,6 +54,7 @@ class FlexAttentionBackward(FlexTemplateRules, TritonBackwardFamily):
     inner_constraint = "dq_tile"
     inner_short = "dqtile"
     loop_tiles = BACKWARD_TILES
+    other_device_kinds = ("rocm",)  # refused there naming the forward (`flex_violations`)
 
     def _family_violations(
         self, problem: AttentionProblem, hardware: HardwareSpec

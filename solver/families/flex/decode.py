@@ -78,6 +78,7 @@ class FlexDecoding(FlexAttention):
     )
     split_kv = SplitKv(pack_gqa=always_packs).for_decode()
     mask_tiles = ("block_m", "block_n")  # BLOCK_M: the packed rows (packed_rows_violations)
+    other_device_kinds = ("rocm",)  # refused there naming the forward (`flex_violations`)
 
     def option_violations(
         self, problem: AttentionProblem, hardware: HardwareSpec, options: SolveOptions

@@ -32,7 +32,7 @@ from ..cuda.timing import cuda_rates
 from ..triton_compiler.flash_loops import forward_kernel
 from ..triton_compiler.loops import AttentionKernel
 from ..triton_cuda.forward import TritonForwardFamily
-from .mask import iterations_for, mask_words, sparse_block_size
+from .mask import block_mask_line, iterations_for, sparse_block_size
 from .precision import (
     dots_on_fma,
     fma_flops_per_clk_per_sm,
@@ -135,12 +135,7 @@ class FlexAttention(FlexTemplateRules, TritonForwardFamily):
 
     # ---- answer ------------------------------------------------------------------------------
     def reason_lines(self, table: CandidateTable, i: int) -> list[str]:
-        size = sparse_block_size(table.options)
-        return [
-            *super().reason_lines(table, i),
-            f"block mask {size}x{size} ({mask_words(table.problem, table.options)}): "
-            "empty blocks skipped, mask_mod on partial blocks",
-        ]
+        return [*super().reason_lines(table, i), block_mask_line(table.problem, table.options)]
 
     def check(
         self,

@@ -151,6 +151,15 @@ def mask_words(problem: AttentionProblem, options: SolveOptions) -> str:
     return " + ".join(parts) or "no mask"
 
 
+def block_mask_line(problem: AttentionProblem, options: SolveOptions) -> str:
+    """The reasons' line on the block mask."""
+    size = sparse_block_size(options)
+    return (
+        f"block mask {size}x{size} ({mask_words(problem, options)}): "
+        "empty blocks skipped, mask_mod on partial blocks"
+    )
+
+
 def iterations_for(
     problem: AttentionProblem, options: SolveOptions, cfg: ConfigArrays, n_kv: IntArray
 ) -> KvIterations | None:

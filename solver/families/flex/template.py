@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     from ...candidates import CandidateTable
 
 MIN_CC = (8, 0)
+ROCM_FORWARD_ONLY = (
+    "on rocm devices the flex family models FlexAttention's forward template (--phase "
+    "forward); its backward and decode templates have no ROCm model"
+)
 MIN_HEAD_DIM = 16  # tl.dot's smallest K extent
 MAX_HEAD_DIM = 256  # the model's range (rounded dims above it fit no tile's shared memory)
 SMALLEST_TILE = 16  # the smallest BLOCK_M / BLOCK_N the family declares
@@ -44,7 +48,9 @@ def flex_head_dims(problem: AttentionProblem) -> tuple[int, int]:
 
 def flex_violations(problem: AttentionProblem, hardware: HardwareSpec) -> list[FieldViolation]:
     """The templates' rules on the problem: sm80+, fp16/bf16/fp32, head dims 16..256, no
-    dropout."""
+    dropout. On a rocm device only the forward template is modelled (`rocm.py`)."""
+    if hardware.arch == "rocm":
+        return [FieldViolation("kernel", ROCM_FORWARD_ONLY)]
     violations = []
     sm = cuda_device(hardware).sm
     if (sm.cc_major, sm.cc_minor) < MIN_CC:

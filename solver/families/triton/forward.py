@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ...dispatch import ByDevice
 from ...errors import FieldViolation
+from ...family import KernelFamily
 from ...hardware import HardwareSpec, SmLimits
 from ...problem import AttentionProblem, DType
 from ...space import ConfigArrays, Param
@@ -27,19 +29,12 @@ from ..cuda.resources import cuda_device
 from ..triton_compiler.flash_loops import forward_kernel
 from ..triton_compiler.loops import AttentionKernel
 from ..triton_cuda.forward import TENSOR_CORE_MIN_CC_MAJOR, TritonForwardFamily
+from .heads import triton_kernel_head_dims
+from .rocm import TritonRocm
 from .stages import reason_lines as stage_reason_lines
 
 if TYPE_CHECKING:
     from ...candidates import CandidateTable
-
-
-def _next_pow2(value: int) -> int:
-    return 1 << max(4, (value - 1).bit_length())
-
-
-def triton_kernel_head_dims(problem: AttentionProblem) -> tuple[int, int]:
-    """`tl.arange` needs power-of-two extents: the head dims padded to powers of two."""
-    return _next_pow2(problem.head_dim), _next_pow2(problem.head_dim_v_eff)
 
 
 def triton_violations(problem: AttentionProblem, hardware: HardwareSpec) -> list[FieldViolation]:
@@ -84,8 +79,8 @@ def triton_matrix_units(sm: SmLimits) -> str:
     return "FP32 FMA units" if sm.cc_major < TENSOR_CORE_MIN_CC_MAJOR else "tensor cores"
 
 
-class TritonFlashAttention(TritonForwardFamily):
-    """triton forward: the tutorial's kernel, with a split grid against a longer cache."""
+class TritonCuda(TritonForwardFamily):
+    """triton forward on CUDA: the tutorial's kernel, with a split grid against a longer cache."""
 
     name = "triton"
     summary = "Triton fused attention (tl.dot, software-pipelined K/V, num_stages buffers)"
@@ -128,3 +123,29 @@ class TritonFlashAttention(TritonForwardFamily):
     def reason_lines(self, table: CandidateTable, i: int) -> list[str]:
         """The CUDA lines with the compiler's registers, and why this many stages."""
         return stage_reason_lines(table, i, super().reason_lines(table, i))
+
+
+# The parameter only the ROCm kernel declares: it tells a configuration's kernel apart.
+ROCM_ONLY_PARAMETER = "waves_per_eu"
+
+
+class TritonFlashAttention(ByDevice):
+    """triton forward: the tutorial's kernel on CUDA devices (`TritonCuda`) and on rocm devices
+    (`TritonRocm`, with Triton's AMD knobs)."""
+
+    name = "triton"
+    device_kind = "cuda"
+    other_device_kinds = ("rocm",)
+    summary = TritonCuda.summary
+    split_kv = TritonCuda.split_kv  # the CUDA kernel's split grid; the ROCm kernel has none
+    cuda = TritonCuda()
+    rocm = TritonRocm()
+
+    def on(self, hardware: HardwareSpec) -> KernelFamily:
+        return self.rocm if hardware.arch == self.rocm.device_kind else self.cuda
+
+    def of(self, cfg: ConfigArrays) -> KernelFamily:
+        return self.rocm if ROCM_ONLY_PARAMETER in cfg else self.cuda
+
+    def _device_violations(self, hardware: HardwareSpec) -> list[FieldViolation]:
+        return []

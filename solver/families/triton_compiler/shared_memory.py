@@ -37,13 +37,8 @@ compiled evidence):
 - **fp32 at tf32 precision** (mma.sync, wgmma at 4 bytes an element): the rules above, and on
   mma.sync with the warps along the columns two fp32 per result row more
   (`TF32_ROW_EXCHANGE_BYTES`, observed with 4-byte operands only).
-- **AMD** (LDS; gfx942, gfx950): resident operands pass through LDS once, before the loop, and
-  then live in registers (MFMA operands), so they never coexist with the loop's buffers; the
-  stream pipeliner keeps `AMD_PIPELINE_BUFFERS` buffers of each streamed operand (gfx942:
-  s - 1, gfx950: s, both the two-stage count at 4 stages) and row vectors stay out of LDS; one
-  stage passes each operand through LDS on its own (`amd_lds_bytes`; stated for the AMD
-  issue, no ROCm device kind exists yet; the AMD backward's chained tiles and gfx950's padding
-  are not stated exactly).
+- **AMD** (LDS; gfx942, gfx950): `lds_amd` (resident operands once, before the loop; the
+  stream pipeliner's buffers, gfx950's padding; the chained tile where it crosses the waves).
 """
 
 from __future__ import annotations
@@ -53,6 +48,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ...space import BoolArray, IntArray
+from .lds_amd import amd_lds_bytes, amd_loop_lds
 from .loops import AttentionKernel, DotLoop, Operand, as_array
 from .target import CompilerTarget, DotPath, warpgroup_path
 
@@ -63,13 +59,6 @@ TCGEN05_BARRIER_BYTES = 1024  # tcgen05's mbarriers and the swizzled operand's 1
 # (getNumScratchElemsSwizzledCvt: the tile divided by its rounds; docs/model.md 16.7).
 TRANSPOSE_ROWS_PER_ROUND = 8
 TRANSPOSE_BYTES_PER_THREAD = 16
-# Buffers of each streamed operand the AMD stream pipeliner keeps per num_stages, as compiled
-# (gfx942 keeps s - 1, gfx950 s, and both keep the two-stage count at 4 stages).
-AMD_PIPELINE_BUFFERS = {
-    "gfx942": {1: 1, 2: 1, 3: 2, 4: 1, 5: 4},
-    "gfx950": {1: 1, 2: 2, 3: 3, 4: 2, 5: 5},
-}
-AMD_GFX950_PAD_DIVISOR = 16  # gfx950 pads its LDS buffers by about 1/16 (observed 1/16.3)
 # Per result row, bytes the compiled fp32 forward loop keeps beside its buffers (observed:
 # the FMA lowering one fp32 per row, mma.sync at tf32 two when the warps lie along the
 # columns; flex_compare.py, docs/model.md 20.2).
@@ -81,7 +70,10 @@ FP32_BYTES = 4
 def shared_bytes(
     kernel: AttentionKernel, target: CompilerTarget, warps: IntArray, stages: IntArray
 ) -> IntArray:
-    """Dynamic shared memory (LDS) of one block, bytes: the largest loop's arena."""
+    """Dynamic shared memory (LDS) of one block, bytes: the largest loop's arena (on AMD
+    `lds_amd`'s rules, with Triton's default MFMA choice)."""
+    if target.is_amd:
+        return amd_lds_bytes(kernel, target, warps, stages)
     per_loop = [loop_shared_bytes(loop, target, warps, stages) for loop in kernel.loops]
     return np.asarray(np.max(per_loop, axis=0), dtype=np.int64)
 
@@ -92,7 +84,7 @@ def loop_shared_bytes(
     """The arena of one loop, bytes (the module docstring's rules)."""
     n = len(warps)
     if target.is_amd:
-        return amd_lds_bytes(loop, target, stages)
+        return amd_loop_lds(loop, target, warps, stages, np.zeros(n, np.int64))
     if not target.pipelines:
         return _fma_bytes(loop, n)
     if loop.fma_dots:
@@ -266,24 +258,3 @@ def _fp32_fma_bytes(loop: DotLoop, n: int, stages: IntArray) -> IntArray:
     pipelined = resident + ring + chain + rows
     single = resident + np.max(streamed, axis=0) + chain
     return np.asarray(np.where(stages > 1, pipelined, single), dtype=np.int64)
-
-
-def amd_lds_bytes(loop: DotLoop, target: CompilerTarget, stages: IntArray) -> IntArray:
-    """LDS of one loop on gfx942/gfx950, bytes: the larger of the resident operands (staged
-    once before the loop, then MFMA operands in registers) and the loop's own buffers. With one
-    stage each operand passes through LDS on its own (the largest one); pipelined, the
-    streamed operands' buffers (`AMD_PIPELINE_BUFFERS`; gfx950 pads them by about 1/16 against
-    bank conflicts). A first statement for the AMD issue: docs/model.md 16.7 gives how often
-    it is exact (the forward on gfx942 mostly; the backward and gfx950 seldom)."""
-    n = len(stages)
-    e = loop.elem_bytes
-    resident = sum((_tile_bytes(o, n, e) for o in loop.resident()), np.zeros(n, np.int64))
-    streamed = sum((_tile_bytes(o, n, e) for o in loop.streamed()), np.zeros(n, np.int64))
-    single = np.max([_tile_bytes(o, n, e) for o in loop.operands], axis=0)
-    table = AMD_PIPELINE_BUFFERS[target.name]
-    buffers = np.array([table[int(x)] for x in np.clip(stages, 1, 5)], dtype=np.int64)
-    ring = buffers * streamed
-    if target.name == "gfx950":
-        ring = ring + ring // AMD_GFX950_PAD_DIVISOR
-    pipelined = np.maximum(resident, ring)
-    return np.asarray(np.where(stages > 1, pipelined, np.maximum(resident, single)), np.int64)

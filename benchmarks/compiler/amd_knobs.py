@@ -1,0 +1,122 @@
+"""Triton's AMD knobs against what the compiler allocates: a small sample of the forward kernel
+compiled for gfx942 (and gfx950 where the knob exists there) with `waves_per_eu`,
+`matrix_instr_nonkdim` and `kpack` varied around each base tile, so that the triton family's
+ROCm resource model can be checked on them (docs/model.md 19.10).
+
+    .venv/bin/python benchmarks/compiler/amd_knobs.py --out benchmarks/data/compiler/amd_knobs.csv
+
+One compile per row, in this process (about 4 s each on gfx942 on a 2-core machine), through
+`toolchain.Compiler` with the knobs added to the options `kernels.source` gives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import kernels
+import toolchain
+from configs import TARGETS
+
+COLUMNS = (
+    "target",
+    "head_dim",
+    "dtype",
+    "block_m",
+    "block_n",
+    "num_warps",
+    "num_stages",
+    "waves_per_eu",
+    "matrix_instr_nonkdim",
+    "kpack",
+    "status",
+    "shared_bytes",
+    "vgprs",
+    "agprs",
+    "total_vgprs",
+    "vgpr_spills",
+    "scratch_bytes",
+    "compile_s",
+)
+# (head_dim, block_m, block_n, num_warps, num_stages): tiles below, at and above the VGPR cap
+BASES = ((64, 64, 64, 4, 2), (128, 128, 64, 4, 2), (128, 64, 32, 4, 2), (128, 128, 128, 8, 2))
+# Each base with one knob moved from Triton's defaults (0, 0, 1)
+VARIANTS = ((0, 16, 1), (0, 32, 1), (0, 16, 2), (0, 32, 2), (2, 16, 1), (3, 16, 1), (4, 16, 1))
+
+
+class KnobCompiler(toolchain.Compiler):
+    """toolchain.Compiler with the AMD knobs passed as compile options."""
+
+    def __init__(self, scratch: Path):
+        super().__init__(scratch)
+        self.knobs: dict[str, int] = {}
+
+    def compile(self, row: dict[str, Any]) -> dict[str, Any]:
+        original = kernels.source
+
+        def with_knobs(*args: Any) -> Any:
+            fn, signature, constexprs, attrs, options = original(*args)
+            return fn, signature, constexprs, attrs, {**options, **self.knobs}
+
+        kernels.source = with_knobs
+        try:
+            return super().compile(row)
+        finally:
+            kernels.source = original
+
+
+def plan() -> list[dict[str, Any]]:
+    rows = []
+    for target in ("gfx942", "gfx950"):
+        for d, bm, bn, w, s in BASES:
+            for wpe, nonk, kpack in VARIANTS:
+                if target == "gfx950" and kpack != 1:
+                    continue  # Triton overrides kpack to 1 on gfx950 (compiler.py:312-316)
+                rows.append(
+                    {
+                        "target": target,
+                        "kernel": "fwd",
+                        "head_dim": d,
+                        "dtype": "fp16",
+                        "causal": 0,
+                        "block_m": bm,
+                        "block_n": bn,
+                        "num_warps": w,
+                        "num_stages": s,
+                        "waves_per_eu": wpe,
+                        "matrix_instr_nonkdim": nonk,
+                        "kpack": kpack,
+                    }
+                )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    assert set(TARGETS) >= {"gfx942", "gfx950"}
+    with tempfile.TemporaryDirectory() as scratch, args.out.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        compiler = KnobCompiler(Path(scratch))
+        for row in plan():
+            compiler.knobs = {
+                "waves_per_eu": row["waves_per_eu"],
+                "matrix_instr_nonkdim": row["matrix_instr_nonkdim"],
+                "kpack": row["kpack"],
+            }
+            measured = compiler.compile(row)
+            writer.writerow({**row, **measured})
+            f.flush()
+            status = measured["status"]
+            print(row["target"], row["block_m"], row["block_n"], status, file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,406 @@
+"""A FlashAttention forward kernel that Triton compiles for an AMD Instinct (rocm) device
+(`TritonRocmForward`): `block_m` query rows per workgroup of `num_warps` 64-lane waves, laid along
+the rows, `block_n` keys per iteration, `num_stages` for AMD's stream pipeliner, and the three
+AMD knobs (`knobs`). A family states its loop (`kernel`) and head dims.
+
+Resources (docs/model.md 19.10): LDS as Triton allocates it (`triton_compiler.shared_memory`'s
+AMD rules), VGPR+AGPR per lane and spills (`triton_compiler.registers_amd`, capped by the
+launch and `waves_per_eu`), occupancy by AMD's rules (`occupancy_rocm`). Cost: one iteration's
+MFMA, VALU and LDS cycles and its exposed stalls, the CU's round (`rocm.schedule.cu_round`) with
+the stream pipeliner's stages (`triton_compiler.pipeline.pipelined_round`: a tile's load
+issued num_stages - 1 iterations ahead), the grid over the CUs and the HBM floor
+(`rocm.schedule`).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...constraints import Constraint, ConstraintKind, Rule
+from ...cost import Perf
+from ...errors import FieldViolation
+from ...family import CapacityUse, KernelFamily, cuda_only_options, kib, pow2_range
+from ...hardware import HardwareSpec, RocmDevice
+from ...occupancy_rocm import lds_allocation, rocm_occupancy_arrays
+from ...problem import AttentionProblem, DType, SolveOptions
+from ...space import BoolArray, Config, ConfigArrays, FloatArray, IntArray, Param
+from ..rocm.device import MFMA_SUSTAINED, confidence_note, cu_rates, rocm_device
+from ..rocm.resources import LdsCapacity, Resident, WorkgroupResources
+from ..rocm.schedule import (
+    BARRIER_CYCLES,
+    CHAIN_CYCLES,
+    L2_LATENCY_CYCLES,
+    SOFTMAX_VALU_OPS,
+    Iteration,
+    MaskedIterations,
+    cu_round,
+    dram_floor,
+    grid_cycles,
+    head_io_cycles,
+    rocm_perf,
+)
+from ..triton_compiler.lds_amd import amd_lds_bytes, chain_crosses
+from ..triton_compiler.loops import AttentionKernel
+from ..triton_compiler.pipeline import pipelined_round
+from ..triton_compiler.registers_amd import AMD_LANES, AmdRegisterEstimate, amd_register_estimate
+from ..triton_compiler.target import CompilerTarget
+from .knobs import knob_params
+
+if TYPE_CHECKING:
+    from ...candidates import CandidateTable, Evaluation
+
+BLOCKS = pow2_range(16, 256)
+WARPS = pow2_range(1, 16)  # a power of two (HIPOptions asserts it), at most 1024 threads
+STAGES = (1, 2, 3)
+MAX_HEAD_DIM = 256
+KERNEL_SGPRS = 64  # scalar registers of the kernel (estimate; below every limit, never binds)
+# Cycles of one MFMA result by instruction edge (passes x 4): v_mfma_f32_32x32x8_f16 16 passes,
+# v_mfma_f32_16x16x16_f16 8 (CDNA3 ISA guide's MFMA table; not re-read here: unconfirmed). The
+# first dot's last result is on the iteration's dependent chain.
+MFMA_RESULT_CYCLES = {16: 32.0, 32: 64.0}
+# Share of the LDS peak an operand read reaches by its width: gfx942's 8-byte reads (kpack 1)
+# against 16-byte reads (kpack 2, and gfx950's native 16-byte reads) (estimate).
+NARROW_READ_EFFICIENCY = 0.8
+BARRIERS_PER_ITERATION = 2  # the K and V tiles' LDS writes, each fenced before its reads
+SPILL_BYTES_PER_REGISTER = 2 * 4  # a spill slot stored and reloaded once an iteration
+# The spill slots the compiler makes for s registers per lane over its cap grow faster than s
+# (it spills values it reloads more than once): s + s^2 / SPILL_GROWTH_REGS, read off the knob
+# sample's gfx942 rows (128x64, d 128, 4 waves: 39, 127 and 167 over the cap of waves_per_eu
+# 2, 3, 4 made 44, 454 and 744 slots; the law gives 71, 463 and 748).
+SPILL_GROWTH_REGS = 48.0
+
+
+def target_of(device: RocmDevice) -> CompilerTarget:
+    """The device as Triton's compile target."""
+    return CompilerTarget.amd(device.rocm.gfx_target)
+
+
+@dataclass(frozen=True)
+class TritonRocmResources(WorkgroupResources):
+    """What each candidate needs of one CU."""
+
+    regs: AmdRegisterEstimate
+
+    def vgpr_use(self, i: int) -> CapacityUse:
+        return CapacityUse(
+            "vgprs",
+            int(self.regs.allocated[i]),
+            int(self.regs.cap[i]),
+            "registers/lane (VGPR+AGPR, the compiler's cap)",
+        )
+
+    def register_fields(self, i: int) -> dict[str, Any]:
+        return {
+            "regs_per_thread": int(self.regs.allocated[i]),
+            "regs_demand": int(self.regs.live[i]),
+            "spill_regs": int(self.regs.spilled[i]),
+        }
+
+
+def resources_of(ev: Evaluation) -> TritonRocmResources:
+    """The evaluation's resources, which a Triton-on-ROCm family's are."""
+    assert isinstance(ev.res, TritonRocmResources)
+    return ev.res
+
+
+def chain_crossing(kernel: AttentionKernel, cfg: ConfigArrays) -> BoolArray:
+    """Whether each candidate's P crosses the waves through LDS (`lds_amd.chain_crosses`, in a
+    pipelined loop)."""
+    crosses = chain_crosses(kernel.loops[0], cfg["num_warps"], cfg["matrix_instr_nonkdim"])
+    return np.asarray(crosses.astype(bool) & (cfg["num_stages"] > 1))
+
+
+class MfmaTiles(Constraint):
+    """block_m and block_n whole MFMA tiles, each wave owning at least one of the score tile."""
+
+    name = "mfma_tiles"
+    rule = (
+        "block_m and block_n multiples of matrix_instr_nonkdim; (block_m / nonkdim) x "
+        "(block_n / nonkdim) >= num_warps (every wave owns an MFMA tile of S)"
+    )
+    short = "mfma"
+    kind = ConstraintKind.LEGALITY
+
+    def rules(self, ev: Evaluation) -> list[Rule]:
+        cfg = ev.cfg
+        k = cfg["matrix_instr_nonkdim"]
+        bm, bn, w = cfg["block_m"], cfg["block_n"], cfg["num_warps"]
+        bad = (bm % k != 0) | (bn % k != 0) | ((bm // k) * (bn // k) < w)
+        return [Rule("mfma_tile_bad", np.asarray(bad, dtype=np.int64), "<=", 0)]
+
+    def detail(self, ev: Evaluation, i: int) -> str:
+        k = int(ev.cfg["matrix_instr_nonkdim"][i])
+        return f"{ev.label(i)} is not a whole number of {k}x{k} MFMA tiles for its waves"
+
+
+class TritonRocmForward(KernelFamily):
+    """A Triton forward kernel on a rocm device; a family states its loop and head dims."""
+
+    device_kind = "rocm"
+
+    @abstractmethod
+    def kernel(self, cfg: ConfigArrays, problem: AttentionProblem) -> AttentionKernel:
+        """The forward loop of `cfg` as the compiler's rules read it."""
+
+    @abstractmethod
+    def kernel_head_dims(self, problem: AttentionProblem) -> tuple[int, int]:
+        """The head dims the kernel's tiles use."""
+
+    # ---- the problem -------------------------------------------------------------------------
+    def _family_violations(
+        self, problem: AttentionProblem, hardware: HardwareSpec
+    ) -> list[FieldViolation]:
+        device = rocm_device(hardware)
+        out = []
+        fmt = device.rocm.fp8_format
+        if problem.dtype is DType.FP8 and fmt is None:
+            out.append(
+                FieldViolation(
+                    "dtype",
+                    f"{device.name} has no fp8 MFMA; allowed: fp16, bf16",
+                )
+            )
+        for field, value in (("head_dim", problem.head_dim), ("head_dim_v", problem.head_dim_v)):
+            if value is not None and value > MAX_HEAD_DIM:
+                out.append(FieldViolation(field, f"triton supports {field} up to 256; got {value}"))
+        if problem.dropout:
+            out.append(
+                FieldViolation("dropout", "the triton kernel on ROCm has no dropout; allowed: 0")
+            )
+        return out
+
+    # ---- the decision variables --------------------------------------------------------------
+    def params(self, problem: AttentionProblem, hardware: HardwareSpec) -> tuple[Param, ...]:
+        gfx = rocm_device(hardware).rocm.gfx_target
+        return (
+            Param("block_m", BLOCKS, "BLOCK_M: query rows per workgroup"),
+            Param("block_n", BLOCKS, "BLOCK_N: keys per iteration"),
+            Param("num_warps", WARPS, "64-lane waves per workgroup"),
+            Param("num_stages", STAGES, "stream pipeliner stages (loads num_stages - 1 ahead)"),
+            *knob_params(gfx),
+        )
+
+    def label(self, config: Config) -> str:
+        v = config.as_dict()
+        return (
+            f"{v['block_m']}x{v['block_n']} w{v['num_warps']} s{v['num_stages']} "
+            f"wpe={v['waves_per_eu']} mfma{v['matrix_instr_nonkdim']} kpack={v['kpack']}"
+        )
+
+    # ---- resources, constraints, cost ----------------------------------------------------------
+    def resources(
+        self,
+        hardware: HardwareSpec,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        cfg: ConfigArrays,
+    ) -> TritonRocmResources:
+        device = rocm_device(hardware)
+        rocm = device.rocm
+        target = target_of(device)
+        kernel = self.kernel(cfg, problem)
+        lds = amd_lds_bytes(
+            kernel, target, cfg["num_warps"], cfg["num_stages"], cfg["matrix_instr_nonkdim"]
+        )
+        regs = amd_register_estimate(kernel, target, cfg["num_warps"], cfg["waves_per_eu"])
+        threads = np.asarray(cfg["num_warps"] * rocm.wavefront_lanes, dtype=np.int64)
+        sgprs = np.full_like(threads, KERNEL_SGPRS)
+        occ = rocm_occupancy_arrays(rocm, threads, regs.arch, regs.agpr, sgprs, lds)
+        return TritonRocmResources(
+            rocm=rocm,
+            threads=threads,
+            lds=lds,
+            lds_allocated=lds_allocation(rocm, lds),
+            occupancy=occ,
+            regs=regs,
+        )
+
+    def constraints(
+        self, hardware: HardwareSpec, problem: AttentionProblem, options: SolveOptions
+    ) -> Sequence[Constraint]:
+        return [MfmaTiles(), LdsCapacity(), Resident()]
+
+    def masked_iterations(self, ev: Evaluation) -> MaskedIterations | None:
+        """The K/V iterations of a masked kernel (a block mask's); None: all of K/V, or the
+        causal triangle."""
+        return None
+
+    def score_ops(self, ev: Evaluation) -> float:
+        """VALU instructions per score beyond the softmax's (a score modification's)."""
+        return 0.0
+
+    def evaluate(self, ev: Evaluation) -> Perf:
+        return evaluate(
+            ev,
+            self.kernel(ev.cfg, ev.problem),
+            self.kernel_head_dims(ev.problem),
+            self.masked_iterations(ev),
+            self.score_ops(ev),
+        )
+
+    def tie_keys(self, ev: Evaluation) -> list[IntArray]:
+        """Fewer tiles, fewer stages, no waves_per_eu request, the larger MFMA, kpack 1, fewer
+        waves."""
+        cfg = ev.cfg
+        p = ev.problem
+        tiles = -(-p.seq_len // cfg["block_m"]) * -(-p.seq_len_kv_eff // cfg["block_n"])
+        return [
+            np.asarray(tiles, dtype=np.int64),
+            cfg["num_stages"],
+            cfg["waves_per_eu"],
+            -cfg["matrix_instr_nonkdim"],
+            cfg["kpack"],
+            cfg["num_warps"],
+        ]
+
+    def reason_lines(self, table: CandidateTable, i: int) -> list[str]:
+        res = table.res
+        assert isinstance(res, TritonRocmResources)
+        f = table.perf.figures
+        occ = res.occupancy
+        spill = (
+            f", {int(res.regs.spilled[i])} spilled to scratch (costed)"
+            if res.regs.spilled[i]
+            else ""
+        )
+        return [
+            f"{int(occ.workgroups_per_cu[i])} workgroup(s) per CU, "
+            f"{f['waves_per_simd'][i]:g} waves per SIMD (limited by {occ.limiter[i]}); LDS "
+            f"{kib(res.lds_allocated[i])}; about {int(res.regs.allocated[i])} VGPR+AGPR per lane "
+            f"of a cap of {int(res.regs.cap[i])}{spill}",
+            f"one round {f['round_us'][i]:.3f} us over {f['iterations_per_workgroup'][i]:.1f} "
+            f"iterations per workgroup; MFMA {f['mfma_us'][i]:.1f} us, VALU "
+            f"{f['valu_us'][i]:.1f} us, LDS {f['lds_us'][i]:.1f} us per CU",
+        ]
+
+    def answer_notes(self, table: CandidateTable, ranked: list[int]) -> list[str]:
+        out = [
+            confidence_note(
+                rocm_device(table.hardware),
+                "the softmax's instruction count, the register estimate and the LDS read "
+                "efficiency",
+            )
+        ]
+        ignored = cuda_only_options(table.options)
+        if ignored:
+            out.append(
+                f"{' and '.join(ignored)} do not apply on a rocm device (a CU's LDS and "
+                "workgroup residency follow AMD's rules) and were ignored"
+            )
+        return out
+
+    def check_all(
+        self,
+        hardware: HardwareSpec,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        configs: list[Config],
+    ) -> list[list[str]]:
+        """`check` of every configuration, the resources computed once for all of them."""
+        if not configs:
+            return []
+        names = list(configs[0].as_dict())
+        res = self.resources(hardware, problem, options, ConfigArrays.from_configs(names, configs))
+        return [self._broken(config.as_dict(), res, i) for i, config in enumerate(configs)]
+
+    def check(
+        self,
+        hardware: HardwareSpec,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        config: Config,
+    ) -> list[str]:
+        """The rules restated for one configuration: the MFMA tiles; the LDS and residency
+        through the resource formulas."""
+        v = config.as_dict()
+        one = ConfigArrays.from_configs(list(v), [config])
+        return self._broken(v, self.resources(hardware, problem, options, one), 0)
+
+    @staticmethod
+    def _broken(v: dict[str, int], res: TritonRocmResources, i: int) -> list[str]:
+        """The rules configuration `v` (entry i of `res`) breaks."""
+        out = []
+        k = v["matrix_instr_nonkdim"]  # 0 (outside the domain): the compiler's own choice
+        bm, bn, w = v["block_m"], v["block_n"], v["num_warps"]
+        if k and (bm % k or bn % k or (bm // k) * (bn // k) < w):
+            out.append(f"mfma_tiles: {bm}x{bn} with {w} waves of mfma{k}")
+        if int(res.lds_allocated[i]) > res.rocm.lds_per_workgroup_bytes:
+            out.append(f"lds: {int(res.lds_allocated[i])} > {res.rocm.lds_per_workgroup_bytes}")
+        elif int(res.occupancy.workgroups_per_cu[i]) < 1:
+            out.append("occupancy: no workgroup fits a CU")
+        return out
+
+
+def evaluate(
+    ev: Evaluation,
+    kernel: AttentionKernel,
+    head_dims: tuple[int, int],
+    masked: MaskedIterations | None = None,
+    score_ops: float = 0.0,
+) -> Perf:
+    """Predicted time and its parts of every configuration (docs/model.md 19.10); `masked`
+    and `score_ops` as `TritonRocmForward.masked_iterations` and `score_ops` state them."""
+    device = rocm_device(ev.hardware)
+    rocm = device.rocm
+    problem = ev.problem
+    res = resources_of(ev)
+    cfg = ev.cfg
+    e = float(problem.dtype.bytes)
+    d, dv = float(head_dims[0]), float(head_dims[1])
+    bm_i, bn_i = cfg["block_m"], cfg["block_n"]
+    bm, bn = bm_i.astype(np.float64), bn_i.astype(np.float64)
+    warps = cfg["num_warps"].astype(np.float64)
+    rates = cu_rates(device, problem.dtype)
+
+    # ---- one iteration of one workgroup, cycles -------------------------------------------
+    scores = bm * bn
+    mfma = (2.0 * scores * d + 2.0 * scores * dv) / (rates.mfma * MFMA_SUSTAINED)
+    valu = (scores * (SOFTMAX_VALU_OPS + score_ops) + bm * dv) / rates.valu + scores / rates.exp
+    kv_tile = bn * (d + dv) * e
+    crossing = chain_crossing(kernel, cfg)
+    narrow = (cfg["kpack"] == 1) & (rocm.gfx_target == "gfx942")
+    efficiency = np.where(narrow, NARROW_READ_EFFICIENCY, 1.0)
+    lds_traffic = (warps + 1.0) * kv_tile + np.where(crossing, 2.0 * scores * e, 0.0)
+    lds = lds_traffic / (rocm.lds_bandwidth_bytes_per_clk_per_cu * efficiency)
+    result = np.where(
+        cfg["matrix_instr_nonkdim"] == 16, MFMA_RESULT_CYCLES[16], MFMA_RESULT_CYCLES[32]
+    )
+    stall = BARRIERS_PER_ITERATION * BARRIER_CYCLES + CHAIN_CYCLES + result
+    over = res.regs.spilled.astype(np.float64)
+    slots = over + over * over / SPILL_GROWTH_REGS
+    spill = slots * SPILL_BYTES_PER_REGISTER * AMD_LANES * warps
+    it = Iteration(mfma, valu, lds, stall, kv_tile + spill)
+
+    # ---- the stream pipeliner: a tile's load issued num_stages - 1 iterations ahead ---------
+    l2_per_cu = (
+        device.memory.l2_bandwidth_bytes_per_clk
+        * device.memory.l2_achievable_fraction
+        / rocm.cu_count
+    )
+    load = L2_LATENCY_CYCLES + kv_tile / l2_per_cu
+    alone = cu_round(device, it, warps, np.ones_like(warps))
+    stages = cfg["num_stages"]
+
+    def round_of(r: FloatArray) -> FloatArray:
+        return pipelined_round(cu_round(device, it, warps, r), alone, load, stages)[0]
+
+    ones = np.ones_like(bm_i)
+    grid = grid_cycles(
+        device,
+        problem,
+        bm_i,
+        bn_i,
+        ones,
+        res.occupancy.workgroups_per_cu,
+        round_of,
+        head_io_cycles(device, bm, d, np.full_like(bm, dv), e),
+        rates.valu,
+        masked,
+    )
+    dram = dram_floor(device, problem, e, kv_tile, grid)
+    return rocm_perf(device, problem, it, warps, bm_i, bn_i, ones, grid, dram, masked)

@@ -1,0 +1,169 @@
+"""The triton family on AMD Instinct (rocm) devices: one registration over two device kinds, the
+AMD knobs as declared parameters with their domains and refusals, the VGPR cap that
+waves_per_eu and the launch set, and the answers on each part (docs/model.md 19.10)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.command_line import run
+from tilesolve.solver import AttentionProblem, SolveOptions, get_hardware, solve
+from tilesolve.solver.errors import InvalidRequestError
+from tilesolve.solver.families.triton_compiler.flash_loops import forward_kernel
+from tilesolve.solver.families.triton_compiler.lds_amd import amd_lds_bytes, chain_crosses
+from tilesolve.solver.families.triton_compiler.registers_amd import launch_cap
+from tilesolve.solver.families.triton_compiler.target import CompilerTarget
+from tilesolve.solver.problem import Phase
+from tilesolve.solver.registry import families_on, find_family
+
+ROOT = Path(__file__).resolve().parents[1]
+PROBLEM = AttentionProblem(batch=2, heads=16, seq_len=4096, head_dim=128)
+
+
+def _solve(hardware: str, problem: AttentionProblem = PROBLEM, **options: object):  # type: ignore[no-untyped-def]
+    return solve(problem, hardware, SolveOptions(kernel="triton", **options))  # type: ignore[arg-type]
+
+
+def test_one_triton_registration_runs_on_cuda_and_rocm() -> None:
+    family = find_family("triton", Phase.FORWARD)
+    assert family is not None and family.device_kinds == ("cuda", "rocm")
+    assert "triton" in families_on(get_hardware("mi300x"))
+    assert "triton" in families_on(get_hardware("h100-sxm"))
+    cuda = _solve("h100-sxm")
+    assert "waves_per_eu" not in cuda.candidates[0].parameters
+
+
+@pytest.mark.parametrize("hardware", ["mi300x", "mi325x", "mi355x"])
+def test_triton_ranks_configurations_with_the_amd_knobs(hardware: str) -> None:
+    answer = _solve(hardware, top_k=3)
+    assert answer.candidates
+    for c in answer.candidates:
+        assert set(c.parameters) == {
+            "block_m",
+            "block_n",
+            "num_warps",
+            "num_stages",
+            "waves_per_eu",
+            "matrix_instr_nonkdim",
+            "kpack",
+        }
+        k = c.parameters["matrix_instr_nonkdim"]
+        assert c.parameters["block_m"] % k == 0 and c.parameters["block_n"] % k == 0
+        assert c.predicted_tflops is not None and c.predicted_tflops > 0
+
+
+def test_kpack_2_exists_on_gfx942_only() -> None:
+    assert _solve("mi300x", parameter_pins={"kpack": 2}).candidates
+    with pytest.raises(InvalidRequestError) as caught:
+        _solve("mi355x", parameter_pins={"kpack": 2})
+    text = " ".join(f"{v.field}: {v.description}" for v in caught.value.violations)
+    assert "kpack" in text and "1" in text
+
+
+@pytest.mark.parametrize(("name", "value"), [("waves_per_eu", 5), ("matrix_instr_nonkdim", 8)])
+def test_out_of_domain_knobs_name_the_field_and_the_allowed_values(name: str, value: int) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        _solve("mi300x", parameter_pins={name: value})
+    text = " ".join(f"{v.field}: {v.description}" for v in caught.value.violations)
+    assert name in text
+    allowed = {"waves_per_eu": "2", "matrix_instr_nonkdim": "32"}[name]
+    assert allowed in text
+
+
+def test_the_vgpr_cap_follows_the_launch_and_waves_per_eu() -> None:
+    warps = np.array([1, 4, 8, 16, 4, 4])
+    waves_per_eu = np.array([0, 0, 0, 0, 3, 4])
+    # 512 up to 4 waves (one a SIMD), 256 at 8, 128 at 16; w = 3 gives alignDown(512 / 3, 8)
+    assert launch_cap(warps, waves_per_eu).tolist() == [512, 512, 256, 128, 168, 128]
+
+
+def test_waves_per_eu_caps_the_registers_of_a_pinned_tile() -> None:
+    pins = {"block_m": 128, "block_n": 64, "num_warps": 4, "num_stages": 2}
+    free = _solve("mi300x", parameter_pins={"waves_per_eu": 0}, **pins).candidates[0]
+    capped = _solve("mi300x", parameter_pins={"waves_per_eu": 4}, **pins).candidates[0]
+    vgprs = {r.name: r for r in capped.resources}["vgprs"]
+    assert vgprs.capacity == 128 and vgprs.used <= 128
+    assert {r.name: r for r in free.resources}["vgprs"].capacity == 512
+
+
+def test_p_crosses_the_waves_through_lds_where_the_mfma_layouts_differ() -> None:
+    """Triton's default picks 32x32 when a dot's smaller result dim is >= 32: a 64-row block
+    with 16 keys runs its first dot on 16x16 and its second (64 x 128) on 32x32, so P crosses;
+    with 32 keys both are 32x32 and 2 waves of 32 rows keep P; 4 waves of 16 rows do not; one
+    wave never crosses."""
+    bm = np.array([64, 64, 64, 64])
+    bn = np.array([16, 32, 32, 16])
+    loop = forward_kernel(bm, bn, 128, 128, 2).loops[0]
+    warps = np.array([2, 2, 4, 1])
+    assert chain_crosses(loop, warps, np.zeros(4, np.int64)).tolist() == [True, False, True, False]
+    # matrix_instr_nonkdim = 16 sets both dots: 4 waves of 16 rows each own an MFMA row tile
+    assert chain_crosses(loop, warps, np.full(4, 16)).tolist() == [False, False, False, False]
+
+
+def test_the_lds_rules_meet_the_knob_sample() -> None:
+    """The knobs compiled (amd_knobs.csv): every row within 2% of the compiled LDS."""
+    with (ROOT / "benchmarks/data/compiler/amd_knobs.csv").open(newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["status"] == "ok"]
+    assert len(rows) >= 40
+    for r in rows:
+        one = {k: np.array([int(r[k])]) for k in ("block_m", "block_n", "num_warps", "num_stages")}
+        d = max(16, 1 << (int(r["head_dim"]) - 1).bit_length())
+        kernel = forward_kernel(one["block_m"], one["block_n"], d, d, 2)
+        model = amd_lds_bytes(
+            kernel,
+            CompilerTarget.amd(r["target"]),
+            one["num_warps"],
+            one["num_stages"],
+            np.array([int(r["matrix_instr_nonkdim"])]),
+        )
+        compiled = int(r["shared_bytes"])
+        assert abs(int(model[0]) - compiled) <= 0.02 * compiled, r
+
+
+def test_fp8_runs_on_both_generations() -> None:
+    fp8 = AttentionProblem(batch=2, heads=16, seq_len=4096, head_dim=128, dtype="fp8")
+    for hardware in ("mi300x", "mi355x"):
+        assert _solve(hardware, fp8).candidates
+
+
+def test_the_backward_on_rocm_is_refused_naming_the_forward() -> None:
+    back = AttentionProblem(batch=2, heads=16, seq_len=4096, head_dim=128, phase="backward")
+    with pytest.raises(InvalidRequestError) as caught:
+        _solve("mi300x", back)
+    (violation,) = caught.value.violations
+    assert violation.field == "kernel" and "forward" in violation.description
+
+
+def test_triton_on_an_ascend_device_names_both_kinds() -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        _solve("ascend-910b")
+    assert any("cuda and rocm" in v.description for v in caught.value.violations)
+
+
+def test_both_engines_agree_on_rocm() -> None:
+    small = AttentionProblem(batch=1, heads=8, seq_len=2048, head_dim=64, causal=True)
+    cpsat = _solve("mi355x", small, top_k=5)
+    exhaustive = _solve("mi355x", small, top_k=5, engine="exhaustive")
+    assert [c.parameters for c in cpsat.candidates] == [c.parameters for c in exhaustive.candidates]
+
+
+def test_format_triton_prints_the_amd_knobs_in_the_kwargs(
+    capsys: pytest.CaptureFixture[str], target: str
+) -> None:
+    """`--format triton` on a rocm device: each triton.Config's kwargs hold BLOCK_M, BLOCK_N
+    and the three knobs as Triton's AMD backend reads them; the same from a server."""
+    argv = ["solve", "--hardware", "mi300x", "--kernel", "triton", "--head-dim", "128",
+            "--seq-len", "4096", "--top-k", "3", "--format", "triton"]  # fmt: skip
+    code, local, _ = run(capsys, *argv)
+    assert code == 0
+    configs = [line for line in local.splitlines() if "triton.Config(" in line]
+    assert len(configs) == 3
+    for line in configs:
+        for key in ("'BLOCK_M'", "'waves_per_eu'", "'matrix_instr_nonkdim'", "'kpack'"):
+            assert key in line
+    code, remote, _ = run(capsys, *argv, "--server", target)
+    assert code == 0 and remote == local
