@@ -34,6 +34,10 @@ from .versions import CATALOG_VERSION as CATALOG_VERSION
 TF32_ELEMENT_BYTES = 4
 TF32_FRACTION_OF_FP16 = 0.5
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
+# The device schemas are built on their first use, not at import (pydantic's `defer_build`;
+# validation is the same either way): a question about a CUDA device never builds the Ascend
+# or ROCm ones, and `_Device`, only ever a base class, is never built.
+_FROZEN_DEFERRED = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 # The optional tensor-memory fields of `SmLimits` (absent on parts without tensor memory).
 TENSOR_MEMORY_FIELDS = ("tensor_memory_lanes", "tensor_memory_columns")
 
@@ -287,7 +291,7 @@ class AscendCore(BaseModel):
     An optional field is None where no figure for the part is known.
     """
 
-    model_config = _FROZEN
+    model_config = _FROZEN_DEFERRED
 
     ai_core_count: int = Field(
         ge=1, le=1024, description="AI cores; on split parts the cube cores (= aic_count)"
@@ -457,7 +461,7 @@ class RocmCompute(BaseModel):
     all of them. Rates are per CU per engine clock unless a name says otherwise.
     """
 
-    model_config = _FROZEN
+    model_config = _FROZEN_DEFERRED
 
     gfx_target: str = Field(
         pattern=r"^gfx[0-9]{2,3}[0-9a-f]$", description="the LLVM target, e.g. 'gfx942'"
@@ -621,7 +625,7 @@ class RocmCompute(BaseModel):
 class _Device(BaseModel):
     """What every accelerator has, whatever its kind: names, memory, sources."""
 
-    model_config = _FROZEN
+    model_config = _FROZEN_DEFERRED  # and so its subclasses, the device kinds
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")
     display_name: str = Field(min_length=1, max_length=128)
@@ -758,22 +762,60 @@ def _catalog_files() -> list[tuple[str, str]]:
 
 
 @cache
+def _catalog_texts() -> dict[str, str]:
+    """Every catalog file's text by canonical name (the file's name without `.toml`, which
+    `_catalog_device` checks is the device's name)."""
+    return {file_name.removesuffix(".toml"): text for file_name, text in _catalog_files()}
+
+
+@cache
+def _catalog_device(canonical: str) -> HardwareSpec:
+    """One catalog device, parsed and validated on first use: a question reads only its own
+    device's file in full."""
+    spec = parse_hardware(tomllib.loads(_catalog_texts()[canonical]))
+    if canonical != spec.name:
+        raise ValueError(f"catalog file {canonical}.toml must be named {spec.name}.toml")
+    return spec
+
+
+@cache
 def load_catalog() -> dict[str, HardwareSpec]:
     """All catalog devices by canonical name, validated; loaded once per process."""
-    devices: dict[str, HardwareSpec] = {}
-    for file_name, text in _catalog_files():
-        spec = parse_hardware(tomllib.loads(text))
-        if file_name != f"{spec.name}.toml":
-            raise ValueError(f"catalog file {file_name} must be named {spec.name}.toml")
-        devices[spec.name] = spec
-    return devices
+    return {name: _catalog_device(name) for name in _catalog_texts()}
+
+
+# A line that opens a TOML table ("[memory]"): the file's top-level keys are all before it.
+_FIRST_TABLE = re.compile(r"^\[", re.MULTILINE)
+
+
+def _catalog_head(canonical: str) -> dict[str, Any]:
+    """A catalog file's top-level keys (name, aliases, arch, ...), parsed from the text before
+    its first table: the alias index reads these without parsing every file in full. A head
+    that does not parse alone (a multi-line value cut short) falls back to the whole file."""
+    text = _catalog_texts()[canonical]
+    first_table = _FIRST_TABLE.search(text)
+    try:
+        return tomllib.loads(text[: first_table.start()] if first_table else text)
+    except tomllib.TOMLDecodeError:
+        return tomllib.loads(text)
+
+
+def _raw_aliases(canonical: str) -> tuple[str, ...]:
+    """A catalog device's aliases as its file lists them; from the validated device where the
+    file's list is not one of strings (validating it then reports the file's mistake)."""
+    aliases = _catalog_head(canonical).get("aliases", ())
+    if isinstance(aliases, list) and all(isinstance(a, str) for a in aliases):
+        return tuple(aliases)
+    return _catalog_device(canonical).aliases
 
 
 @cache
 def _alias_index() -> dict[str, str]:
+    """Every catalog name and alias, folded, to its device's canonical name; read from the
+    files without validating a device."""
     index: dict[str, str] = {}
-    for name, spec in load_catalog().items():
-        for key in (name, *spec.aliases):
+    for name in _catalog_texts():
+        for key in (name, *_raw_aliases(name)):
             folded = _fold(key)
             if folded in index and index[folded] != name:
                 raise ValueError(f"hardware alias {key!r} is ambiguous")
@@ -832,4 +874,4 @@ def get_hardware(name: str) -> HardwareSpec:
         catalog = load_catalog()
         aliases = {n: list(catalog[n].aliases) for n in hardware_names()}
         raise UnknownHardwareError(name, hardware_names(), aliases)
-    return load_catalog()[canonical]
+    return _catalog_device(canonical)

@@ -7,12 +7,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pydantic
 import pytest
 
+from tilesolve.solver import hardware
 from tilesolve.solver.errors import InvalidRequestError, UnknownHardwareError
 from tilesolve.solver.hardware import (
     AscendCore,
@@ -212,6 +216,44 @@ def test_aliases_are_unique_across_files() -> None:
         for key in (name, *spec.aliases):
             folded = key.strip().lower().replace("_", "-").replace(" ", "-")
             assert owner.setdefault(folded, name) == name, f"{key!r}: {owner[folded]} and {name}"
+
+
+@pytest.mark.parametrize("name", CATALOG_NAMES)
+def test_the_alias_index_reads_each_files_head_as_the_whole_file_says(name: str) -> None:
+    # get_hardware looks names up in the files' top-level keys, parsed alone (issue 24)
+    text = (Path(__file__).resolve().parents[1] / "solver" / "catalog" / f"{name}.toml").read_text()
+    whole = tomllib.loads(text)
+    head = hardware._catalog_head(name)
+    assert head["name"] == whole["name"] == name
+    assert head.get("aliases") == whole.get("aliases")
+    assert head == {k: v for k, v in whole.items() if not isinstance(v, dict)}
+
+
+def test_a_head_cut_inside_a_multi_line_value_is_read_from_the_whole_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    text = 'name = "x"\nnotes = """\n[not a table]\n"""\naliases = ["y"]\n[memory]\nl2_bytes = 1\n'
+    monkeypatch.setattr(hardware, "_catalog_texts", lambda: {"x": text})
+    assert hardware._catalog_head("x")["aliases"] == ["y"]
+
+
+_ONE_QUESTION = """
+import json
+from tilesolve.solver import hardware as h
+spec = h.get_hardware("A100")
+print(json.dumps({"validated": h._catalog_device.cache_info().currsize,
+                  "built": sorted(k for k, c in h.DEVICE_KINDS.items() if c.__pydantic_complete__),
+                  "same": spec is h.load_catalog()["a100-80gb"]}))
+"""
+
+
+def test_a_lookup_validates_only_the_device_it_names() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _ONE_QUESTION], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    # one device validated, only the CUDA schema built; the full catalog holds the same object
+    assert json.loads(done.stdout) == {"validated": 1, "built": ["cuda"], "same": True}
 
 
 def test_unknown_hardware_lists_known_names() -> None:
