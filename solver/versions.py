@@ -37,4 +37,7 @@ CATALOG_VERSION = "2026.11.7"
 #        'tf32' on the tensor cores when pinned; every other family refuses fp32), flex decode's
 #        packed rows held to the block mask's BLOCK_SIZE; answers of 16-bit requests of every
 #        other family unchanged.
-MODEL_VERSION = "0.14.0"
+# 0.14.1: the flex backward's shared memory on mma.sync as Triton allocates it (Q^T and K^T,
+#        transposed in registers, kept out of the pipeline; docs/model.md 20.2): 304 of the
+#        digest's 488 flex backward answers move; every other family's answers unchanged.
+MODEL_VERSION = "0.14.1"
