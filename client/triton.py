@@ -405,7 +405,8 @@ def problem_from_tensors(
 ) -> ProblemFromArgs:
     """A reader of the problem from the kernel's Q and K tensors (shape in `layout`, 'bhsd'
     or 'bshd') and a causal flag among the arguments named `causal` (Triton's tutorial passes
-    STAGE = 3 for causal, 1 otherwise). The dtype comes from Q (float16, bfloat16, float8)."""
+    STAGE = 3 for causal, 1 otherwise). The dtype comes from Q (`dtype_of`: float16, bfloat16,
+    float8; float32 is fp32, which the triton family refuses by name)."""
 
     def read(named_args: Mapping[str, Any], kwargs: Mapping[str, Any]) -> AttentionProblem:
         from tilesolve.solver import AttentionProblem, DType
@@ -422,8 +423,6 @@ def problem_from_tensors(
         flag_name = next((n for n in causal if n in args), None)
         flag = args[flag_name] if flag_name is not None else False
         is_causal = flag == 3 if flag_name == "STAGE" else bool(flag)
-        dtype = str(getattr(qt, "dtype", "float16"))
-        name = "bf16" if "bfloat16" in dtype else "fp8" if "float8" in dtype else "fp16"
         return AttentionProblem(
             batch=int(batch),
             heads=int(heads),
@@ -431,8 +430,41 @@ def problem_from_tensors(
             seq_len=int(seq_len),
             seq_len_kv=int(seq_len_kv),
             head_dim=int(head_dim),
-            dtype=DType(name),
+            dtype=DType(dtype_of(qt)),
             causal=is_causal,
         )
 
     return read
+
+
+# torch / numpy dtype names (the text after the last '.') and tilesolve's dtype for each
+TENSOR_DTYPES = {
+    "float16": "fp16",
+    "half": "fp16",
+    "bfloat16": "bf16",
+    "float32": "fp32",
+    "float": "fp32",
+}
+
+
+def dtype_of(tensor: Any) -> str:
+    """tilesolve's dtype of a tensor-like object (`.dtype`; float16 when it has none): float16,
+    bfloat16, float32 and the float8 kinds. float32 is read as fp32, which the triton family
+    refuses when the problem is ranked (InvalidRequestError naming dtype); another dtype is
+    refused here."""
+    from tilesolve.solver import DType, FieldViolation, InvalidRequestError
+
+    text = str(getattr(tensor, "dtype", "float16"))
+    name = text.rsplit(".", 1)[-1]
+    if name.startswith("float8"):
+        return DType.FP8.value
+    if name in TENSOR_DTYPES:
+        return TENSOR_DTYPES[name]
+    allowed = ", ".join(sorted({*TENSOR_DTYPES, "float8_*"}))
+    raise InvalidRequestError(
+        [
+            FieldViolation(
+                "dtype", f"tensor dtype {text!r} is not an attention dtype (allowed: {allowed})"
+            )
+        ]
+    )

@@ -45,4 +45,7 @@ CATALOG_VERSION = "2026.11.7"
 #   waves_per_eu, matrix_instr_nonkdim and kpack (LDS, VGPR+AGPR and the cost on the shared AMD
 #   pieces), flex's forward on rocm devices; every CUDA and Ascend answer as before, their
 #   refusals of triton and flex now name both kinds.
-MODEL_VERSION = "0.16.0"
+# 0.17.0: the flex backward's shared memory on mma.sync as Triton allocates it (Q^T and K^T,
+#        transposed in registers, kept out of the pipeline; docs/model.md 20.2): flex backward
+#        answers move; every other family's answers unchanged.
+MODEL_VERSION = "0.17.0"

@@ -224,3 +224,23 @@ def test_memory_params_over_grpc_match_in_process(
     capsys.readouterr()
     assert main([*args[:-2], "--param", "block_q=3", "--server", target]) == 2
     assert "block_q" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("kernel", "phase"),
+    [("fa2", "forward"), ("flashinfer", "forward"), ("fa2", "backward"), ("flex", "forward")],
+)
+@pytest.mark.parametrize("page_size", [256, 7])
+def test_memory_refuses_a_page_size_pin_naming_it_in_process_and_over_grpc(
+    kernel: str, phase: str, page_size: int, target: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`memory` reports contiguous K/V: a page_size pin is no parameter of any family there
+    (exit 2 naming it and the family's parameters), even where the family's decode path has a
+    paged-KV rule that the value breaks (fa2, flashinfer: that rule's refusal came first)."""
+    args = ["memory", "--hardware", "h100-sxm", "--kernel", kernel, "--phase", phase,
+            "--seq-len", "4096", "--head-dim", "128", "--tile", "64",
+            "--param", f"page_size={page_size}"]  # fmt: skip
+    for extra in ([], ["--server", target]):
+        assert main([*args, *extra]) == 2
+        err = capsys.readouterr().err
+        assert f"{kernel} has no parameter 'page_size'; its parameters: " in err, err

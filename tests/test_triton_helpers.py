@@ -15,7 +15,7 @@ import pytest
 
 from tilesolve.client import triton as ts
 from tilesolve.client.cli import main
-from tilesolve.solver import AttentionProblem, SolveOptions, solve
+from tilesolve.solver import AttentionProblem, InvalidRequestError, SolveOptions, solve
 from tilesolve.solver.solve import prepare
 
 
@@ -125,6 +125,24 @@ def test_problem_from_tensors_reads_shapes_dtype_and_the_causal_flag() -> None:
         False,
         "fp16",
     )
+
+
+def test_float32_tensors_are_fp32_and_the_triton_family_refuses_them_by_name() -> None:
+    """float32 was read as fp16 once: now the prune hook raises the family's dtype refusal."""
+    q = types.SimpleNamespace(shape=(1, 8, 1024, 64), dtype="torch.float32")
+    assert ts.problem_from_tensors()({"Q": q, "K": q}, {}).dtype.value == "fp32"
+    hook = ts.early_config_prune_for("h100-sxm", cache=False)
+    with pytest.raises(InvalidRequestError) as info:
+        hook([], {"Q": q, "K": q})
+    [violation] = info.value.violations
+    assert violation.field == "dtype"
+    assert "allowed: fp16, bf16, fp8" in violation.description and "flex" in violation.description
+
+
+def test_a_tensor_dtype_that_is_no_attention_dtype_is_refused_naming_the_allowed_ones() -> None:
+    q = types.SimpleNamespace(shape=(1, 8, 1024, 64), dtype="torch.float64")
+    with pytest.raises(InvalidRequestError, match=r"dtype: tensor dtype 'torch.float64' .*float32"):
+        ts.problem_from_tensors()({"Q": q, "K": q}, {})
 
 
 def _exec_source(source: str, triton_module: Any) -> list[Any]:

@@ -65,6 +65,18 @@ BACKWARD_SAMPLE = (
     ("bf16", "ieee", 256, 128, 32, 32, 32, 32, 4, 2),
     ("fp16", "ieee", 64, 64, 32, 128, 128, 32, 4, 1),
     ("fp32", "tf32", 64, 64, 32, 64, 64, 32, 4, 2),
+    # added to separate the mma.sync hypotheses (docs/model.md 20.2): deeper pipelines, 2 and
+    # 8 warps, 16-row steps, chained tiles larger than the transposed tile, fp32 at both
+    # precisions
+    ("fp16", "ieee", 64, 64, 32, 64, 64, 32, 4, 4),
+    ("bf16", "ieee", 128, 128, 16, 64, 64, 16, 2, 3),
+    ("fp16", "ieee", 64, 64, 16, 128, 128, 16, 8, 3),
+    ("fp16", "ieee", 128, 128, 64, 128, 128, 64, 8, 2),
+    ("bf16", "ieee", 64, 64, 128, 128, 128, 32, 8, 3),
+    ("fp16", "ieee", 256, 256, 32, 64, 64, 32, 4, 2),
+    ("fp32", "tf32", 128, 128, 32, 32, 32, 32, 4, 3),
+    ("fp32", "tf32", 64, 64, 64, 64, 64, 64, 4, 2),
+    ("fp32", "ieee", 64, 64, 32, 64, 64, 32, 4, 2),
 )
 # decode: (dtype, precision, qk dim, v dim, q_len, GQA group, block_n, split_kv, warps,
 # stages); BLOCK_M = max(next_pow2(q_len x group), 16), as the lowering sets it

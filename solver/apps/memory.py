@@ -311,10 +311,10 @@ def _family_figures(
         return None, "; ".join(f"{v.field}: {v.description}" for v in violations), [], {}
     params = family.params(problem, reference)
     bad = _parameter_violations(kernel, params, parameters)
+    if bad:  # before the request's parameters, which judge a page_size pin as a paged request
+        raise InvalidRequestError(bad)
     # the request's own parameters (a setting such as flex's tf32 held unless given)
     params = family.request_params(problem, reference, SolveOptions(parameter_pins=parameters))
-    if bad:
-        raise InvalidRequestError(bad)
     # The tile as given, every other parameter at the smallest value of its domain (one K/V
     # stage: triton adds a K/V tile per further stage; the smem formulas ignore the warps),
     # or at the value `parameters` gives it.

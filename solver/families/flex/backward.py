@@ -84,11 +84,12 @@ class FlexAttentionBackward(FlexTemplateRules, TritonBackwardFamily):
         return requested_precision(super().request_params(problem, hardware, options), options)
 
     def kernel(self, cfg: ConfigArrays, problem: AttentionProblem) -> AttentionKernel:
-        """The two roles' loops at the rounded head dims (FMA dots for fp32 at 'ieee')."""
+        """The two roles' loops at the rounded head dims (FMA dots for fp32 at 'ieee'), with Q and
+        K loaded transposed, as the template loads qT and kT."""
         d, dv = self.kernel_head_dims(problem)
         m1, n1, m2, n2 = (cfg[name] for name in self.loop_tiles)
         elem = problem.dtype.bytes
-        return backward_kernel(m1, n1, m2, n2, d, dv, elem, dots_on_fma(cfg))
+        return backward_kernel(m1, n1, m2, n2, d, dv, elem, dots_on_fma(cfg), transposed_loads=True)
 
     def common_fields(self, cfg: ConfigArrays) -> dict[str, IntArray]:
         """The wire's block_m / block_n are the dK/dV role's (BLOCK_M1, BLOCK_N1)."""

@@ -48,9 +48,13 @@ def backward_kernel(
     dv: int,
     elem_bytes: int,
     fma_dots: bool = False,
+    transposed_loads: bool = False,
 ) -> AttentionKernel:
     """The dK/dV loop then the dQ loop (one after the other: they share the arena); `fma_dots`
-    as for `forward_kernel`.
+    as for `forward_kernel`. `transposed_loads`: the kernel loads the streamed Q of the dK/dV
+    loop and K of the dQ loop through transposed pointers (FlexAttention's qT and kT; the
+    triton family's kernel loads them as stored), and V of the dQ loop (`Operand.
+    loaded_transposed`).
 
     dK/dV loop (block_n keys resident, block_m query rows streamed): P^T = exp2(K Q^T - LSE)
     (dot 0), dV += P^T dO (1), dP^T = V dO^T (2), dK += dS^T Q (3); Q, dO, LSE and D are
@@ -63,7 +67,15 @@ def backward_kernel(
         operands=(
             Operand("K", block_n, d, resident=True, plain_uses=(0,)),
             Operand("V", block_n, dv, resident=True, plain_uses=(2,)),
-            Operand("Q", block_m, d, resident=False, plain_uses=(3,), transposed_uses=(0,)),
+            Operand(
+                "Q",
+                block_m,
+                d,
+                resident=False,
+                plain_uses=(3,),
+                transposed_uses=(0,),
+                loaded_transposed=transposed_loads,
+            ),
             Operand("dO", block_m, dv, resident=False, plain_uses=(1,), transposed_uses=(2,)),
         ),
         chain=Chain(rows=block_n, cols=block_m, consumers=(1, 3), out_cols=max(d, dv)),
@@ -79,8 +91,23 @@ def backward_kernel(
         operands=(
             Operand("Q", dq_block_m, d, resident=True, plain_uses=(0,)),
             Operand("dO", dq_block_m, dv, resident=True, plain_uses=(1,)),
-            Operand("K", dq_block_n, d, resident=False, plain_uses=(2,), transposed_uses=(0,)),
-            Operand("V", dq_block_n, dv, resident=False, transposed_uses=(1,)),
+            Operand(
+                "K",
+                dq_block_n,
+                d,
+                resident=False,
+                plain_uses=(2,),
+                transposed_uses=(0,),
+                loaded_transposed=transposed_loads,
+            ),
+            Operand(
+                "V",
+                dq_block_n,
+                dv,
+                resident=False,
+                transposed_uses=(1,),
+                loaded_transposed=transposed_loads,
+            ),
         ),
         chain=Chain(rows=dq_block_m, cols=dq_block_n, consumers=(2,), out_cols=d),
         accumulators=((dq_block_m, d),),

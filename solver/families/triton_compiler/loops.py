@@ -47,7 +47,10 @@ class Operand:
     backward's K and V in the dK/dV loop); otherwise streamed: loaded every iteration, which the
     software pipeliner turns into asynchronous copies `num_stages` deep. `loaded_before`: the dot
     before which an iteration issues the load (streamed operands; program order matters only for
-    a loop the pipeliner leaves alone, num_stages = 1)."""
+    a loop the pipeliner leaves alone, num_stages = 1). `loaded_transposed`: the kernel's
+    pointers load the tile transposed, as `cols x rows` (FlexAttention's backward template
+    loads qT, kT and vT so); the uses stay stated against `rows x cols`. It matters to the
+    pipelined mma.sync rule only (`shared_memory.transposed_in_registers`)."""
 
     name: str
     rows: Size
@@ -56,6 +59,7 @@ class Operand:
     plain_uses: tuple[int, ...] = ()
     transposed_uses: tuple[int, ...] = ()
     loaded_before: int = 0
+    loaded_transposed: bool = False
 
     def __post_init__(self) -> None:
         if not self.plain_uses and not self.transposed_uses:

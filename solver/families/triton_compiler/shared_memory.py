@@ -15,7 +15,14 @@ compiled evidence):
   read the tile into registers before the copy into its slot is issued). Triton lays a chained
   loop's warps along the rows of the consuming dot's result when rows >= its columns, else along
   its columns (`warpsPerTileV2`, chained dots); in the second case the chained tile (P) crosses
-  warps through shared memory: rows x cols x e more, at the consuming dot.
+  warps through shared memory: rows x cols x e more, at the consuming dot. A streamed operand
+  read in both orientations that Triton transposes in registers (`transposed_in_registers`:
+  loaded through transposed pointers, as FlexAttention's qT and kT, or 4 bytes an element) is
+  not pipelined: the pipeliner takes a load only when its users can share one shared
+  encoding (AssignLatencies.cpp `isPipeliningBeneficial` -> `canHaveSharedEncoding`), and
+  this load feeds a shared-memory copy and a register `convert_layout`. It gets one buffer
+  and the conversion's scratch at the top of the iteration, which the chained tile reuses
+  later in it (`_register_transposed_bytes`).
 - **pipelined, wgmma and tcgen05** (warpgroup MMAs, which read both operands from shared memory
   while they run): s buffers of every streamed operand (tcgen05: one more for each further MMA
   that reads it, the MMAs being asynchronous), s - 1 of every row vector; the chained tile
@@ -59,6 +66,10 @@ TCGEN05_BARRIER_BYTES = 1024  # tcgen05's mbarriers and the swizzled operand's 1
 # (getNumScratchElemsSwizzledCvt: the tile divided by its rounds; docs/model.md 16.7).
 TRANSPOSE_ROWS_PER_ROUND = 8
 TRANSPOSE_BYTES_PER_THREAD = 16
+# A 4-byte tile loaded transposed and transposed again in registers (FlexAttention's qT and kT
+# at tf32): the conversion's scratch is at least 64 bytes per thread (observed with 2, 4 and 8
+# warps; flex_compare.py, docs/model.md 20.2).
+TRANSPOSED_LOAD_FP32_BYTES_PER_THREAD = 64
 # Per result row, bytes the compiled fp32 forward loop keeps beside its buffers (observed:
 # the FMA lowering one fp32 per row, mma.sync at tf32 two when the warps lie along the
 # columns; flex_compare.py, docs/model.md 20.2).
@@ -100,7 +111,10 @@ def loop_shared_bytes(
             warpgroup,
             lambda: (
                 _pipelined_bytes(loop, stages, "mma.sync")
-                + np.where(along_rows, 0, _chain_bytes(loop, n) + _tf32_exchange(loop, n))
+                + np.maximum(
+                    _register_transposed_bytes(loop, warps, along_rows),
+                    np.where(along_rows, 0, _chain_bytes(loop, n) + _tf32_exchange(loop, n)),
+                )
             ),
             lambda: _where_taken(
                 tcgen05,
@@ -171,23 +185,71 @@ def _pipelined_bytes(loop: DotLoop, stages: IntArray, lowering: str) -> IntArray
     resident = sum((_tile_bytes(o, n, e) for o in loop.resident()), np.zeros(n, np.int64))
     ring = np.zeros(n, dtype=np.int64)
     for o in loop.streamed():
+        if lowering == "mma.sync" and transposed_in_registers(o, e):
+            continue  # not pipelined: `_register_transposed_bytes`
         readers = len(set(o.plain_uses) | set(o.transposed_uses))
         buffers = {"mma.sync": stages - 1, "wgmma": stages, "tcgen05": stages + readers - 1}
         ring = ring + buffers[lowering] * _tile_bytes(o, n, e)
     return np.asarray(resident + ring + (stages - 1) * _vector_bytes(loop, n))
 
 
+def transposed_in_registers(operand: Operand, elem: int) -> bool:
+    """Whether Triton transposes a streamed operand of a pipelined mma.sync loop in registers
+    rather than by reading its buffer transposed: an operand read in both orientations that
+    the kernel loads transposed (`Operand.loaded_transposed`), or any such operand at 4 bytes
+    an element. Its load is then a plain load, which the pipeliner leaves alone (it pipelines
+    a load whose every use is a shared-memory copy; here one use is a `convert_layout`)."""
+    both = bool(operand.plain_uses) and bool(operand.transposed_uses)
+    return both and (operand.loaded_transposed or elem == FP32_BYTES)
+
+
+def _register_transposed_bytes(loop: DotLoop, warps: IntArray, along_rows: BoolArray) -> IntArray:
+    """The operands a pipelined mma.sync loop transposes in registers (`transposed_in_
+    registers`), bytes: each is loaded at the top of the iteration into one buffer (alive
+    until its plain read, among the iteration's first dots) and converted to the transposed
+    dot's layout through scratch alive only at the conversion; the peak over their loads in
+    program order. The scratch is the transposing conversion's (`_transpose_scratch`; with
+    the warps taken along the rows, and 64 bytes a thread at 4 bytes an element, for a tile
+    loaded transposed). The chained tile, converted at a later dot, reuses these bytes (the
+    caller takes the larger)."""
+    n = len(warps)
+    e = loop.elem_bytes
+    threads = warps * 32
+    live = np.zeros(n, dtype=np.int64)
+    peak = np.zeros(n, dtype=np.int64)
+    for o in loop.streamed():
+        if not transposed_in_registers(o, e):
+            continue
+        live = live + _tile_bytes(o, n, e)
+        if o.loaded_transposed:
+            per_thread = TRANSPOSED_LOAD_FP32_BYTES_PER_THREAD if e == FP32_BYTES else None
+            rows = np.ones(n, dtype=np.bool_)
+            scratch = _transpose_scratch(o, n, e, warps, rows, threads, per_thread)
+        else:
+            scratch = _transpose_scratch(o, n, e, warps, along_rows, threads)
+        peak = np.maximum(peak, live + scratch)
+    return np.asarray(peak, dtype=np.int64)
+
+
 def _transpose_scratch(
-    operand: Operand, n: int, elem: int, warps: IntArray, along_rows: BoolArray, threads: IntArray
+    operand: Operand,
+    n: int,
+    elem: int,
+    warps: IntArray,
+    along_rows: BoolArray,
+    threads: IntArray,
+    bytes_per_thread: int | None = None,
 ) -> IntArray:
-    """Scratch of the layout conversion that transposes an operand in an unpipelined mma.sync
-    loop, bytes: 8 rows of the tile per round (8 per warp when the warps lie along the columns),
-    at least 16 bytes per thread, at most the tile."""
+    """Scratch of the layout conversion that transposes an operand on mma.sync (an unpipelined
+    loop's, or `_register_transposed_bytes`'), bytes: 8 rows of the tile per round (8 per warp
+    when the warps lie along the columns), at least `bytes_per_thread` per thread (16 unless
+    given), at most the tile."""
     rows = as_array(operand.rows, n)
     row_bytes = as_array(operand.cols, n) * elem
+    least = TRANSPOSE_BYTES_PER_THREAD if bytes_per_thread is None else bytes_per_thread
     per_round = np.where(
         along_rows,
-        np.maximum(TRANSPOSE_ROWS_PER_ROUND * row_bytes, TRANSPOSE_BYTES_PER_THREAD * threads),
+        np.maximum(TRANSPOSE_ROWS_PER_ROUND * row_bytes, least * threads),
         TRANSPOSE_ROWS_PER_ROUND * warps * row_bytes,
     )
     return np.asarray(np.minimum(rows * row_bytes, per_round), dtype=np.int64)
