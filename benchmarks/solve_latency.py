@@ -957,7 +957,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     amd_stats = summary(amd_cases, amd_results)
     amdt_cases = build_amd_triton_cases()
-    amdt_results = run(amdt_cases, args.repeats, progress=sys.stderr.isatty())
+    amdt_results = run(amdt_cases, args.repeats, quiet=args.quiet)
     amdt_disagreements = [
         d for c in amdt_cases if (d := disagreement(c, amdt_results[c.name])) is not None
     ]
@@ -969,7 +969,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     flex_stats = summary(flex_cases, flex_results)
     fa3_bwd_cases = build_fa3_backward_cases()
-    fa3_bwd_results = run(fa3_bwd_cases, args.repeats, progress=sys.stderr.isatty())
+    fa3_bwd_results = run(fa3_bwd_cases, args.repeats, quiet=args.quiet)
     fa3_bwd_disagreements = [
         d for c in fa3_bwd_cases if (d := disagreement(c, fa3_bwd_results[c.name])) is not None
     ]
