@@ -27,7 +27,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     ValidationInfo,
     ValidatorFunctionWrapHandler,
     field_validator,
@@ -36,7 +35,7 @@ from pydantic import (
 from .errors import FieldViolation, InvalidRequestError
 from .hardware import CudaDevice, HardwareSpec, SmLimits, load_catalog
 from .space import IntArray, ceil_div
-from .violations import violations_from_validation
+from .violations import validated_on_device, within_device_range
 
 _UNLIMITED = np.int64(1 << 40)
 # cudaOccRegAllocationMaxPerThread: the header rejects only more than 256 (the ISA limit is 255).
@@ -280,22 +279,13 @@ class OccupancyQuery(BaseModel):
         else:
             highest = min(spec.sm.max_regs_per_thread, MAX_ISA_REGS)
             what = "registers per thread"
-        try:
-            number = handler(value)
-        except ValidationError:
-            number = highest + 1
-        if not lowest <= number <= highest:
-            raise ValueError(f"must be an integer from {lowest} to {highest} ({what})")
-        return number
+        return within_device_range(handler, value, lowest, highest, what)
 
     @classmethod
     def on(cls, spec: CudaDevice, data: Mapping[str, object]) -> OccupancyQuery:
         """`data` (the fields by name, as numbers or text) as a launch on `spec`; raises
         InvalidRequestError naming every bad field and what is allowed."""
-        try:
-            return cls.model_validate(dict(data), context={"device": spec})
-        except ValidationError as exc:
-            raise InvalidRequestError(violations_from_validation(exc, cls)) from None
+        return validated_on_device(cls, spec, data)
 
 
 def occupancy_device(spec: HardwareSpec, cuda_names: Sequence[str] | None = None) -> CudaDevice:

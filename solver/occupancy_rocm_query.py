@@ -19,16 +19,14 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     ValidationInfo,
     ValidatorFunctionWrapHandler,
     field_validator,
 )
 
-from .errors import InvalidRequestError
 from .hardware import RocmCompute, RocmDevice
 from .occupancy_rocm import register_cap, rocm_occupancy_arrays, wave_registers
-from .violations import violations_from_validation
+from .violations import validated_on_device, within_device_range
 
 ADDRESSABLE = 256  # architectural VGPRs, or AGPRs, one wave addresses
 MAX_WAVES_PER_EU = 8  # LLVM's range of amdgpu-waves-per-eu on gfx9
@@ -66,22 +64,13 @@ class RocmOccupancyQuery(BaseModel):
             "lds_bytes": (r.lds_per_workgroup_bytes, f"a workgroup's LDS on {spec.name}"),
         }[info.field_name]
         lowest = 1 if info.field_name == "threads" else 0
-        try:
-            number = handler(value)
-        except ValidationError:
-            number = highest + 1
-        if not lowest <= number <= highest:
-            raise ValueError(f"must be an integer from {lowest} to {highest} ({what})")
-        return number
+        return within_device_range(handler, value, lowest, highest, what)
 
     @classmethod
     def on(cls, spec: RocmDevice, data: Mapping[str, object]) -> RocmOccupancyQuery:
         """`data` (the fields by name, as numbers or text) as a launch on `spec`; raises
         InvalidRequestError naming every bad field and what is allowed."""
-        try:
-            return cls.model_validate(dict(data), context={"device": spec})
-        except ValidationError as exc:
-            raise InvalidRequestError(violations_from_validation(exc, cls)) from None
+        return validated_on_device(cls, spec, data)
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,14 @@ fields names the first field its message mentions.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import FieldViolation
+from .errors import FieldViolation, InvalidRequestError
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 _NUMBER_ERRORS = {
     "int_parsing",
@@ -131,3 +135,26 @@ def violations_from_validation(
         path = ".".join(p for p in (prefix, field) if p) or whole
         out.append(FieldViolation(path, description))
     return out
+
+
+def within_device_range(
+    handler: Callable[[object], int], value: object, lowest: int, highest: int, what: str
+) -> int:
+    """`handler(value)` (a field's own validation) held to `lowest..highest`, the range on one
+    device (`what` names the limit); a bad value of any kind is told the whole range."""
+    try:
+        number = handler(value)
+    except ValidationError:
+        number = highest + 1
+    if not lowest <= number <= highest:
+        raise ValueError(f"must be an integer from {lowest} to {highest} ({what})")
+    return number
+
+
+def validated_on_device(model: type[ModelT], device: object, data: Mapping[str, object]) -> ModelT:
+    """`data` (fields by name, as numbers or text) as `model` with `device` in the validation
+    context; raises InvalidRequestError naming every bad field and what is allowed."""
+    try:
+        return model.model_validate(dict(data), context={"device": device})
+    except ValidationError as exc:
+        raise InvalidRequestError(violations_from_validation(exc, model)) from None
