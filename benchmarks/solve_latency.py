@@ -54,6 +54,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
@@ -910,6 +911,65 @@ def to_json(
     }
 
 
+@dataclass(frozen=True)
+class OwnBlock:
+    """A block of its own (its own set and fingerprint, the same timing, its own p95 target):
+    `key` in the JSON document, `label` in the report."""
+
+    key: str
+    label: str
+    build: Callable[[], list[Case]]
+    p95_target_ms: float
+    target_in_json: bool = True  # decode's document has carried no target field
+
+
+OWN_BLOCKS = (
+    OwnBlock("decode", "decode", build_decode_cases, TARGET_DECODE_P95_MS, target_in_json=False),
+    OwnBlock("fa4", "fa4", build_fa4_cases, TARGET_FA4_P95_MS),
+    OwnBlock("amd", "amd", build_amd_cases, TARGET_AMD_P95_MS),
+    OwnBlock("amd_triton", "amd triton", build_amd_triton_cases, TARGET_AMD_P95_MS),
+    OwnBlock("flex", "flex", build_flex_cases, TARGET_FLEX_P95_MS),
+    OwnBlock("fa3_backward", "fa3-backward", build_fa3_backward_cases, TARGET_FA3_BACKWARD_P95_MS),
+)
+
+
+@dataclass(frozen=True)
+class OwnBlockResult:
+    """One own block's runs, summary and disagreements."""
+
+    block: OwnBlock
+    cases: list[Case]
+    results: dict[str, dict[str, EngineRuns]]
+    stats: dict[str, Any]
+    disagreements: list[str]
+
+    def to_json(self, repeats: int) -> dict[str, Any]:
+        doc = to_json(
+            context(self.cases, repeats), self.cases, self.results, self.stats, self.disagreements
+        )
+        if self.block.target_in_json:
+            doc["target_p95_ms"] = self.block.p95_target_ms
+        return doc
+
+    def print_report(self) -> None:
+        print_decode_report(
+            self.cases,
+            self.results,
+            self.stats,
+            self.disagreements,
+            self.block.label,
+            self.block.p95_target_ms,
+        )
+
+
+def run_own_block(block: OwnBlock, repeats: int, quiet: bool) -> OwnBlockResult:
+    """Build, time and summarise one own block."""
+    cases = block.build()
+    results = run(cases, repeats, quiet=quiet)
+    disagreements = [d for c in cases if (d := disagreement(c, results[c.name])) is not None]
+    return OwnBlockResult(block, cases, results, summary(cases, results), disagreements)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="solves per engine per problem")
@@ -922,7 +982,6 @@ def main(argv: list[str] | None = None) -> int:
     cases = build_cases()
     ascend = build_ascend_cases()
     backward = build_backward_cases()
-    decode_cases = build_decode_cases()
     warm_up()
     results = run(cases, args.repeats, quiet=args.quiet)
     ascend_results = run(ascend, args.repeats, quiet=args.quiet)
@@ -939,41 +998,7 @@ def main(argv: list[str] | None = None) -> int:
     stats = summary(cases, results)
     ascend_stats = summary(ascend, ascend_results)
     bwd_stats = summary(backward, bwd_results)
-    decode_results = run(decode_cases, args.repeats, quiet=args.quiet)
-    decode_disagreements = [
-        d for c in decode_cases if (d := disagreement(c, decode_results[c.name])) is not None
-    ]
-    decode_stats = summary(decode_cases, decode_results)
-    fa4_cases = build_fa4_cases()
-    fa4_results = run(fa4_cases, args.repeats, quiet=args.quiet)
-    fa4_disagreements = [
-        d for c in fa4_cases if (d := disagreement(c, fa4_results[c.name])) is not None
-    ]
-    fa4_stats = summary(fa4_cases, fa4_results)
-    amd_cases = build_amd_cases()
-    amd_results = run(amd_cases, args.repeats, quiet=args.quiet)
-    amd_disagreements = [
-        d for c in amd_cases if (d := disagreement(c, amd_results[c.name])) is not None
-    ]
-    amd_stats = summary(amd_cases, amd_results)
-    amdt_cases = build_amd_triton_cases()
-    amdt_results = run(amdt_cases, args.repeats, quiet=args.quiet)
-    amdt_disagreements = [
-        d for c in amdt_cases if (d := disagreement(c, amdt_results[c.name])) is not None
-    ]
-    amdt_stats = summary(amdt_cases, amdt_results)
-    flex_cases = build_flex_cases()
-    flex_results = run(flex_cases, args.repeats, quiet=args.quiet)
-    flex_disagreements = [
-        d for c in flex_cases if (d := disagreement(c, flex_results[c.name])) is not None
-    ]
-    flex_stats = summary(flex_cases, flex_results)
-    fa3_bwd_cases = build_fa3_backward_cases()
-    fa3_bwd_results = run(fa3_bwd_cases, args.repeats, quiet=args.quiet)
-    fa3_bwd_disagreements = [
-        d for c in fa3_bwd_cases if (d := disagreement(c, fa3_bwd_results[c.name])) is not None
-    ]
-    fa3_bwd_stats = summary(fa3_bwd_cases, fa3_bwd_results)
+    own = [run_own_block(block, args.repeats, args.quiet) for block in OWN_BLOCKS]
     if args.json:
         doc = to_json(ctx, cases, results, stats, disagreements)
         doc["ascend_group"] = to_json(
@@ -982,40 +1007,8 @@ def main(argv: list[str] | None = None) -> int:
         doc["backward"] = to_json(ctx, backward, bwd_results, bwd_stats, bwd_disagreements)
         doc["backward"]["context"]["problem_set_sha256"] = fingerprint(backward)
         doc["backward"]["target_p95_ms"] = TARGET_BACKWARD_P95_MS
-        doc["decode"] = to_json(
-            context(decode_cases, args.repeats),
-            decode_cases,
-            decode_results,
-            decode_stats,
-            decode_disagreements,
-        )
-        doc["fa4"] = to_json(
-            context(fa4_cases, args.repeats), fa4_cases, fa4_results, fa4_stats, fa4_disagreements
-        )
-        doc["fa4"]["target_p95_ms"] = TARGET_FA4_P95_MS
-        doc["amd"] = to_json(
-            context(amd_cases, args.repeats), amd_cases, amd_results, amd_stats, amd_disagreements
-        )
-        doc["amd"]["target_p95_ms"] = TARGET_AMD_P95_MS
-        doc["amd_triton"] = to_json(
-            context(amdt_cases, args.repeats),
-            amdt_cases,
-            amdt_results,
-            amdt_stats,
-            amdt_disagreements,
-        )
-        doc["amd_triton"]["target_p95_ms"] = TARGET_AMD_P95_MS
-        flex_ctx = context(flex_cases, args.repeats)
-        doc["flex"] = to_json(flex_ctx, flex_cases, flex_results, flex_stats, flex_disagreements)
-        doc["flex"]["target_p95_ms"] = TARGET_FLEX_P95_MS
-        doc["fa3_backward"] = to_json(
-            context(fa3_bwd_cases, args.repeats),
-            fa3_bwd_cases,
-            fa3_bwd_results,
-            fa3_bwd_stats,
-            fa3_bwd_disagreements,
-        )
-        doc["fa3_backward"]["target_p95_ms"] = TARGET_FA3_BACKWARD_P95_MS
+        for result in own:
+            doc[result.block.key] = result.to_json(args.repeats)
         json.dump(doc, sys.stdout, indent=2)
         print()
     else:
@@ -1033,47 +1026,15 @@ def main(argv: list[str] | None = None) -> int:
         )
         print_backward_report(ctx, backward, bwd_results, bwd_stats, bwd_disagreements)
         print()
-        print_decode_report(decode_cases, decode_results, decode_stats, decode_disagreements)
-        print()
-        print_decode_report(
-            fa4_cases, fa4_results, fa4_stats, fa4_disagreements, "fa4", TARGET_FA4_P95_MS
-        )
-        print()
-        print_decode_report(
-            amd_cases, amd_results, amd_stats, amd_disagreements, "amd", TARGET_AMD_P95_MS
-        )
-        print()
-        print_decode_report(
-            amdt_cases,
-            amdt_results,
-            amdt_stats,
-            amdt_disagreements,
-            "amd triton",
-            TARGET_AMD_P95_MS,
-        )
-        print()
-        print_decode_report(
-            flex_cases, flex_results, flex_stats, flex_disagreements, "flex", TARGET_FLEX_P95_MS
-        )
-        print()
-        print_decode_report(
-            fa3_bwd_cases,
-            fa3_bwd_results,
-            fa3_bwd_stats,
-            fa3_bwd_disagreements,
-            "fa3-backward",
-            TARGET_FA3_BACKWARD_P95_MS,
-        )
+        for i, result in enumerate(own):
+            if i:
+                print()
+            result.print_report()
     failed = (
         disagreements
         or ascend_disagreements
         or bwd_disagreements
-        or decode_disagreements
-        or fa4_disagreements
-        or amd_disagreements
-        or amdt_disagreements
-        or flex_disagreements
-        or fa3_bwd_disagreements
+        or any(result.disagreements for result in own)
     )
     return 1 if failed else 0
 
