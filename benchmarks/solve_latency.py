@@ -1,7 +1,10 @@
 """Solve latency of the two engines (CP-SAT and exhaustive) on a fixed set of problems.
 
 Usage:
-    .venv/bin/python benchmarks/solve_latency.py [--repeats N] [--json]
+    .venv/bin/python benchmarks/solve_latency.py [--repeats N] [--json] [--sample N]
+
+`--sample N` keeps the first N problems of every set: a smoke run of every block and report
+(tests/test_solve_latency.py), not a measurement; its report and JSON say so.
 
 "Cold" here means a new problem in a warm process: ortools is imported and one throwaway solve
 per (engine, kernel family) is run on a problem outside the set before any timing, then every
@@ -962,9 +965,16 @@ class OwnBlockResult:
         )
 
 
-def run_own_block(block: OwnBlock, repeats: int, quiet: bool) -> OwnBlockResult:
-    """Build, time and summarise one own block."""
-    cases = block.build()
+def sampled(cases: list[Case], sample: int | None) -> list[Case]:
+    """The set, or its first `sample` problems (a smoke run)."""
+    return cases if sample is None else cases[:sample]
+
+
+def run_own_block(
+    block: OwnBlock, repeats: int, quiet: bool, sample: int | None = None
+) -> OwnBlockResult:
+    """Build, time and summarise one own block (its first `sample` problems when given)."""
+    cases = sampled(block.build(), sample)
     results = run(cases, repeats, quiet=quiet)
     disagreements = [d for c in cases if (d := disagreement(c, results[c.name])) is not None]
     return OwnBlockResult(block, cases, results, summary(cases, results), disagreements)
@@ -974,14 +984,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="solves per engine per problem")
     parser.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
+    parser.add_argument(
+        "--sample",
+        type=int,
+        metavar="N",
+        help="only the first N problems of every set: a smoke run, not a measurement",
+    )
     add_quiet_argument(parser)
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
+    if args.sample is not None and args.sample < 1:
+        parser.error("--sample must be at least 1")
 
-    cases = build_cases()
-    ascend = build_ascend_cases()
-    backward = build_backward_cases()
+    cases = sampled(build_cases(), args.sample)
+    ascend = sampled(build_ascend_cases(), args.sample)
+    backward = sampled(build_backward_cases(), args.sample)
     warm_up()
     results = run(cases, args.repeats, quiet=args.quiet)
     ascend_results = run(ascend, args.repeats, quiet=args.quiet)
@@ -998,9 +1016,11 @@ def main(argv: list[str] | None = None) -> int:
     stats = summary(cases, results)
     ascend_stats = summary(ascend, ascend_results)
     bwd_stats = summary(backward, bwd_results)
-    own = [run_own_block(block, args.repeats, args.quiet) for block in OWN_BLOCKS]
+    own = [run_own_block(block, args.repeats, args.quiet, args.sample) for block in OWN_BLOCKS]
     if args.json:
         doc = to_json(ctx, cases, results, stats, disagreements)
+        if args.sample is not None:
+            doc["sample"] = args.sample
         doc["ascend_group"] = to_json(
             ascend_ctx, ascend, ascend_results, ascend_stats, ascend_disagreements
         )
@@ -1012,6 +1032,9 @@ def main(argv: list[str] | None = None) -> int:
         json.dump(doc, sys.stdout, indent=2)
         print()
     else:
+        if args.sample is not None:
+            some = "problem" if args.sample == 1 else f"{args.sample} problems"
+            print(f"SAMPLE RUN: the first {some} of every set (not a measurement)")
         print_report(ctx, cases, results, stats, disagreements)
         print()
         print("ascend group (reported apart: the set above is unchanged)")
