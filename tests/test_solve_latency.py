@@ -27,14 +27,14 @@ BLOCK_KEYS = (
 BLOCK_LABELS = ("decode", "fa4", "amd", "amd triton", "flex", "fa3-backward")
 
 
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
+def _script(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(SCRIPT), "--repeats", "1", "--sample", "1", "--quiet", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600, cwd=ROOT
     )
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return _script("--repeats", "1", "--sample", "1", "--quiet", *args)
 
 
 def test_a_sample_run_puts_every_block_in_the_json_document() -> None:
@@ -62,12 +62,6 @@ def test_a_sample_run_reports_every_block_and_says_it_is_a_sample() -> None:
 
 @pytest.mark.parametrize("value", ["0", "-3"])
 def test_sample_must_be_positive(value: str) -> None:
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--sample", value],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-    )
+    done = _script("--sample", value)
     assert done.returncode == 2
     assert "--sample must be at least 1" in done.stderr
