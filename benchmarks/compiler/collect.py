@@ -9,8 +9,9 @@ interrupted run continues where it stopped. `--time-budget-s` stops handing out 
 spent (compiles under way finish); `--compile-timeout-s` kills a worker whose compile runs
 longer and records the row as `timeout`. When no planned row is left, the file is rewritten
 sorted by key, so that the committed data diff cleanly (`--sort-only` does that alone, for a
-partial collection). Progress goes to stderr: one line per row, under a progress bar when
-stderr is a terminal (`--quiet`: the lines alone).
+partial collection); rows an earlier plan drew stay (the `top5` stratum follows the model, so a
+later model's plan adds rows, it does not replace the old ones). Progress goes to stderr: one
+line per row, under a progress bar when stderr is a terminal (`--quiet`: the lines alone).
 
 Workers are processes (`worker.py`), `--jobs` of them; each keeps one Triton import for its
 whole life. There is no Dask path: see docs/model.md "Compiler truth" for why.
@@ -86,10 +87,11 @@ def read_done(path: Path) -> dict[str, dict[str, str]]:
         return {row["key"]: row for row in csv.DictReader(f)}
 
 
-def write_sorted(path: Path, keys: set[str]) -> None:
-    """Rewrite `path` sorted by key, keeping only the rows of the plan (`keys`): a row drawn
-    by an earlier version of the plan is not part of the data set."""
-    rows = sorted((r for r in read_done(path).values() if r["key"] in keys), key=lambda r: r["key"])
+def write_sorted(path: Path) -> None:
+    """Rewrite `path` sorted by key, every row kept: a row that an earlier version of the plan
+    drew (the `top5` stratum follows the model of its day) is still what the compiler
+    allocated for that configuration."""
+    rows = sorted(read_done(path).values(), key=lambda r: r["key"])
     with path.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
@@ -109,18 +111,24 @@ def collect(args: argparse.Namespace) -> int:
         r.as_dict() for r in build_plan(args.strata) if not args.targets or r.target in args.targets
     ]
     if args.sort_only:
-        write_sorted(out_path, {str(r["key"]) for r in plan})
-        print(f"{out_path}: sorted by key, rows of the plan only", file=sys.stderr)
+        write_sorted(out_path)
+        print(f"{out_path}: sorted by key", file=sys.stderr)
         return 0
     done = read_done(out_path)
     pending = deque(r for r in plan if r["key"] not in done)
+    missing = len(pending)  # rows of the plan not in the file yet
     if args.limit is not None:
         pending = deque(list(pending)[: args.limit])
     total = len(pending)
+    limited = f" (--limit {args.limit} of {missing} missing)" if total < missing else ""
     print(
-        f"plan: {len(plan)} rows, {len(plan) - total} already in {out_path}, {total} to compile",
+        f"plan: {len(plan)} rows, {len(plan) - missing} already in {out_path}, "
+        f"{total} to compile{limited}",
         file=sys.stderr,
     )
+    if not pending:
+        print("done: 0 compiled (nothing to compile)", file=sys.stderr)
+        return 0
     new_file = not out_path.exists() or out_path.stat().st_size == 0
     sink = out_path.open("a", newline="")
     writer = csv.DictWriter(sink, fieldnames=COLUMNS)
@@ -226,7 +234,7 @@ def collect(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     if not left and args.limit is None and not args.targets:
-        write_sorted(out_path, {str(r["key"]) for r in plan})
+        write_sorted(out_path)
     return 0
 
 
@@ -249,8 +257,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--sort-only",
         action="store_true",
-        help="compile nothing: rewrite --out sorted by key, keeping the plan's rows (what a "
-        "finished run does; for committing a partial collection)",
+        help="compile nothing: rewrite --out sorted by key (what a finished run does; for "
+        "committing a partial collection)",
     )
     args = parser.parse_args(argv)
     if args.jobs < 1:
@@ -259,6 +267,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--time-budget-s must be positive")
     if args.compile_timeout_s <= 0:
         parser.error("--compile-timeout-s must be positive")
+    if args.limit is not None and args.limit < 0:
+        parser.error("--limit must be at least 0")
     return args
 
 
