@@ -48,4 +48,10 @@ CATALOG_VERSION = "2026.11.7"
 # 0.17.0: the flex backward's shared memory on mma.sync as Triton allocates it (Q^T and K^T,
 #        transposed in registers, kept out of the pipeline; docs/model.md 20.2): flex backward
 #        answers move; every other family's answers unchanged.
-MODEL_VERSION = "0.17.0"
+# 0.19.0: the triton family's VGPR+AGPR estimate on ROCm on Triton's AMD structure (issue 26):
+#        the waves along the rows of the chained dots (the second dot's split over dv), the
+#        MFMA edge, the B operands' live window, the staged K/V tiles (none with gfx950's
+#        asynchronous copies), the loads' offsets, the causal loop's mask; LLVM's half split of
+#        the cap where AGPRs are not ruled out; triton and flex answers on mi300x, mi325x and
+#        mi355x move, every CUDA and Ascend answer unchanged.
+MODEL_VERSION = "0.19.0"

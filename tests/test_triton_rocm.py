@@ -15,7 +15,11 @@ from tilesolve.solver import AttentionProblem, SolveOptions, get_hardware, solve
 from tilesolve.solver.errors import InvalidRequestError
 from tilesolve.solver.families.triton_compiler.flash_loops import forward_kernel
 from tilesolve.solver.families.triton_compiler.lds_amd import amd_lds_bytes, chain_crosses
-from tilesolve.solver.families.triton_compiler.registers_amd import launch_cap
+from tilesolve.solver.families.triton_compiler.registers_amd import (
+    amd_register_estimate,
+    launch_cap,
+    loop_terms,
+)
 from tilesolve.solver.families.triton_compiler.target import CompilerTarget
 from tilesolve.solver.problem import Phase
 from tilesolve.solver.registry import families_on, find_family
@@ -122,6 +126,63 @@ def test_the_lds_rules_meet_the_knob_sample() -> None:
         )
         compiled = int(r["shared_bytes"])
         assert abs(int(model[0]) - compiled) <= 0.02 * compiled, r
+
+
+def _compiled_amd_rows() -> list[dict[str, str]]:
+    """The knob sample and the data set's AMD forward rows that compiled."""
+    rows = []
+    with (ROOT / "benchmarks/data/compiler/amd_knobs.csv").open(newline="") as f:
+        rows += [r for r in csv.DictReader(f) if r["status"] == "ok"]
+    with (ROOT / "benchmarks/data/compiler/triton_resources.csv").open(newline="") as f:
+        rows += [
+            r | {"waves_per_eu": "0", "matrix_instr_nonkdim": "0"}
+            for r in csv.DictReader(f)
+            if r["status"] == "ok" and r["kernel"] == "fwd" and r["target"].startswith("gfx")
+        ]
+    return rows
+
+
+def test_the_vgpr_split_meets_the_compiled_rows() -> None:
+    """Where a compiled kernel uses AGPRs, its architectural VGPRs sit at the split the model
+    states (all of the cap up to 256, half of it with gfx950's asynchronous copies), within
+    LLVM's last granule."""
+    used = 0
+    for r in _compiled_amd_rows():
+        if int(r["agprs"]) == 0:
+            continue
+        a = {k: np.array([int(r[k])]) for k in ("block_m", "block_n", "num_warps", "num_stages")}
+        d = max(16, 1 << (int(r["head_dim"]) - 1).bit_length())
+        est = amd_register_estimate(
+            forward_kernel(a["block_m"], a["block_n"], d, d, 2),
+            CompilerTarget.amd(r["target"]),
+            a["num_warps"],
+            a["num_stages"],
+            np.array([int(r["waves_per_eu"])]),
+            np.array([int(r["matrix_instr_nonkdim"])]),
+            r.get("causal") == "1",
+        )
+        assert int(est.arch_cap[0]) - 8 < int(r["vgprs"]) <= int(est.arch_cap[0]), r
+        used += 1
+    assert used >= 20
+
+
+def test_the_wave_layout_terms() -> None:
+    """A wave holds at least one MFMA row tile of S and Q (copies where the block has fewer rows
+    than waves x 16); the second dot splits O over dv once the rows run out; gfx950's
+    asynchronous copies stage nothing in registers, gfx942's stream pipeliner does."""
+    warps = np.array([1, 2, 4])
+    loop = forward_kernel(np.full(3, 16), np.full(3, 64), 128, 128, 2).loops[0]
+    gfx942 = CompilerTarget.amd("gfx942")
+    terms = loop_terms(loop, gfx942, warps, np.full(3, 2), np.zeros(3, np.int64))
+    assert terms["S"].tolist() == [terms["S"][0]] * 3  # 16 rows: every wave holds them all
+    assert (terms["O"] * warps).tolist() == [terms["O"][0]] * 3  # O split over dv
+    big = forward_kernel(np.full(3, 128), np.full(3, 64), 128, 128, 2).loops[0]
+    terms = loop_terms(big, gfx942, warps, np.full(3, 2), np.zeros(3, np.int64))
+    assert (terms["S"] * warps).tolist() == [terms["S"][0]] * 3  # rows shared out, no copies
+    stages = np.array([1, 2, 3])
+    gfx950 = loop_terms(big, CompilerTarget.amd("gfx950"), warps, stages, np.zeros(3, np.int64))
+    assert gfx950["staged"].tolist()[1:] == [0.0, 0.0] and gfx950["staged"][0] > 0
+    assert (loop_terms(big, gfx942, warps, stages, np.zeros(3, np.int64))["staged"] > 0).all()
 
 
 def test_fp8_runs_on_both_generations() -> None:

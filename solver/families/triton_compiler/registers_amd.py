@@ -11,22 +11,48 @@ w waves of a workgroup sit ceil(w / 4) to a SIMD and each gets alignDown(512 / c
 alignDown(512 / n, 8) (`occupancy_rocm.register_cap`). A kernel whose live state exceeds the cap
 spills to scratch memory; it still compiles and launches.
 
-**The estimate** (per lane, 64 lanes a wave, w waves laid along the rows of the dots):
+**How the cap splits** (`GCNSubtarget::getMaxNumVectorRegs`, llvm/lib/Target/AMDGPU/
+GCNSubtarget.cpp): a kernel LLVM's attributor marks `amdgpu-agpr-alloc="0"` (no AGPR use
+required) may take the whole cap as architectural VGPRs, up to 256, and AGPRs only above 256;
+one without the mark gets half the cap of each. Triton's gfx950 kernels with asynchronous copies
+(num_stages >= 2) come without the mark (seen in the LLVM IR Triton emits; the gfx942 kernels
+and gfx950's at one stage carry it), so there 8 waves get 128 + 128 and 16 waves 64 + 64, as the
+compiled rows show. The total, and so the occupancy, is the same either way; LLVM spills VGPRs
+into free AGPRs before scratch, so spills are counted against the total.
 
-    base + a_w x accumulators + s_w x scores + chain + q_w x resident + g_w x staging
+**The wave layout** (AccelerateAMDMatmul.cpp, `warpsPerTile` for chained dots, read off the
+compiled TTGIR): the first dot of the chain (S = Q K^T) puts all w waves along its rows, so a
+wave holds max(bm / w, m) rows of S and of Q (m the MFMA edge: waves beyond bm / m hold copies);
+the second (O += P V) puts w_m = min(w, ceil(bm / m)) waves along the rows and w / w_m along
+dv, a wave holding bm / w_m rows and max(dv / (w / w_m), m) columns of O and its rows of P. The
+MFMA edge is `matrix_instr_nonkdim` where set, else Triton's default for the dot
+(`lds_amd.default_nonkdim`).
 
-- accumulators: the fp32 tiles carried across iterations (O), elements / (64 w);
-- scores: the fp32 score tiles of an iteration (S);
-- chain: the chained tile in the input dtype (P), 4 / e elements a register;
-- resident: the operands loaded once (Q), which on AMD live in registers as MFMA operands;
-- staging: the streamed tiles (K, V) in registers between their global load and their LDS
-  store (the stream pipeliner loads the next stage's tiles into registers).
+**The live state** (registers per lane; e bytes an element, 4 / e elements a register):
 
-The weights are free constants fitted per target on the compiled data set's `fit` split
-(`benchmarks/compiler/fit_registers_amd.py`: the smallest median miss over the forward rows
-the launch and the family accept, with spills agreeing on at least 90% of them) and checked on
-`validation`. Above 256 the
-allocation is architectural VGPRs plus AGPRs (the unified file).
+    base + O + S + Q + P + b (K + V) + t_s G + a G / 2 + c S [causal]
+
+- O: the fp32 accumulator tile of the second dot, a wave's share;
+- S: the fp32 score tile of the first dot, a wave's share;
+- Q: the resident operand (loaded once, kept in registers as the first dot's A operand);
+- P: the chained tile in the input dtype, the second dot's A operand;
+- K + V: the streamed B operands as a wave reads them from LDS (all of K^T, its columns of V);
+  LLVM interleaves the `ds_read`s with the MFMAs that use them, so only a window is live: b;
+- G: the wave's share of one K and one V tile in registers between the global load and the LDS
+  store, held t_1 at one stage and t_2 deep when the stream pipeliner loads a stage ahead
+  through registers (gfx942, where Triton also transposes V in registers before its LDS store:
+  `amdg.in_thread_transpose`); gfx950's asynchronous copies (`global_load_lds_dwordx4`,
+  Triton's `is_async_copy_enabled`) write LDS directly and hold none;
+- G / 2: the loads' addresses, one 64-bit per-lane pointer (2 registers) per 16-byte load
+  (`global_load_dwordx4 ..., v[n:n+1], off` and `v_lshl_add_u64` from a kept pair, in the
+  assembly of both targets), a of them live;
+- c S: the causal kernel's masked diagonal loop, which compares every score's row and column.
+
+The weights b, t_1, t_2, a, c and the base are free constants fitted per target on the compiled
+data set's `fit` split (`benchmarks/compiler/fit_registers_amd.py`: the smallest mean miss over
+the forward rows the compiler did not cap, with spills agreeing on at least 90% of the rows) and
+checked on `validation`; the other terms count each register once. The allocation is the live
+state in LLVM's granule of 8 (`getVGPRAllocGranule`), or the cap where it spills.
 """
 
 from __future__ import annotations
@@ -35,7 +61,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...space import FloatArray, IntArray
+from ...space import BoolArray, FloatArray, IntArray
+from .lds_amd import default_nonkdim
 from .loops import AttentionKernel, DotLoop, as_array
 from .target import AMD_VGPRS_PER_LANE, CompilerTarget
 
@@ -44,23 +71,42 @@ SIMDS_PER_CU = 4  # the waves of a workgroup spread over a CU's four SIMDs
 VGPR_GRANULE = 8  # LLVM getVGPRAllocGranule on gfx90a and later
 ARCH_VGPRS = 256  # architectural VGPRs one wave addresses; the rest of the 512 are AGPRs
 REGISTER_BYTES = 4
+LOAD_BYTES = 16  # a lane's global load of a streamed tile moves 16 bytes (dwordx4)
+POINTER_REGS = 2  # from the address in a 64-bit per-lane pointer
+ASYNC_COPY_TARGETS = ("gfx950",)  # Triton 3.9's is_async_copy_enabled (compiler.py:203-204)
 
 
 @dataclass(frozen=True)
 class AmdWeights:
-    """One linear estimate of VGPR+AGPR per lane (the module docstring's terms)."""
+    """The fitted constants of the live-state estimate (the module docstring's b, t_1, t_2, a,
+    c)."""
 
-    base: float
-    accumulators: float
-    scores: float
-    resident: float
-    staging: float
+    base: float  # registers per lane the loop keeps whatever the tile
+    streamed: float  # b: the live window of the streamed B operands (K, V)
+    staged_one_stage: float  # t_1: K and V tiles held between load and LDS store, 1 stage
+    staged_pipelined: float  # t_2: the same, loaded a stage ahead through registers
+    causal_mask: float  # c: per score element in the causal kernel's masked loop
+    addresses: float  # a: the share of the loads' 64-bit pointers kept live
 
 
 # Fitted on the fit split (benchmarks/compiler/fit_registers_amd.py; docs/model.md 19.10).
 AMD_REGISTER_CONSTANTS: dict[str, AmdWeights] = {
-    "gfx942": AmdWeights(base=96.0, accumulators=0.5, scores=1.5, resident=1.0, staging=2.0),
-    "gfx950": AmdWeights(base=104.0, accumulators=0.5, scores=1.0, resident=0.0, staging=1.25),
+    "gfx942": AmdWeights(
+        base=40.0,
+        streamed=0.125,
+        staged_one_stage=0.5,
+        staged_pipelined=1.5,
+        causal_mask=0.75,
+        addresses=1.0,
+    ),
+    "gfx950": AmdWeights(
+        base=42.0,
+        streamed=0.25,
+        staged_one_stage=0.5,
+        staged_pipelined=0.0,
+        causal_mask=0.25,
+        addresses=1.0,
+    ),
 }
 
 
@@ -72,16 +118,17 @@ class AmdRegisterEstimate:
     cap: IntArray  # what the compiler may allocate
     allocated: IntArray  # VGPR+AGPR as allocated (the cap when it spills)
     spilled: IntArray  # live - cap when positive: registers per lane in scratch
+    arch_cap: IntArray  # architectural VGPRs the cap allows (half of it where it splits)
 
     @property
     def arch(self) -> IntArray:
         """Architectural VGPRs of the allocation."""
-        return np.asarray(np.minimum(self.allocated, ARCH_VGPRS), dtype=np.int64)
+        return np.asarray(np.minimum(self.allocated, self.arch_cap), dtype=np.int64)
 
     @property
     def agpr(self) -> IntArray:
-        """AGPRs of the allocation (what exceeds the architectural file)."""
-        return np.asarray(np.maximum(self.allocated - ARCH_VGPRS, 0), dtype=np.int64)
+        """AGPRs of the allocation (what exceeds the architectural VGPRs)."""
+        return np.asarray(self.allocated - self.arch, dtype=np.int64)
 
 
 def launch_cap(warps: IntArray, waves_per_eu: IntArray) -> IntArray:
@@ -93,64 +140,134 @@ def launch_cap(warps: IntArray, waves_per_eu: IntArray) -> IntArray:
     return np.asarray(np.minimum(share, AMD_VGPRS_PER_LANE), dtype=np.int64)
 
 
-def loop_terms(loop: DotLoop, warps: IntArray) -> dict[str, FloatArray]:
-    """The loop's terms of the estimate, registers per lane."""
-    n = len(warps)
-    lanes = np.asarray(warps, dtype=np.float64) * AMD_LANES
-    per_register = REGISTER_BYTES / loop.elem_bytes
+def async_copies(target: CompilerTarget, stages: IntArray) -> BoolArray:
+    """Whether the stream pipeliner copies K and V to LDS asynchronously (no registers)."""
+    pipelined = np.asarray(stages, dtype=np.int64) > 1
+    return np.asarray(pipelined & (target.name in ASYNC_COPY_TARGETS))
 
-    def elements(rows: object, cols: object) -> FloatArray:
-        r = as_array(rows, n).astype(np.float64)  # type: ignore[arg-type]
-        c = as_array(cols, n).astype(np.float64)  # type: ignore[arg-type]
-        return np.asarray(r * c)
+
+def arch_vgpr_cap(target: CompilerTarget, stages: IntArray, cap: IntArray) -> IntArray:
+    """Architectural VGPRs of the cap: all of it up to 256, or half where LLVM splits it (the
+    module docstring, "How the cap splits")."""
+    half = cap // 2
+    return np.asarray(
+        np.where(async_copies(target, stages), half, np.minimum(cap, ARCH_VGPRS)), dtype=np.int64
+    )
+
+
+def loop_terms(
+    loop: DotLoop,
+    target: CompilerTarget,
+    warps: IntArray,
+    stages: IntArray,
+    nonkdim: IntArray,
+) -> dict[str, FloatArray]:
+    """The loop's terms of the estimate (the module docstring's), registers per lane: `O`, `S`,
+    `Q`, `P`, `KV` (the streamed B operands as read), `G` (one K and V tile staged), `staged`
+    (G where the tiles pass through registers, 0 with asynchronous copies; the weights t_1, t_2
+    apply in `live_estimate`) and `addresses` (the loads' 64-bit pointers, G / 2)."""
+    n = len(warps)
+    w = np.asarray(warps, dtype=np.float64)
+    per_register = REGISTER_BYTES / loop.elem_bytes
+    lane_regs = AMD_LANES * per_register  # elements of the input dtype per register per wave
+    rows = as_array(loop.chain.rows, n).astype(np.float64)
+    cols = as_array(loop.chain.cols, n).astype(np.float64)
+    out_cols = as_array(loop.chain.out_cols, n).astype(np.float64)
+    k = np.asarray(nonkdim, dtype=np.int64)
+    m_first = np.where(k > 0, k, default_nonkdim(rows.astype(np.int64), cols.astype(np.int64)))
+    m_second = np.where(k > 0, k, default_nonkdim(rows.astype(np.int64), out_cols.astype(np.int64)))
+    rows_first = np.maximum(rows / w, m_first)  # waves along the rows of the first dot
+    waves_m = np.minimum(w, np.ceil(rows / m_second))
+    rows_second = rows / waves_m
+    cols_second = np.maximum(out_cols / (w / waves_m), m_second)
 
     zero = np.zeros(n)
-    accumulators = sum((elements(r, c) for r, c in loop.accumulators), zero) / lanes
-    scores = sum((elements(r, c) for r, c in loop.scores), zero) / lanes
-    chain = elements(loop.chain.rows, loop.chain.cols) / (lanes * per_register)
-    resident = sum((elements(o.rows, o.cols) for o in loop.resident()), zero)
-    staging = sum((elements(o.rows, o.cols) for o in loop.streamed()), zero)
+    accumulators = zero.copy()
+    for _, c in loop.accumulators:  # the second dot's results: rows x dv
+        accumulators += rows_second * cols_second * (as_array(c, n) / out_cols) / AMD_LANES
+    scores = sum((rows_first * as_array(c, n) for _, c in loop.scores), zero) / AMD_LANES
+    resident = sum((rows_first * as_array(o.cols, n) for o in loop.resident()), zero) / lane_regs
+    chain = rows_second * cols / lane_regs
+    streamed = loop.streamed()
+    read = zero.copy()
+    for o in streamed:
+        o_rows = as_array(o.rows, n).astype(np.float64)
+        o_cols = as_array(o.cols, n).astype(np.float64)
+        # the first dot's B operand whole in every wave; the second's, a wave's columns
+        width = o_cols if 0 in o.plain_uses else np.minimum(o_cols, cols_second)
+        read += o_rows * width / lane_regs
+    tile = sum((as_array(o.rows, n) * as_array(o.cols, n) for o in streamed), zero)
+    staged_tile = tile / (w * lane_regs)
+    held = np.where(async_copies(target, stages), 0.0, 1.0)
     return {
-        "accumulators": np.asarray(accumulators),
-        "scores": np.asarray(scores),
-        "chain": np.asarray(chain),
-        "resident": np.asarray(resident / (lanes * per_register)),
-        "staging": np.asarray(staging / (lanes * per_register)),
+        "O": np.asarray(accumulators),
+        "S": np.asarray(scores),
+        "Q": np.asarray(resident),
+        "P": np.asarray(chain),
+        "KV": np.asarray(read),
+        "G": np.asarray(staged_tile),
+        "staged": np.asarray(staged_tile * held),
+        "addresses": np.asarray(
+            POINTER_REGS * tile * loop.elem_bytes / (w * AMD_LANES * LOAD_BYTES)
+        ),
     }
 
 
-def live_estimate(terms: dict[str, FloatArray], weights: AmdWeights) -> FloatArray:
-    """The weighted sum of a loop's terms (`loop_terms`), registers per lane."""
+def live_estimate(
+    terms: dict[str, FloatArray], stages: IntArray, causal: bool, weights: AmdWeights
+) -> FloatArray:
+    """The live state of a loop from its terms (`loop_terms`), registers per lane."""
+    one_stage = np.asarray(stages, dtype=np.int64) <= 1
+    staging = np.where(one_stage, weights.staged_one_stage, weights.staged_pipelined)
+    mask = weights.causal_mask if causal else 0.0
     return np.asarray(
         weights.base
-        + weights.accumulators * terms["accumulators"]
-        + weights.scores * terms["scores"]
-        + terms["chain"]
-        + weights.resident * terms["resident"]
-        + weights.staging * terms["staging"]
+        + terms["O"]
+        + terms["S"]
+        + terms["Q"]
+        + terms["P"]
+        + weights.streamed * terms["KV"]
+        + staging * terms["staged"]
+        + weights.addresses * terms["addresses"]
+        + mask * terms["S"]
     )
+
+
+def allocation(live: IntArray, cap: IntArray) -> tuple[IntArray, IntArray]:
+    """(allocated, spilled) of a live state against the cap, registers per lane."""
+    spilled = np.maximum(live - cap, 0)
+    rounded = -(-live // VGPR_GRANULE) * VGPR_GRANULE
+    allocated = np.where(spilled > 0, cap, np.minimum(cap, rounded))
+    return np.asarray(allocated, dtype=np.int64), np.asarray(spilled, dtype=np.int64)
 
 
 def amd_register_estimate(
     kernel: AttentionKernel,
     target: CompilerTarget,
     warps: IntArray,
+    stages: IntArray,
     waves_per_eu: IntArray,
+    nonkdim: IntArray,
+    causal: bool,
     constants: dict[str, AmdWeights] | None = None,
 ) -> AmdRegisterEstimate:
-    """VGPR+AGPR per lane, the cap and the spill of every candidate (the largest loop's)."""
+    """VGPR+AGPR per lane, the cap and the spill of every candidate (the largest loop's).
+    `nonkdim`: each candidate's matrix_instr_nonkdim (0: Triton's default MFMA); `causal`: the
+    kernel runs the masked diagonal loop."""
     if not target.is_amd:
         raise ValueError(f"{target.name} is not an AMD target")
     weights = (AMD_REGISTER_CONSTANTS if constants is None else constants)[target.name]
-    per_loop = [live_estimate(loop_terms(loop, warps), weights) for loop in kernel.loops]
+    per_loop = [
+        live_estimate(loop_terms(loop, target, warps, stages, nonkdim), stages, causal, weights)
+        for loop in kernel.loops
+    ]
     live = np.ceil(np.maximum(np.max(per_loop, axis=0), 1.0)).astype(np.int64)
     cap = launch_cap(warps, waves_per_eu)
-    spilled = np.maximum(live - cap, 0)
-    rounded = -(-live // VGPR_GRANULE) * VGPR_GRANULE
-    allocated = np.where(spilled > 0, cap, np.minimum(cap, rounded))
+    allocated, spilled = allocation(live, cap)
     return AmdRegisterEstimate(
         live=np.asarray(live, dtype=np.int64),
         cap=cap,
-        allocated=np.asarray(allocated, dtype=np.int64),
-        spilled=np.asarray(spilled, dtype=np.int64),
+        allocated=allocated,
+        spilled=spilled,
+        arch_cap=arch_vgpr_cap(target, np.asarray(stages, dtype=np.int64), cap),
     )
