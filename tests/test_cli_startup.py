@@ -145,3 +145,68 @@ def test_a_prune_hook_ranks_a_shape_once_across_processes(tmp_path: Path) -> Non
     # without the disk cache the same process ranks again, to the same result
     uncached = _prune_process(tmp_path, cache=False)
     assert uncached["kept"] == first["kept"] and uncached["solve_path"]
+
+
+# ---- the process's start-up variables (client/startup.py) -----------------------------------
+
+# The console script's way in, recording what was loaded when the start-up variables were set
+# and the two variables at the end.
+_STARTUP = """
+import json, os, sys
+from tilesolve.client import cli, startup
+seen = {}
+configure = startup.configure_process
+def recording(command):
+    seen["loaded_first"] = sorted(m for m in ("numpy", "pydantic._internal._generate_schema",
+                                              "pydantic.plugin._loader") if m in sys.modules)
+    configure(command)
+startup.configure_process = recording
+if sys.argv[1] == "from-python":
+    code = cli.main(sys.argv[2:])
+else:
+    code = cli.main()
+names = ("OPENBLAS_NUM_THREADS", "PYDANTIC_DISABLE_PLUGINS")
+print(json.dumps(seen | {"code": code, "env": {n: os.environ.get(n) for n in names}}))
+"""
+
+
+_STARTUP_NAMES = ("OPENBLAS_NUM_THREADS", "PYDANTIC_DISABLE_PLUGINS")
+
+
+def _startup(argv: list[str], env: dict[str, str], tmp_path: Path) -> dict[str, object]:
+    clean = {k: v for k, v in os.environ.items() if k not in _STARTUP_NAMES}
+    done = subprocess.run(
+        [sys.executable, "-c", _STARTUP, *argv],
+        env=clean | {"XDG_CACHE_HOME": str(tmp_path)} | env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    report: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
+
+
+def test_the_console_script_runs_blas_on_one_thread_without_plugin_scans(tmp_path: Path) -> None:
+    report = _startup([*QUESTION, "--no-cache"], {}, tmp_path)
+    assert report["code"] == 0
+    # set before numpy (OpenBLAS reads the variable when numpy loads) and any pydantic schema
+    assert report["loaded_first"] == []
+    assert report["env"] == {"OPENBLAS_NUM_THREADS": "1", "PYDANTIC_DISABLE_PLUGINS": "__all__"}
+
+
+def test_the_start_up_variables_leave_the_users_and_python_callers_alone(tmp_path: Path) -> None:
+    mine = {"OPENBLAS_NUM_THREADS": "2", "PYDANTIC_DISABLE_PLUGINS": "logfire"}
+    assert _startup([*QUESTION, "--no-cache"], mine, tmp_path)["env"] == mine
+    # a call from Python (a training process, a test) sets nothing
+    from_python = _startup(["from-python", *QUESTION], {}, tmp_path)
+    assert "loaded_first" not in from_python
+    assert from_python["env"] == {"OPENBLAS_NUM_THREADS": None, "PYDANTIC_DISABLE_PLUGINS": None}
+
+
+def test_simulate_keeps_blas_threads(tmp_path: Path) -> None:
+    # simulate multiplies whole score matrices: BLAS keeps its threads there
+    shape = ["--seq-len", "128", "--head-dim", "64", "--block-m", "64", "--block-n", "64"]
+    report = _startup(["simulate", *shape], {}, tmp_path)
+    assert report["code"] == 0
+    assert report["env"] == {"OPENBLAS_NUM_THREADS": None, "PYDANTIC_DISABLE_PLUGINS": "__all__"}
