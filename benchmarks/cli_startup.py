@@ -17,11 +17,19 @@ them. So that tilesolve is measured alike, its packages' bytecode is compiled fi
 PYTHONDONTWRITEBYTECODE is set, as it is in some CI and sandbox shells, where every run would
 otherwise compile tilesolve's sources again: about 0.2-0.4 s). `--no-compile` skips that, and
 the output says which was measured.
+
+`--imports` says where a first question's time goes instead: it runs the baseline and the
+first question under `python -X importtime` and sums, per package, the import time of the
+modules the baseline does not load (each module's own time, the median over the runs); what
+is left of the first question's wall time is the work itself (parsing, the solve, rendering)
+and the interpreter's start-up. Import times under -X importtime run a little slower than
+plain imports, so the rows are shares, not an exact sum.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import compileall
 import importlib.util
 import json
@@ -72,6 +80,69 @@ def measure(runs: int) -> dict[str, list[float]]:
     return times
 
 
+def _import_times(argv: list[str], env: dict[str, str]) -> tuple[dict[str, int], float]:
+    """Each module's own import time (us) in one run of `argv` under -X importtime, and the
+    run's wall seconds."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [argv[0], "-X", "importtime", *argv[1:]],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wall_s = time.perf_counter() - start
+    own: dict[str, int] = {}
+    for line in done.stderr.splitlines():
+        if line.startswith("import time:") and "self [us]" not in line:
+            self_us, _, name = line.removeprefix("import time:").split("|")
+            own[name.strip()] = int(self_us)
+    return own, wall_s
+
+
+def _group(module: str) -> str:
+    """The row a module's time is summed in: tilesolve's subpackages (solver.families by
+    kernel folder), other packages by their top-level name."""
+    parts = module.split(".")
+    if parts[0] != "tilesolve" or len(parts) < 3:
+        return parts[0]
+    return ".".join(parts[:4] if parts[2] == "families" and len(parts) > 3 else parts[:3])
+
+
+def import_breakdown(runs: int) -> None:
+    """Print the first question's import time by package, beyond the baseline's modules."""
+    python = sys.executable
+    baseline_modules: set[str] = set()
+    own: dict[str, list[int]] = collections.defaultdict(list)
+    walls: list[float] = []
+    base_walls: list[float] = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as cache:
+            env = os.environ | {"XDG_CACHE_HOME": cache}
+            base, base_wall_s = _import_times([python, "-c", "import numpy, pydantic"], env)
+            baseline_modules |= set(base)
+            base_walls.append(base_wall_s)
+            first, wall_s = _import_times([python, "-m", "tilesolve.client.cli", *QUESTION], env)
+            walls.append(wall_s)
+            for name, us in first.items():
+                own[name].append(us)
+    groups: collections.Counter[str] = collections.Counter()
+    for name, values in own.items():
+        if name not in baseline_modules:
+            groups[_group(name)] += int(statistics.median(values))
+    total_ms = sum(groups.values()) / 1e3
+    first_s, base_s = statistics.median(walls), statistics.median(base_walls)
+    print(f"{runs} runs under -X importtime, median wall: baseline {base_s:.3f} s, ", end="")
+    print(f"first {first_s:.3f} s")
+    print(f"  imports beyond the baseline's modules: {total_ms:.1f} ms, by package:")
+    for group, us in groups.most_common():
+        if us >= 500:
+            print(f"  {us / 1e3:7.1f} ms  {group}")
+    rest = sum(us for us in groups.values() if us < 500) / 1e3
+    print(f"  {rest:7.1f} ms  (packages under 0.5 ms each)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7, help="runs of each command (default 7)")
@@ -81,11 +152,19 @@ def main() -> int:
         action="store_true",
         help="do not compile tilesolve's bytecode first (see the module docstring)",
     )
+    parser.add_argument(
+        "--imports",
+        action="store_true",
+        help="where a first question's time goes: import time by package (see the docstring)",
+    )
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     if not args.no_compile:
         compile_bytecode()
+    if args.imports:
+        import_breakdown(args.runs)
+        return 0
     bytecode = "as found" if args.no_compile else "compiled first"
     times = measure(args.runs)
     medians = {name: statistics.median(values) for name, values in times.items()}
