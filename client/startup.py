@@ -8,12 +8,13 @@ left as it is.
   threads (as many as the machine has cores) and allocates each a buffer when numpy is imported. A
   solve's numpy work is element-wise arithmetic over the candidate table (a few thousand
   configurations at most); `calibrate` and `portfolio` multiply small matrices (normal
-  equations of a few constants, a sum over problems). On the project's 2-core machine the
-  pool costs a first question about 40-60 ms of its 0.3-0.5 s, the time of the buffers and of
-  the idle workers competing with the CLI's one thread for the cores (benchmarks/README.md,
-  "cli_startup"). `simulate` keeps the pool: it multiplies whole score matrices
-  (`solver/apps/simulate.py`), where a second thread helps. The variable is OpenBLAS's own
-  (OpenBLAS USAGE.md, "export OPENBLAS_NUM_THREADS=1").
+  equations of a few constants, a sum over problems). On the project's shared 2-core machine
+  the pool costs `python -c "import numpy, pydantic"` about 45 ms of CPU time, a first question
+  from nothing to 100 ms of its wall time (median of interleaved runs; most when the machine
+  is busy, where the pool's idle workers compete with the CLI's one thread for the cores:
+  benchmarks/README.md, "cli_startup.py"). `simulate` keeps the pool: it multiplies whole
+  score matrices (`solver/apps/simulate.py`), where a second thread helps. The variable is
+  OpenBLAS's own (OpenBLAS USAGE.md, "export OPENBLAS_NUM_THREADS=1").
 - `PYDANTIC_DISABLE_PLUGINS=__all__`: pydantic looks for plugins of its own (the `pydantic`
   entry-point group) when it builds its first schema, by reading the metadata of every
   installed distribution: a cost that grows with the environment (about 4 ms in this
