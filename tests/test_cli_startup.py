@@ -1,9 +1,11 @@
 """Issue 24, item 8: what a one-off `tilesolve-cli solve` loads. A first question (no cached
 answer) solves in-process with CP-SAT through OR-Tools' C++ extension only: neither pandas
 (which OR-Tools' `cp_model` wrapper imports) nor grpc (only `--server` talks to a server); and
-of the kernel families only its own folder, the registry reading as if all were imported. A
-Triton prune hook built at each process start answers a shape an earlier process ranked from the
-answer cache, without the solver's solve path (item 8's "a prune hook at each process start")."""
+of the kernel families only its own folder's model of its phase, the registry reading as if
+all were imported. The CLI's own process sets its start-up variables (client/startup.py) before
+numpy loads. A Triton prune hook built at each process start answers a shape an earlier
+process ranked from the answer cache, without the solver's solve path (item 8's "a prune hook
+at each process start")."""
 
 from __future__ import annotations
 
@@ -49,6 +51,9 @@ def test_a_first_question_imports_only_its_kernel_folder(tmp_path: Path) -> None
         m.split(".")[3] for m in done.loaded("tilesolve.solver.families") if m.count(".") > 2
     }
     assert folders == {"fa2", "cuda"}  # a100's default kernel, and what the CUDA kernels share
+    # and of its kernel only the forward model: no backward or decode registration
+    modules = done.loaded("tilesolve.solver.families")
+    assert [m for m in modules if m.endswith(("backward", "backward_cost", "decode"))] == []
 
 
 # In a fresh interpreter: a plug-in registered and a built-in removed before any folder is
@@ -69,8 +74,10 @@ lazy = [[n, p.value] for n, p in registry.registrations()]
 order = [[n, p.value] for n, p in registry._REGISTRY]
 eager = {}
 for folder in registry.KERNEL_FOLDERS:
-    module = importlib.import_module("tilesolve.solver.families." + folder)
-    eager.update({(f.name, f.phase.value): f for f in module.REGISTRATIONS})
+    package = importlib.import_module("tilesolve.solver.families." + folder)
+    for phase, module, cls in package.REGISTRATIONS:
+        family = getattr(importlib.import_module(f"{package.__name__}.{module}"), cls)()
+        eager[(family.name, family.phase.value)] = family
 eager[("toy", "forward")] = None
 eager.pop(("triton", "backward"))
 print(json.dumps({"found": found, "folders": folders, "order": order,
