@@ -40,7 +40,18 @@ def _declared(folder: str) -> tuple[tuple[str, str, str], ...]:
     """The registrations kernel folder `folder` declares (its `__init__` imports nothing)."""
     if folder not in _DECLARED:
         package = importlib.import_module(f".families.{folder}", __package__)
-        _DECLARED[folder] = tuple(package.REGISTRATIONS)
+        declared = tuple(package.REGISTRATIONS)
+        for entry in declared:
+            if not (
+                isinstance(entry, tuple)
+                and len(entry) == 3
+                and all(isinstance(n, str) for n in entry)
+            ):
+                raise TypeError(
+                    f"families/{folder}: REGISTRATIONS holds (phase, module, class) names, "
+                    f"not {entry!r}"
+                )
+        _DECLARED[folder] = declared
     return _DECLARED[folder]
 
 

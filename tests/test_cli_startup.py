@@ -9,12 +9,15 @@ at each process start")."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from command_line import console
 
@@ -96,6 +99,39 @@ def test_the_registry_reads_as_if_every_folder_were_imported_first() -> None:
     assert report["order"] == report["eager"]  # the stand-in rule reads this order
     assert ["toy", "forward"] in report["names"] and ["triton", "backward"] not in report["names"]
     assert ["flex", "forward"] in report["names"]
+
+
+def test_a_folder_declares_its_registrations_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    from tilesolve.solver import registry
+    from tilesolve.solver.families.fa2.forward import FlashAttention2
+    from tilesolve.solver.problem import Phase
+
+    real = importlib.import_module
+
+    def fa2_declares(registrations: tuple[object, ...]) -> None:
+        """The fa2 folder, as if its REGISTRATIONS were these (its module holding the class)."""
+        fake = types.ModuleType("fake_fa2")
+        fake.REGISTRATIONS = registrations  # type: ignore[attr-defined]
+        fake.FlashAttention2 = FlashAttention2  # type: ignore[attr-defined]
+
+        def import_module(name: str, package: str | None = None) -> types.ModuleType:
+            return fake if name.startswith(".families.fa2") else real(name, package)
+
+        # a registry of its own, the real one restored after the test
+        for state in ("_REGISTRY", "_DECLARED", "_BUILT_IN"):
+            monkeypatch.setattr(registry, state, {})
+        monkeypatch.setattr(registry.importlib, "import_module", import_module)
+
+    fa2_declares((FlashAttention2(),))  # instances, as folders declared them before
+    with pytest.raises(TypeError, match=r"\(phase, module, class\) names"):
+        registry.find_family("fa2", Phase.FORWARD)
+    fa2_declares((("decode", "forward", "FlashAttention2"),))  # a forward class as decode
+    with pytest.raises(ValueError, match="declared decode"):
+        registry.find_family("fa2", Phase.DECODE)
+    fa2_declares((("forward", "forward", "FlashAttention2"),))
+    assert isinstance(registry.find_family("fa2", Phase.FORWARD), FlashAttention2)
 
 
 # ---- the Triton prune hook at each process start -------------------------------------------
