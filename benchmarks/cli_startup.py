@@ -3,10 +3,14 @@ Python with numpy and pydantic (issue 24's yardstick), measured in one run.
 
     python benchmarks/cli_startup.py [--runs 7] [--json]
 
-Three commands, interleaved run by run so that a busy machine slows all three alike:
+Four commands, interleaved run by run so that a busy machine slows all of them alike:
   baseline   python -c "import numpy, pydantic"
   first      tilesolve-cli solve ... with an empty answer cache (the solver is loaded)
   repeated   the same question again: answered from the on-disk cache
+  first*     `first` with the libraries' own defaults for what the CLI's process sets for
+             itself (client/startup.py): OPENBLAS_NUM_THREADS at the number of cores (OpenBLAS's
+             default) and PYDANTIC_DISABLE_PLUGINS empty (pydantic scans for plugins), so
+             that the CLI keeps them; no target, it says what those settings buy
 Each run gets its own cache folder (XDG_CACHE_HOME), so `first` is always a first question
 and `repeated` always a repeat. Prints the median wall time of each and the ratios to the
 baseline (targets: first <= 2.5x, repeated <= 1.5x); exit 1 when a target is missed.
@@ -17,11 +21,19 @@ them. So that tilesolve is measured alike, its packages' bytecode is compiled fi
 PYTHONDONTWRITEBYTECODE is set, as it is in some CI and sandbox shells, where every run would
 otherwise compile tilesolve's sources again: about 0.2-0.4 s). `--no-compile` skips that, and
 the output says which was measured.
+
+`--imports` says where a first question's time goes instead: it runs the baseline and the
+first question under `python -X importtime` and sums, per package, the import time of the
+modules the baseline does not load (each module's own time, the median over the runs); what
+is left of the first question's wall time is the work itself (parsing, the solve, rendering)
+and the interpreter's start-up. Import times under -X importtime run a little slower than
+plain imports, so the rows are shares, not an exact sum.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import compileall
 import importlib.util
 import json
@@ -58,9 +70,16 @@ def _wall_s(argv: list[str], env: dict[str, str]) -> float:
     return time.perf_counter() - start
 
 
+def library_defaults() -> dict[str, str]:
+    """The environment under which the CLI leaves numpy's BLAS threads and pydantic's plugin
+    scan as the libraries have them (`first*`)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"OPENBLAS_NUM_THREADS": str(cores or 1), "PYDANTIC_DISABLE_PLUGINS": ""}
+
+
 def measure(runs: int) -> dict[str, list[float]]:
     """Wall seconds of each command, `runs` times, interleaved."""
-    times: dict[str, list[float]] = {"baseline": [], "first": [], "repeated": []}
+    times: dict[str, list[float]] = {"baseline": [], "first": [], "repeated": [], "first*": []}
     baseline = [sys.executable, "-c", "import numpy, pydantic"]
     question = [*_cli(), *QUESTION]
     for _ in range(runs):
@@ -69,7 +88,73 @@ def measure(runs: int) -> dict[str, list[float]]:
             times["baseline"].append(_wall_s(baseline, env))
             times["first"].append(_wall_s(question, env))
             times["repeated"].append(_wall_s(question, env))
+        with tempfile.TemporaryDirectory() as cache:
+            env = os.environ | {"XDG_CACHE_HOME": cache} | library_defaults()
+            times["first*"].append(_wall_s(question, env))
     return times
+
+
+def _import_times(argv: list[str], env: dict[str, str]) -> tuple[dict[str, int], float]:
+    """Each module's own import time (us) in one run of `argv` under -X importtime, and the
+    run's wall seconds."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [argv[0], "-X", "importtime", *argv[1:]],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wall_s = time.perf_counter() - start
+    own: dict[str, int] = {}
+    for line in done.stderr.splitlines():
+        if line.startswith("import time:") and "self [us]" not in line:
+            self_us, _, name = line.removeprefix("import time:").split("|")
+            own[name.strip()] = int(self_us)
+    return own, wall_s
+
+
+def _group(module: str) -> str:
+    """The row a module's time is summed in: tilesolve's subpackages (solver.families by
+    kernel folder), other packages by their top-level name."""
+    parts = module.split(".")
+    if parts[0] != "tilesolve" or len(parts) < 3:
+        return parts[0]
+    return ".".join(parts[:4] if parts[2] == "families" and len(parts) > 3 else parts[:3])
+
+
+def import_breakdown(runs: int) -> None:
+    """Print the first question's import time by package, beyond the baseline's modules."""
+    python = sys.executable
+    baseline_modules: set[str] = set()
+    own: dict[str, list[int]] = collections.defaultdict(list)
+    walls: list[float] = []
+    base_walls: list[float] = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as cache:
+            env = os.environ | {"XDG_CACHE_HOME": cache}
+            base, base_wall_s = _import_times([python, "-c", "import numpy, pydantic"], env)
+            baseline_modules |= set(base)
+            base_walls.append(base_wall_s)
+            first, wall_s = _import_times([python, "-m", "tilesolve.client.cli", *QUESTION], env)
+            walls.append(wall_s)
+            for name, us in first.items():
+                own[name].append(us)
+    groups: collections.Counter[str] = collections.Counter()
+    for name, values in own.items():
+        if name not in baseline_modules:
+            groups[_group(name)] += int(statistics.median(values))
+    total_ms = sum(groups.values()) / 1e3
+    first_s, base_s = statistics.median(walls), statistics.median(base_walls)
+    print(f"{runs} runs under -X importtime, median wall: baseline {base_s:.3f} s, ", end="")
+    print(f"first {first_s:.3f} s")
+    print(f"  imports beyond the baseline's modules: {total_ms:.1f} ms, by package:")
+    for group, us in groups.most_common():
+        if us >= 500:
+            print(f"  {us / 1e3:7.1f} ms  {group}")
+    rest = sum(us for us in groups.values() if us < 500) / 1e3
+    print(f"  {rest:7.1f} ms  (packages under 0.5 ms each)")
 
 
 def main() -> int:
@@ -81,15 +166,23 @@ def main() -> int:
         action="store_true",
         help="do not compile tilesolve's bytecode first (see the module docstring)",
     )
+    parser.add_argument(
+        "--imports",
+        action="store_true",
+        help="where a first question's time goes: import time by package (see the docstring)",
+    )
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     if not args.no_compile:
         compile_bytecode()
+    if args.imports:
+        import_breakdown(args.runs)
+        return 0
     bytecode = "as found" if args.no_compile else "compiled first"
     times = measure(args.runs)
     medians = {name: statistics.median(values) for name, values in times.items()}
-    ratios = {name: medians[name] / medians["baseline"] for name in TARGETS}
+    ratios = {name: medians[name] / medians["baseline"] for name in (*TARGETS, "first*")}
     met = all(ratios[name] <= target for name, target in TARGETS.items())
     if args.json:
         document = {"median_s": medians, "ratio": ratios, "targets": TARGETS, "met": met}
@@ -104,6 +197,10 @@ def main() -> int:
                 f"  {name:<9} {medians[name]:.3f} s  {ratios[name]:.2f}x the baseline "
                 f"(target <= {target}x: {verdict})"
             )
+        print(
+            f"  first*    {medians['first*']:.3f} s  {ratios['first*']:.2f}x the baseline "
+            "(no target: first without the CLI's start-up settings, client/startup.py)"
+        )
     return 0 if met else 1
 
 

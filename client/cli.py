@@ -23,7 +23,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from . import answer_cache, terminal
+from . import answer_cache, startup, terminal
 from .cli_common import (
     EXIT_CODES_EPILOG,
     EXIT_INFEASIBLE,
@@ -93,7 +93,9 @@ def _report(lines: Sequence[ErrorLine]) -> int:
     return EXIT_INVALID
 
 
-def _run(argv: Sequence[str] | None, use_cache: bool) -> int:
+def _run(argv: Sequence[str] | None, own_process: bool) -> int:
+    """One CLI call. `own_process`: the call is this process's own command line (the console
+    script): it uses the answer cache and sets the process's start-up variables (`startup`)."""
     parser = build_parser()
     given = sys.argv[1:] if argv is None else list(argv)
     unknown = unknown_option(parser, given)
@@ -105,12 +107,14 @@ def _run(argv: Sequence[str] | None, use_cache: bool) -> int:
     except SystemExit as exc:  # --help, or a usage error argparse has already printed
         return exc.code if isinstance(exc.code, int) else EXIT_INVALID
     terminal.set_wide(bool(getattr(args, "wide", False)))
+    if own_process:  # before the handler loads numpy and pydantic's schemas
+        startup.configure_process(args.command)
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)
         return EXIT_INVALID
 
-    key = answer_cache.cache_key(args) if use_cache else None
+    key = answer_cache.cache_key(args) if own_process else None
     cached = answer_cache.lookup(key) if key is not None else None
     if cached is not None:  # a repeated question: its output, without loading the solver
         return cached.replay()
@@ -145,9 +149,10 @@ def _run(argv: Sequence[str] | None, use_cache: bool) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (the console script passes it to `sys.exit`). The
     console script (argv None: the process's own command line) uses the answer cache
-    (`answer_cache`); a call with an argument list from Python does not."""
+    (`answer_cache`) and sets its process's start-up variables (`startup`); a call with an
+    argument list from Python does neither."""
     try:
-        return _run(argv, use_cache=argv is None)
+        return _run(argv, own_process=argv is None)
     except BrokenPipeError:
         # stdout's reader went away (`| head`): silence the flush at interpreter exit.
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -1,17 +1,19 @@
 """The family registry: the one list of kernel families, keyed by (name, phase).
 
 A family is registered once: the built-in ones here, from each kernel folder's
-`REGISTRATIONS` (`families/<kernel>/__init__.py`), or by `register` (a plug-in, a test's toy
-family). Everything that names kernels (the CLI's `--kernel`, the wire's `kernel` string,
-the memory model, the defaults per device) asks this registry, so a new family needs no edit
-anywhere else. Backward and decode models are registrations under their phase, not branches.
+`REGISTRATIONS` (`families/<kernel>/__init__.py`: each registration's phase, the folder's
+module that defines it and its class), or by `register` (a plug-in, a test's toy family).
+Everything that names kernels (the CLI's `--kernel`, the wire's `kernel` string, the memory
+model, the defaults per device) asks this registry, so a new family needs no edit anywhere
+else. Backward and decode models are registrations under their phase, not branches.
 
-The built-in folders are imported when first needed: a lookup by name (`get_family`,
-`find_family`) imports that kernel's folder only (each folder registers families of its own
-name), anything that lists families imports them all. A one-off question so loads one kernel
-(about a third of the solver's import time is the eight folders). The registry reads the same
-either way: the built-in registrations in `KERNEL_FOLDERS` order, then every `register` and
-`unregister` call in the order made, as if every folder had been imported first.
+The built-in registrations are imported when first needed: a lookup by name and phase
+(`get_family`, `find_family`) imports that kernel's module of that phase only (each folder
+registers families of its own name), anything that lists families imports them all. A
+one-off question so loads one kernel's model of one phase. The registry reads the same
+either way: the built-in registrations in `KERNEL_FOLDERS` order and each folder's own order,
+then every `register` and `unregister` call in the order made, as if every folder had been
+imported first.
 """
 
 from __future__ import annotations
@@ -27,17 +29,40 @@ from .names import did_you_mean
 from .problem import AttentionProblem, Phase
 
 _REGISTRY: dict[tuple[str, Phase], KernelFamily] = {}
-_BUILT_IN: dict[str, tuple[KernelFamily, ...]] = {}  # the folders imported so far
+# A folder's registrations as it declares them: (phase, module, class) names, in its order.
+_DECLARED: dict[str, tuple[tuple[str, str, str], ...]] = {}
+_BUILT_IN: dict[tuple[str, str], KernelFamily] = {}  # (folder, phase) imported so far
 _CHANGES: list[tuple[tuple[str, Phase], KernelFamily | None]] = []  # register / unregister
 _LOCK = threading.RLock()
 
 
+def _declared(folder: str) -> tuple[tuple[str, str, str], ...]:
+    """The registrations kernel folder `folder` declares (its `__init__` imports nothing)."""
+    if folder not in _DECLARED:
+        package = importlib.import_module(f".families.{folder}", __package__)
+        declared = tuple(package.REGISTRATIONS)
+        for entry in declared:
+            if not (
+                isinstance(entry, tuple)
+                and len(entry) == 3
+                and all(isinstance(n, str) for n in entry)
+            ):
+                raise TypeError(
+                    f"families/{folder}: REGISTRATIONS holds (phase, module, class) names, "
+                    f"not {entry!r}"
+                )
+        _DECLARED[folder] = declared
+    return _DECLARED[folder]
+
+
 def _rebuild() -> None:
-    """`_REGISTRY` anew from the folders imported so far and the changes, in their order."""
+    """`_REGISTRY` anew from the registrations imported so far and the changes, in order."""
     registry: dict[tuple[str, Phase], KernelFamily] = {}
     for folder in KERNEL_FOLDERS:
-        for family in _BUILT_IN.get(folder, ()):
-            registry[(family.name, family.phase)] = family
+        for phase, _, _ in _DECLARED.get(folder, ()):
+            family = _BUILT_IN.get((folder, phase))
+            if family is not None:
+                registry[(family.name, family.phase)] = family
     for key, change in _CHANGES:
         if change is None:
             registry.pop(key, None)
@@ -47,29 +72,49 @@ def _rebuild() -> None:
     _REGISTRY = registry  # one assignment: a reader in another thread sees the old or the new
 
 
-def _load(folders: tuple[str, ...]) -> dict[tuple[str, Phase], KernelFamily]:
-    """The registry, with the built-in `folders` imported (the others as they were)."""
-    missing = [folder for folder in folders if folder not in _BUILT_IN]
+def _imported(folder: str, phase: str, module_name: str, class_name: str) -> KernelFamily:
+    """The family a folder declares for `phase`, imported and made; it must bear the folder's
+    name and the declared phase."""
+    module = importlib.import_module(f".families.{folder}.{module_name}", __package__)
+    family = getattr(module, class_name)()
+    if not isinstance(family, KernelFamily):
+        raise TypeError(f"families/{folder}: {class_name} is not a KernelFamily")
+    if family.name != folder:
+        raise ValueError(f"families/{folder} registers a family of another name")
+    if family.phase.value != phase:
+        raise ValueError(f"families/{folder}: {class_name} is declared {phase}, not its phase")
+    return family
+
+
+def _load(
+    folders: tuple[str, ...], phase: Phase | None = None
+) -> dict[tuple[str, Phase], KernelFamily]:
+    """The registry, with the built-in registrations of `folders` imported (of `phase` only,
+    when given; the others as they were)."""
+    missing = [
+        (folder, declared)
+        for folder in folders
+        for declared in _declared(folder)
+        if (phase is None or declared[0] == phase.value) and (folder, declared[0]) not in _BUILT_IN
+    ]
     if missing:
         with _LOCK:
-            for folder in missing:
-                module = importlib.import_module(f".families.{folder}", __package__)
-                families = tuple(module.REGISTRATIONS)
-                if any(family.name != folder for family in families):
-                    raise ValueError(f"families/{folder} registers a family of another name")
-                _BUILT_IN[folder] = families
+            for folder, declared in missing:
+                if (folder, declared[0]) not in _BUILT_IN:
+                    _BUILT_IN[(folder, declared[0])] = _imported(folder, *declared)
             _rebuild()
     return _REGISTRY
 
 
 def _everything() -> dict[tuple[str, Phase], KernelFamily]:
-    """The registry with every built-in folder imported (for whatever lists families)."""
+    """The registry with every built-in registration imported (for whatever lists families)."""
     return _load(KERNEL_FOLDERS)
 
 
-def _with(name: str) -> dict[tuple[str, Phase], KernelFamily]:
-    """The registry with the built-in folder of family `name` imported, if there is one."""
-    return _load((name,) if name in KERNEL_FOLDERS else ())
+def _with(name: str, phase: Phase) -> dict[tuple[str, Phase], KernelFamily]:
+    """The registry with the built-in registration of family `name` for `phase` imported, if
+    there is one."""
+    return _load((name,) if name in KERNEL_FOLDERS else (), phase)
 
 
 def register(family: KernelFamily) -> KernelFamily:
@@ -156,14 +201,14 @@ def with_alternatives(
 
 def find_family(name: str, phase: Phase = Phase.FORWARD) -> KernelFamily | None:
     """The family registered under (name, phase), or None."""
-    return _with(name).get((name, phase))
+    return _with(name, phase).get((name, phase))
 
 
 def get_family(name: str | None, phase: Phase, hardware: HardwareSpec) -> KernelFamily:
     """The named family for the phase, or the hardware's default; unknown names and unmodelled
     phases are errors naming what is allowed."""
     chosen = name or hardware.default_kernel
-    family = _with(chosen).get((chosen, phase))
+    family = _with(chosen, phase).get((chosen, phase))
     if family is not None:
         return family
     runs_here = families_on(hardware, phase)

@@ -1,18 +1,23 @@
 """Issue 24, item 8: what a one-off `tilesolve-cli solve` loads. A first question (no cached
 answer) solves in-process with CP-SAT through OR-Tools' C++ extension only: neither pandas
 (which OR-Tools' `cp_model` wrapper imports) nor grpc (only `--server` talks to a server); and
-of the kernel families only its own folder, the registry reading as if all were imported. A
-Triton prune hook built at each process start answers a shape an earlier process ranked from the
-answer cache, without the solver's solve path (item 8's "a prune hook at each process start")."""
+of the kernel families only its own folder's model of its phase, the registry reading as if
+all were imported. The CLI's own process sets its start-up variables (client/startup.py) before
+numpy loads. A Triton prune hook built at each process start answers a shape an earlier
+process ranked from the answer cache, without the solver's solve path (item 8's "a prune hook
+at each process start")."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from command_line import console
 
@@ -49,6 +54,9 @@ def test_a_first_question_imports_only_its_kernel_folder(tmp_path: Path) -> None
         m.split(".")[3] for m in done.loaded("tilesolve.solver.families") if m.count(".") > 2
     }
     assert folders == {"fa2", "cuda"}  # a100's default kernel, and what the CUDA kernels share
+    # and of its kernel only the forward model: no backward or decode registration
+    modules = done.loaded("tilesolve.solver.families")
+    assert [m for m in modules if m.endswith(("backward", "backward_cost", "decode"))] == []
 
 
 # In a fresh interpreter: a plug-in registered and a built-in removed before any folder is
@@ -69,8 +77,10 @@ lazy = [[n, p.value] for n, p in registry.registrations()]
 order = [[n, p.value] for n, p in registry._REGISTRY]
 eager = {}
 for folder in registry.KERNEL_FOLDERS:
-    module = importlib.import_module("tilesolve.solver.families." + folder)
-    eager.update({(f.name, f.phase.value): f for f in module.REGISTRATIONS})
+    package = importlib.import_module("tilesolve.solver.families." + folder)
+    for phase, module, cls in package.REGISTRATIONS:
+        family = getattr(importlib.import_module(f"{package.__name__}.{module}"), cls)()
+        eager[(family.name, family.phase.value)] = family
 eager[("toy", "forward")] = None
 eager.pop(("triton", "backward"))
 print(json.dumps({"found": found, "folders": folders, "order": order,
@@ -89,6 +99,39 @@ def test_the_registry_reads_as_if_every_folder_were_imported_first() -> None:
     assert report["order"] == report["eager"]  # the stand-in rule reads this order
     assert ["toy", "forward"] in report["names"] and ["triton", "backward"] not in report["names"]
     assert ["flex", "forward"] in report["names"]
+
+
+def test_a_folder_declares_its_registrations_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    from tilesolve.solver import registry
+    from tilesolve.solver.families.fa2.forward import FlashAttention2
+    from tilesolve.solver.problem import Phase
+
+    real = importlib.import_module
+
+    def fa2_declares(registrations: tuple[object, ...]) -> None:
+        """The fa2 folder, as if its REGISTRATIONS were these (its module holding the class)."""
+        fake = types.ModuleType("fake_fa2")
+        fake.REGISTRATIONS = registrations  # type: ignore[attr-defined]
+        fake.FlashAttention2 = FlashAttention2  # type: ignore[attr-defined]
+
+        def import_module(name: str, package: str | None = None) -> types.ModuleType:
+            return fake if name.startswith(".families.fa2") else real(name, package)
+
+        # a registry of its own, the real one restored after the test
+        for state in ("_REGISTRY", "_DECLARED", "_BUILT_IN"):
+            monkeypatch.setattr(registry, state, {})
+        monkeypatch.setattr(registry.importlib, "import_module", import_module)
+
+    fa2_declares((FlashAttention2(),))  # instances, as folders declared them before
+    with pytest.raises(TypeError, match=r"\(phase, module, class\) names"):
+        registry.find_family("fa2", Phase.FORWARD)
+    fa2_declares((("decode", "forward", "FlashAttention2"),))  # a forward class as decode
+    with pytest.raises(ValueError, match="declared decode"):
+        registry.find_family("fa2", Phase.DECODE)
+    fa2_declares((("forward", "forward", "FlashAttention2"),))
+    assert isinstance(registry.find_family("fa2", Phase.FORWARD), FlashAttention2)
 
 
 # ---- the Triton prune hook at each process start -------------------------------------------
@@ -145,3 +188,68 @@ def test_a_prune_hook_ranks_a_shape_once_across_processes(tmp_path: Path) -> Non
     # without the disk cache the same process ranks again, to the same result
     uncached = _prune_process(tmp_path, cache=False)
     assert uncached["kept"] == first["kept"] and uncached["solve_path"]
+
+
+# ---- the process's start-up variables (client/startup.py) -----------------------------------
+
+# The console script's way in, recording what was loaded when the start-up variables were set
+# and the two variables at the end.
+_STARTUP = """
+import json, os, sys
+from tilesolve.client import cli, startup
+seen = {}
+configure = startup.configure_process
+def recording(command):
+    seen["loaded_first"] = sorted(m for m in ("numpy", "pydantic._internal._generate_schema",
+                                              "pydantic.plugin._loader") if m in sys.modules)
+    configure(command)
+startup.configure_process = recording
+if sys.argv[1] == "from-python":
+    code = cli.main(sys.argv[2:])
+else:
+    code = cli.main()
+names = ("OPENBLAS_NUM_THREADS", "PYDANTIC_DISABLE_PLUGINS")
+print(json.dumps(seen | {"code": code, "env": {n: os.environ.get(n) for n in names}}))
+"""
+
+
+_STARTUP_NAMES = ("OPENBLAS_NUM_THREADS", "PYDANTIC_DISABLE_PLUGINS")
+
+
+def _startup(argv: list[str], env: dict[str, str], tmp_path: Path) -> dict[str, object]:
+    clean = {k: v for k, v in os.environ.items() if k not in _STARTUP_NAMES}
+    done = subprocess.run(
+        [sys.executable, "-c", _STARTUP, *argv],
+        env=clean | {"XDG_CACHE_HOME": str(tmp_path)} | env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    report: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
+
+
+def test_the_console_script_runs_blas_on_one_thread_without_plugin_scans(tmp_path: Path) -> None:
+    report = _startup([*QUESTION, "--no-cache"], {}, tmp_path)
+    assert report["code"] == 0
+    # set before numpy (OpenBLAS reads the variable when numpy loads) and any pydantic schema
+    assert report["loaded_first"] == []
+    assert report["env"] == {"OPENBLAS_NUM_THREADS": "1", "PYDANTIC_DISABLE_PLUGINS": "__all__"}
+
+
+def test_the_start_up_variables_leave_the_users_and_python_callers_alone(tmp_path: Path) -> None:
+    mine = {"OPENBLAS_NUM_THREADS": "2", "PYDANTIC_DISABLE_PLUGINS": "logfire"}
+    assert _startup([*QUESTION, "--no-cache"], mine, tmp_path)["env"] == mine
+    # a call from Python (a training process, a test) sets nothing
+    from_python = _startup(["from-python", *QUESTION], {}, tmp_path)
+    assert "loaded_first" not in from_python
+    assert from_python["env"] == {"OPENBLAS_NUM_THREADS": None, "PYDANTIC_DISABLE_PLUGINS": None}
+
+
+def test_simulate_keeps_blas_threads(tmp_path: Path) -> None:
+    # simulate multiplies whole score matrices: BLAS keeps its threads there
+    shape = ["--seq-len", "128", "--head-dim", "64", "--block-m", "64", "--block-n", "64"]
+    report = _startup(["simulate", *shape], {}, tmp_path)
+    assert report["code"] == 0
+    assert report["env"] == {"OPENBLAS_NUM_THREADS": None, "PYDANTIC_DISABLE_PLUGINS": "__all__"}

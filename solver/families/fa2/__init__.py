@@ -2,8 +2,10 @@
 decode registration (`decode.py`) and its backward kernel (`backward.py`, cost in
 `backward_cost.py`)."""
 
-from .backward import FlashAttention2Backward
-from .decode import FlashAttention2Decode
-from .forward import FlashAttention2
-
-REGISTRATIONS = (FlashAttention2(), FlashAttention2Backward(), FlashAttention2Decode())
+# (phase, module, class): the registry imports a module when a family of its phase is
+# first asked for, so a forward question loads no backward or decode model (registry.py).
+REGISTRATIONS = (
+    ("forward", "forward", "FlashAttention2"),
+    ("backward", "backward", "FlashAttention2Backward"),
+    ("decode", "decode", "FlashAttention2Decode"),
+)

@@ -4,8 +4,10 @@ registrations (`forward.py`, `decode.py`); its backward kernel's structure
 (`backward_shape.py`), resources (`backward_resources.py`), cost (`backward_cost.py`) and
 registration (`backward.py`)."""
 
-from .backward import Fa3Backward
-from .decode import Fa3Decode
-from .forward import FlashAttention3
-
-REGISTRATIONS = (FlashAttention3(), Fa3Decode(), Fa3Backward())
+# (phase, module, class): the registry imports a module when a family of its phase is
+# first asked for, so a forward question loads no backward or decode model (registry.py).
+REGISTRATIONS = (
+    ("forward", "forward", "FlashAttention3"),
+    ("decode", "decode", "Fa3Decode"),
+    ("backward", "backward", "Fa3Backward"),
+)

@@ -4,7 +4,9 @@ cost (`cost.py`), split-KV paths (`split.py`), the two kernels (`sm100.py`, `sm1
 forward and decode registrations (`forward.py`, `decode.py`) that hand each device to its
 kernel."""
 
-from .decode import Fa4Decode
-from .forward import FlashAttention4
-
-REGISTRATIONS = (FlashAttention4(), Fa4Decode())
+# (phase, module, class): the registry imports a module when a family of its phase is
+# first asked for, so a forward question loads no backward or decode model (registry.py).
+REGISTRATIONS = (
+    ("forward", "forward", "FlashAttention4"),
+    ("decode", "decode", "Fa4Decode"),
+)

@@ -3,8 +3,10 @@ rocm devices `rocm.py`, whose `FlexForward` is the forward registration), the
 backward template (`backward.py`, cost in `backward_cost.py`) and FlexDecoding (`decode.py`),
 with the block mask (`mask.py`, `sparse.py`) and what the templates share (`template.py`)."""
 
-from .backward import FlexAttentionBackward
-from .decode import FlexDecoding
-from .rocm import FlexForward
-
-REGISTRATIONS = (FlexForward(), FlexAttentionBackward(), FlexDecoding())
+# (phase, module, class): the registry imports a module when a family of its phase is
+# first asked for, so a forward question loads no backward or decode model (registry.py).
+REGISTRATIONS = (
+    ("forward", "rocm", "FlexForward"),
+    ("backward", "backward", "FlexAttentionBackward"),
+    ("decode", "decode", "FlexDecoding"),
+)
