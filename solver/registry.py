@@ -163,7 +163,7 @@ def families_on(hardware: HardwareSpec, phase: Phase = Phase.FORWARD) -> list[st
     return sorted(
         name
         for (name, p), family in _everything().items()
-        if p is phase
+        if p == phase
         and hardware.arch in family.device_kinds
         # the base statement of the rules: a family may decorate its own refusal with this list
         and not any(
@@ -201,12 +201,14 @@ def with_alternatives(
 
 def find_family(name: str, phase: Phase = Phase.FORWARD) -> KernelFamily | None:
     """The family registered under (name, phase), or None."""
+    phase = Phase(phase)  # a phase given as its string ("backward") works alike
     return _with(name, phase).get((name, phase))
 
 
 def get_family(name: str | None, phase: Phase, hardware: HardwareSpec) -> KernelFamily:
     """The named family for the phase, or the hardware's default; unknown names and unmodelled
     phases are errors naming what is allowed."""
+    phase = Phase(phase)  # a phase given as its string ("backward") works alike
     chosen = name or hardware.default_kernel
     family = _with(chosen, phase).get((chosen, phase))
     if family is not None:

@@ -260,3 +260,24 @@ def test_the_validator_agrees_with_the_table(registered: FamilyCase) -> None:
         for i in indices[:: max(1, len(indices) // 40)]:
             broken = check_config(*request, table.cfg.config(int(i)))
             assert (broken == []) is feasible, (table.label(int(i)), broken)
+
+
+def test_a_phase_given_as_its_string_finds_the_same_family() -> None:
+    """A problem copied with `model_copy(update={"phase": "backward"})` keeps the string (no
+    validation runs): the registry's look-ups and a solve treat it as the Phase it names (the
+    latency benchmark's warm-up does exactly this)."""
+    from tilesolve.solver.problem import Phase
+    from tilesolve.solver.registry import find_family
+
+    hardware = get_hardware("rtx-4090")
+    text: Any = "backward"  # what model_copy leaves in the field
+    for name in ("triton", "fa2"):
+        assert find_family(name, text) is find_family(name, Phase.BACKWARD)
+        assert get_family(name, text, hardware) is get_family(name, Phase.BACKWARD, hardware)
+    problem = AttentionProblem(batch=2, heads=8, seq_len=1024, head_dim=64)
+    copied = problem.model_copy(update={"phase": text})
+    validated = problem.model_copy(update={"phase": Phase.BACKWARD})
+    options = SolveOptions(kernel="triton", top_k=3, engine="exhaustive")
+    first, second = solve(copied, hardware, options), solve(validated, hardware, options)
+    assert [c.parameters for c in first.candidates] == [c.parameters for c in second.candidates]
+    assert first.kernel == "triton" and len(first.candidates) == 3
