@@ -58,3 +58,20 @@ def test_recorded_row_compiles_the_same(row: dict[str, str], compiler: toolchain
     columns = CUDA_COLUMNS if TARGETS[row["target"]].backend == "cuda" else AMD_COLUMNS
     for column in columns:
         assert str(fresh[column]) == row[column], f"{row['key']}: {column}"
+
+
+def test_a_lower_register_cap_is_obeyed(compiler: toolchain.Compiler) -> None:
+    """`maxnreg` (cap_probe.py) reaches ptxas: the sm86 backward row compiled under a cap
+    below what it uses reports at most that many registers."""
+    row = next(r for r in _chosen() if (r["target"], r["kernel"]) == ("sm86", "bwd"))
+    cap = max(24, int(row["regs"]) // 2 // 8 * 8)
+    assert cap < int(row["regs"])
+    fresh = compiler.compile(row, maxnreg=cap)
+    assert fresh["status"] == "ok", fresh["message"]
+    assert int(fresh["regs"]) <= cap
+
+
+def test_a_register_cap_is_refused_on_amd(compiler: toolchain.Compiler) -> None:
+    row = next(r for r in _chosen() if TARGETS[r["target"]].backend == "hip")
+    with pytest.raises(ValueError, match="CUDA option"):
+        compiler.compile(row, maxnreg=64)

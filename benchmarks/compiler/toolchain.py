@@ -202,11 +202,18 @@ class Compiler:
             f.seek(offset)
             return f.read(200_000).decode("utf-8", "replace")
 
-    def compile(self, row: dict[str, Any]) -> dict[str, Any]:
-        """Compile one plan row and return its measured columns."""
+    def compile(self, row: dict[str, Any], maxnreg: int | None = None) -> dict[str, Any]:
+        """Compile one plan row and return its measured columns. `maxnreg` (CUDA only): the
+        registers per thread ptxas may use, below its own limit (Triton's `maxnreg` option, the
+        PTX `.maxnreg` directive); the data set is compiled without it (`cap_probe.py` uses
+        it)."""
         target = TARGETS[row["target"]]
         variant, tile = from_row(row)
         fn, signature, constexprs, attrs, options = kernels.source(row["kernel"], variant, tile)
+        if maxnreg is not None:
+            if target.backend != "cuda":
+                raise ValueError(f"maxnreg is a CUDA option; {target.name} is {target.backend}")
+            options = {**options, "maxnreg": maxnreg}
         out: dict[str, Any] = dict.fromkeys(MEASURED_COLUMNS, "")
         out["triton_version"] = _triton_version()
         out["assembler"] = assembler_version(target.name)
