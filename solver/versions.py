@@ -54,4 +54,8 @@ CATALOG_VERSION = "2026.11.7"
 #        asynchronous copies), the loads' offsets, the causal loop's mask; LLVM's half split of
 #        the cap where AGPRs are not ruled out; triton and flex answers on mi300x, mi325x and
 #        mi355x move, every CUDA and Ascend answer unchanged.
-MODEL_VERSION = "0.19.0"
+# 0.20.0: the AMD VGPR+AGPR estimate's constants refitted on the fit split after the
+#        compiler-truth data set gained the AMD targets' top-5 stratum (47 forward rows on
+#        gfx942 and gfx950, issue 21/26; docs/model.md 19.10): triton and flex answers on
+#        mi300x, mi325x and mi355x move, every CUDA and Ascend answer unchanged.
+MODEL_VERSION = "0.20.0"

@@ -38,6 +38,7 @@ STATUSES = {
 }
 # the catalog's targets of issue 21, and the AMD ones of the triton family's ROCm kernel
 MODELLED_TARGETS = ("sm75", "sm80", "sm86", "sm89", "sm90", "gfx942", "gfx950")
+TOP5_TARGETS = {**plan.REFERENCE_DEVICES, **plan.AMD_REFERENCE_DEVICES}
 MIN_COMPILED = 1500  # issue 21: at least 1,500 compiled configurations over the nine targets
 
 
@@ -72,22 +73,24 @@ def test_every_row_is_a_planned_row() -> None:
     devices (those follow the model, so they are checked by stratum, not recomputed)."""
     for r in rows():
         if r["stratum"] == "top5":
-            assert r["target"] in plan.REFERENCE_DEVICES and r["dtype"] == "fp16", r["key"]
+            assert r["target"] in TOP5_TARGETS and r["dtype"] == "fp16", r["key"]
+            assert r["target"] in plan.REFERENCE_DEVICES or r["kernel"] == "fwd", r["key"]
         else:
             assert r["key"] in planned_keys(), r["key"]
     assert set(Counter(r["target"] for r in rows())) == set(TARGETS)
 
 
 def test_collection_is_complete() -> None:
-    """Every planned draw is recorded, the reference devices have their top-5 rows, and the
-    set holds >= 1,500 compiled configurations (issue 21)."""
+    """Every planned draw is recorded, the reference devices have their top-5 rows (CUDA:
+    forward and backward, 8 shapes x 5; AMD: the forward, 4 shapes x 5), and the set holds
+    >= 1,500 compiled configurations (issue 21)."""
     recorded = {r["key"] for r in rows()}
     missing = sorted(planned_keys() - recorded)
     assert not missing, f"{len(missing)} planned rows missing, e.g. {missing[:3]}"
     compiled = sum(r["status"] in ("ok", "trap_stub") for r in rows())
     assert compiled >= MIN_COMPILED
     top5 = Counter(r["target"] for r in rows() if r["stratum"] == "top5")
-    for target in plan.REFERENCE_DEVICES:
+    for target in TOP5_TARGETS:
         assert top5[target] >= 20, f"{target}: {top5[target]} top-5 rows"
 
 
@@ -174,10 +177,16 @@ SHORT_TODAY: dict[tuple[str, str, str], str] = {
     # one-stage loop the model puts above its pipelined twins (docs/model.md 16.9: the term that
     # settles it orders stage twins worse)
     ("validation", "sm86", "spills_agree_90pct"): "issue 21",
-    # issue 26: the AMD VGPR+AGPR estimate (triton_compiler/registers_amd.py) on gfx942's 9
-    # validation rows: median miss 24, four unmasked d 64/128 pipelined rows 26-40 above the
-    # estimate where the fit split's like rows scatter either side (docs/model.md 19.10)
+    # issue 26: the AMD VGPR+AGPR estimate (triton_compiler/registers_amd.py) on gfx942's 13
+    # validation rows: median miss 16, the compiler 16-37 registers above the estimate on seven
+    # d 64-128 rows where the fit split's like rows scatter either side (docs/model.md 19.10)
     ("validation", "gfx942", "median_reg_error_at_most_8"): "issue 26",
+    # issue 26: gfx950's 15 validation rows (10 of them the top-5 stratum's): median miss 12,
+    # the causal d 64/128 top-5 tiles up to 38 registers above the estimate (the masked loop's
+    # cost is not a share of S: the fit split's causal rows miss on both sides), and three
+    # spill verdicts at the 256 cap of 8 waves wrong, 12 of 15 (docs/model.md 19.10)
+    ("validation", "gfx950", "median_reg_error_at_most_8"): "issue 26",
+    ("validation", "gfx950", "spills_agree_90pct"): "issue 26",
 }
 
 

@@ -40,7 +40,7 @@ from typing import Any
 
 import allocation
 from configs import from_row
-from plan import REFERENCE_DEVICES, SHARED_LIMIT_BYTES
+from plan import AMD_DEFAULT_KNOBS, AMD_REFERENCE_DEVICES, REFERENCE_DEVICES, SHARED_LIMIT_BYTES
 
 from tilesolve.solver import AttentionProblem, SolveOptions, get_hardware, occupancy
 from tilesolve.solver.families.rocm.resources import WorkgroupResources
@@ -64,11 +64,10 @@ FEASIBILITY_RULES = (
     "lds",
     "mfma_tiles",
 )
-# The catalog device of each target the model is checked on: the plan's reference devices and
-# one rocm device per AMD target.
-MODEL_DEVICES = {**REFERENCE_DEVICES, "gfx942": "mi300x", "gfx950": "mi355x"}
-# Triton's AMD defaults (HIPOptions): no waves_per_eu request, the compiler's MFMA, kpack 1.
-AMD_DEFAULT_KNOBS = {"waves_per_eu": 0, "matrix_instr_nonkdim": 0, "kpack": 1}
+# The catalog device of each target the model is checked on: the plan's reference devices (one
+# rocm device per AMD target among them). AMD rows are compiled, and judged, at Triton's AMD
+# defaults (plan.AMD_DEFAULT_KNOBS).
+MODEL_DEVICES = {**REFERENCE_DEVICES, **AMD_REFERENCE_DEVICES}
 AMD_MAX_STAGES = 3  # the ROCm kernel's num_stages domain
 
 

@@ -4,7 +4,9 @@ validation split.
 Strata (a configuration drawn by several keeps the first of this order):
 - `top5`: every configuration in the triton family's top 5 (`tilesolve.solver.solve(...,
   SolveOptions(kernel="triton", top_k=5))`) for the reference shapes below, forward and
-  backward, on one catalog device of each compute capability;
+  backward, on one catalog device of each compute capability; on the AMD targets the forward
+  only (the ROCm backward is not modelled), on one catalog device of each gfx target, among the
+  configurations the harness compiles there: the AMD knobs at Triton's defaults (`amd_top5`);
 - `near_limit`: per target, kernel and head dim (fp16, not causal), the configurations whose
   shared memory (predicted by `allocation.predicted_shared_bytes`, a rule learnt from
   shared-memory-only compiles, docs/model.md "Compiler truth") lies nearest the target's
@@ -31,6 +33,7 @@ import numpy as np
 from configs import TARGETS, Tile, Variant
 
 from tilesolve.solver import AttentionProblem, SolveOptions, solve
+from tilesolve.solver.families.triton_compiler.lds_amd import default_nonkdim
 
 SAMPLE_SEED = 21  # issue 21; each (target, kernel) group of the random stratum has its own stream
 SPLIT_SEED = "issue-21-validation"
@@ -51,7 +54,8 @@ HEAVY_SHARE = 0.1
 NEAR_LIMIT_PER_SIDE = 2  # per (target, kernel, variant): the nearest below and above the limit
 
 # One catalog device per compute capability for the top-5 stratum (the triton family's model
-# of each); AMD targets have no catalog device yet.
+# of each), and one per AMD target (the triton family's ROCm model: CDNA3 gfx942 and CDNA4
+# gfx950; compare.py checks the model on the same devices).
 REFERENCE_DEVICES = {
     "sm75": "t4",
     "sm80": "a100-80gb",
@@ -61,6 +65,14 @@ REFERENCE_DEVICES = {
     "sm100": "b200",
     "sm120": "rtx-5090",
 }
+AMD_REFERENCE_DEVICES = {"gfx942": "mi300x", "gfx950": "mi355x"}
+# Triton's AMD defaults (HIPOptions, triton_rocm/knobs.py): no waves_per_eu request, the
+# compiler's own MFMA edge (0), kpack 1. kernels.source passes num_warps and num_stages alone,
+# so every AMD row of the data set is compiled with these.
+AMD_DEFAULT_KNOBS = {"waves_per_eu": 0, "matrix_instr_nonkdim": 0, "kpack": 1}
+# How deep into the model's ranking the AMD top-5 looks for five configurations at the
+# defaults (SolveOptions' largest top_k).
+AMD_TOP5_DEPTH = 100
 REFERENCE_SHAPE = {"batch": 2, "heads": 16, "seq_len": 4096}
 TOP5_HEAD_DIMS = (64, 128)
 
@@ -242,6 +254,42 @@ def top5_rows() -> Iterator[PlanRow]:
                     p.get("dq_block_n", 0),
                 )
                 yield PlanRow(target, kernel, Variant(head_dim, "fp16", causal), tile, "top5")
+    for target in AMD_REFERENCE_DEVICES:
+        for head_dim, causal in itertools.product(TOP5_HEAD_DIMS, (False, True)):
+            for tile in amd_top5(target, head_dim, causal):
+                yield PlanRow(target, "fwd", Variant(head_dim, "fp16", causal), tile, "top5")
+
+
+def compiler_nonkdim(block_m: int, block_n: int, dv: int) -> int:
+    """The MFMA edge Triton's AMD backend picks with `matrix_instr_nonkdim` 0 when it is the
+    same for both of the forward loop's dots (S = Q K^T, block_m x block_n; O += P V,
+    block_m x dv: `lds_amd.default_nonkdim`), else 0 (no single knob value stands for it)."""
+    rows = np.array([block_m, block_m])
+    first, second = default_nonkdim(rows, np.array([block_n, dv]))
+    return int(first) if first == second else 0
+
+
+def amd_top5(target: str, head_dim: int, causal: bool) -> list[Tile]:
+    """The triton family's top 5 forward configurations on the target's reference device
+    among those compiled at Triton's AMD defaults (AMD_DEFAULT_KNOBS): the model's ranking
+    with waves_per_eu 0 and kpack 1 pinned, keeping the candidates whose MFMA edge is the one
+    the compiler picks by default (`compiler_nonkdim`; the family names the instruction, 16
+    or 32, where the default leaves it to the compiler), the first five distinct tiles."""
+    problem = AttentionProblem(**REFERENCE_SHAPE, head_dim=head_dim, causal=causal)
+    pins = {k: v for k, v in AMD_DEFAULT_KNOBS.items() if k != "matrix_instr_nonkdim"}
+    options = SolveOptions(kernel="triton", top_k=AMD_TOP5_DEPTH, parameter_pins=pins)
+    answer = solve(problem, AMD_REFERENCE_DEVICES[target], options)
+    dv = Variant(head_dim, "fp16", causal).padded_head_dim
+    tiles: list[Tile] = []
+    for candidate in answer.candidates:
+        p = candidate.parameters
+        tile = Tile(p["block_m"], p["block_n"], p["num_warps"], p["num_stages"])
+        default = compiler_nonkdim(tile.block_m, tile.block_n, dv)
+        if p["matrix_instr_nonkdim"] == default and tile not in tiles:
+            tiles.append(tile)
+        if len(tiles) == 5:
+            break
+    return tiles
 
 
 def near_limit_rows() -> Iterator[PlanRow]:

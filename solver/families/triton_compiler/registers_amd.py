@@ -92,19 +92,19 @@ class AmdWeights:
 # Fitted on the fit split (benchmarks/compiler/fit_registers_amd.py; docs/model.md 19.10).
 AMD_REGISTER_CONSTANTS: dict[str, AmdWeights] = {
     "gfx942": AmdWeights(
-        base=40.0,
-        streamed=0.125,
+        base=32.0,
+        streamed=0.375,
         staged_one_stage=0.5,
         staged_pipelined=1.5,
-        causal_mask=0.75,
-        addresses=1.0,
+        causal_mask=1.0,
+        addresses=0.5,
     ),
     "gfx950": AmdWeights(
         base=42.0,
         streamed=0.25,
-        staged_one_stage=0.5,
+        staged_one_stage=0.0,
         staged_pipelined=0.0,
-        causal_mask=0.25,
+        causal_mask=0.5,
         addresses=1.0,
     ),
 }
