@@ -29,8 +29,6 @@ import numpy as np
 import toolchain
 from configs import TARGETS
 
-from tilesolve.solver.families.triton_compiler.target import CompilerTarget
-
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "benchmarks/data/compiler/triton_resources.csv"
 NEAR_CAP_REGISTERS = 5  # a non-spilling row this close to the limit is "near the cap"
@@ -38,9 +36,7 @@ NEAR_CAP_REGISTERS = 5  # a non-spilling row this close to the limit is "near th
 
 def default_cap(row: dict[str, str]) -> int:
     """ptxas's register limit per thread for the row's block (`CompilerTarget.register_cap`)."""
-    arch = TARGETS[row["target"]].arch
-    assert isinstance(arch, int)
-    target = CompilerTarget.cuda(arch // 10, arch % 10)
+    target = TARGETS[row["target"]].compiler_target()
     threads = np.array([int(row["num_warps"]) * 32], dtype=np.int64)
     return int(target.register_cap(threads)[0])
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tilesolve.solver.families.triton_compiler.target import CompilerTarget
 
 
 @dataclass(frozen=True)
@@ -16,6 +19,14 @@ class Target:
     backend: str  # "cuda" or "hip"
     arch: int | str  # compute capability as Triton writes it (80) or the gfx name
     warp_size: int
+
+    def compiler_target(self) -> CompilerTarget:
+        """The triton family's description of this target (`triton_compiler.target`)."""
+        from tilesolve.solver.families.triton_compiler.target import CompilerTarget
+
+        if isinstance(self.arch, str):
+            return CompilerTarget.amd(self.arch)
+        return CompilerTarget.cuda(self.arch // 10, self.arch % 10)
 
 
 TARGETS: dict[str, Target] = {

@@ -51,7 +51,6 @@ from tilesolve.solver.families.triton_compiler.registers import (
     target_family,
 )
 from tilesolve.solver.families.triton_compiler.shared_memory import shared_bytes
-from tilesolve.solver.families.triton_compiler.target import CompilerTarget
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "benchmarks/data/compiler/triton_resources.csv"
@@ -70,12 +69,6 @@ HINGE_SCALE = 16.0  # registers: a row this far on its own side of the cap has n
 HINGE_WEIGHT = 0.001  # the hinge's weight against the share of rows predicted
 RESTARTS = 32
 ROUNDS = 3
-
-
-def compiler_target(name: str) -> CompilerTarget:
-    arch = TARGETS[name].arch
-    assert isinstance(arch, int)
-    return CompilerTarget.cuda(arch // 10, arch % 10)
 
 
 def row_kernel(row: dict[str, str]) -> AttentionKernel:
@@ -123,7 +116,7 @@ def load(path: Path) -> dict[str, Rows]:
     for row in data:
         if TARGETS[row["target"]].backend != "cuda":
             continue
-        target = compiler_target(row["target"])
+        target = TARGETS[row["target"]].compiler_target()
         kernel = row_kernel(row)
         warps = np.array([int(row["num_warps"])], dtype=np.int64)
         stages = np.array([int(row["num_stages"])], dtype=np.int64)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from configs import TARGETS
 
 from tilesolve.solver.families.triton_compiler.flash_loops import forward_kernel
 from tilesolve.solver.families.triton_compiler.registers_amd import (
@@ -132,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             and int(r["num_stages"]) <= MAX_STAGES
         ]
     for name in LDS_LIMIT:
-        target = CompilerTarget.amd(name)
+        target = TARGETS[name].compiler_target()
         parts = {
             split: Rows.of(target, [r for r in rows if r["target"] == name and r["split"] == split])
             for split in ("fit", "validation")
