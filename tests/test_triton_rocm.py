@@ -15,6 +15,7 @@ from tilesolve.solver import AttentionProblem, SolveOptions, get_hardware, solve
 from tilesolve.solver.errors import InvalidRequestError
 from tilesolve.solver.families.triton_compiler.flash_loops import forward_kernel
 from tilesolve.solver.families.triton_compiler.lds_amd import amd_lds_bytes, chain_crosses
+from tilesolve.solver.families.triton_compiler.loops import AttentionKernel
 from tilesolve.solver.families.triton_compiler.registers_amd import (
     amd_register_estimate,
     launch_cap,
@@ -108,15 +109,21 @@ def test_p_crosses_the_waves_through_lds_where_the_mfma_layouts_differ() -> None
     assert chain_crosses(loop, warps, np.full(4, 16)).tolist() == [False, False, False, False]
 
 
+def _row_kernel(r: dict[str, str]) -> tuple[dict[str, np.ndarray], AttentionKernel]:
+    """A compiled row's tile (one candidate) and the triton family's forward kernel of it, at
+    the head dim the kernel's tiles use (tl.arange needs a power of two >= 16)."""
+    one = {k: np.array([int(r[k])]) for k in ("block_m", "block_n", "num_warps", "num_stages")}
+    d = max(16, 1 << (int(r["head_dim"]) - 1).bit_length())
+    return one, forward_kernel(one["block_m"], one["block_n"], d, d, 2)
+
+
 def test_the_lds_rules_meet_the_knob_sample() -> None:
     """The knobs compiled (amd_knobs.csv): every row within 2% of the compiled LDS."""
     with (ROOT / "benchmarks/data/compiler/amd_knobs.csv").open(newline="") as f:
         rows = [r for r in csv.DictReader(f) if r["status"] == "ok"]
     assert len(rows) >= 40
     for r in rows:
-        one = {k: np.array([int(r[k])]) for k in ("block_m", "block_n", "num_warps", "num_stages")}
-        d = max(16, 1 << (int(r["head_dim"]) - 1).bit_length())
-        kernel = forward_kernel(one["block_m"], one["block_n"], d, d, 2)
+        one, kernel = _row_kernel(r)
         model = amd_lds_bytes(
             kernel,
             CompilerTarget.amd(r["target"]),
@@ -150,10 +157,9 @@ def test_the_vgpr_split_meets_the_compiled_rows() -> None:
     for r in _compiled_amd_rows():
         if int(r["agprs"]) == 0:
             continue
-        a = {k: np.array([int(r[k])]) for k in ("block_m", "block_n", "num_warps", "num_stages")}
-        d = max(16, 1 << (int(r["head_dim"]) - 1).bit_length())
+        a, kernel = _row_kernel(r)
         est = amd_register_estimate(
-            forward_kernel(a["block_m"], a["block_n"], d, d, 2),
+            kernel,
             CompilerTarget.amd(r["target"]),
             a["num_warps"],
             a["num_stages"],
