@@ -61,7 +61,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...space import BoolArray, FloatArray, IntArray
+from ...space import BoolArray, FloatArray, IntArray, ceil_div
 from .lds_amd import default_nonkdim
 from .loops import AttentionKernel, DotLoop, as_array
 from .target import AMD_VGPRS_PER_LANE, CompilerTarget
@@ -236,7 +236,7 @@ def live_estimate(
 def allocation(live: IntArray, cap: IntArray) -> tuple[IntArray, IntArray]:
     """(allocated, spilled) of a live state against the cap, registers per lane."""
     spilled = np.maximum(live - cap, 0)
-    rounded = -(-live // VGPR_GRANULE) * VGPR_GRANULE
+    rounded = ceil_div(live, VGPR_GRANULE) * VGPR_GRANULE
     allocated = np.where(spilled > 0, cap, np.minimum(cap, rounded))
     return np.asarray(allocated, dtype=np.int64), np.asarray(spilled, dtype=np.int64)
 
