@@ -126,8 +126,12 @@ def collect(args: argparse.Namespace) -> int:
         f"{total} to compile{limited}",
         file=sys.stderr,
     )
+    # a run over the whole plan leaves the file sorted when nothing of it is left to compile
+    whole_plan = args.limit is None and not args.targets
     if not pending:
         print("done: 0 compiled (nothing to compile)", file=sys.stderr)
+        if whole_plan and out_path.exists():
+            write_sorted(out_path)
         return 0
     new_file = not out_path.exists() or out_path.stat().st_size == 0
     sink = out_path.open("a", newline="")
@@ -233,7 +237,7 @@ def collect(args: argparse.Namespace) -> int:
         else f"done: {finished} compiled",
         file=sys.stderr,
     )
-    if not left and args.limit is None and not args.targets:
+    if not left and whole_plan:
         write_sorted(out_path)
     return 0
 
