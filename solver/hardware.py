@@ -16,7 +16,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
     ValidationError,
@@ -26,6 +25,7 @@ from pydantic import (
 
 from .errors import FieldViolation, InvalidRequestError, UnknownHardwareError
 from .model_constants import ModelConstants
+from .schema_config import FROZEN_SCHEMA
 
 # The catalog's version (and its history) is in versions.py; re-exported here.
 from .versions import CATALOG_VERSION as CATALOG_VERSION
@@ -33,11 +33,6 @@ from .versions import CATALOG_VERSION as CATALOG_VERSION
 # The TF32 tensor path: 4-byte operands at half the dense FP16 rate (`tensor_tf32_dense_tflops`).
 TF32_ELEMENT_BYTES = 4
 TF32_FRACTION_OF_FP16 = 0.5
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
-# The device schemas are built on their first use, not at import (pydantic's `defer_build`;
-# validation is the same either way): a question about a CUDA device never builds the Ascend
-# or ROCm ones, and `_Device`, only ever a base class, is never built.
-_FROZEN_DEFERRED = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 # The optional tensor-memory fields of `SmLimits` (absent on parts without tensor memory).
 TENSOR_MEMORY_FIELDS = ("tensor_memory_lanes", "tensor_memory_columns")
 
@@ -55,7 +50,7 @@ def _without_absent(data: Any, optional: tuple[str, ...]) -> Any:
 class SmLimits(BaseModel):
     """Per-SM and per-block limits of a CUDA streaming multiprocessor (occupancy inputs)."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     compute_capability: str = Field(pattern=r"^\d{1,2}\.\d$", description="e.g. '8.0'")
     warp_size_threads: int = Field(
@@ -149,7 +144,7 @@ class SmLimits(BaseModel):
 class CudaThroughput(BaseModel):
     """Per-SM execution rates and latencies of a CUDA device, per SM clock cycle."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     sm_count: int = Field(ge=1, le=4096, description="streaming multiprocessors (1 to 4096)")
     boost_clock_mhz: float = Field(
@@ -229,7 +224,7 @@ class CudaThroughput(BaseModel):
 class MemorySystem(BaseModel):
     """Off-chip memory and L2 cache."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     memory_bytes: int = Field(
         ge=1 << 20, le=1 << 44, description="device memory, bytes (1 MiB to 16 TiB)"
@@ -291,7 +286,7 @@ class AscendCore(BaseModel):
     An optional field is None where no figure for the part is known.
     """
 
-    model_config = _FROZEN_DEFERRED
+    model_config = FROZEN_SCHEMA
 
     ai_core_count: int = Field(
         ge=1, le=1024, description="AI cores; on split parts the cube cores (= aic_count)"
@@ -461,7 +456,7 @@ class RocmCompute(BaseModel):
     all of them. Rates are per CU per engine clock unless a name says otherwise.
     """
 
-    model_config = _FROZEN_DEFERRED
+    model_config = FROZEN_SCHEMA
 
     gfx_target: str = Field(
         pattern=r"^gfx[0-9]{2,3}[0-9a-f]$", description="the LLVM target, e.g. 'gfx942'"
@@ -625,7 +620,7 @@ class RocmCompute(BaseModel):
 class _Device(BaseModel):
     """What every accelerator has, whatever its kind: names, memory, sources."""
 
-    model_config = _FROZEN_DEFERRED  # and so its subclasses, the device kinds
+    model_config = FROZEN_SCHEMA  # and so its subclasses, the device kinds
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")
     display_name: str = Field(min_length=1, max_length=128)

@@ -13,7 +13,6 @@ from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
     StringConstraints,
@@ -25,9 +24,8 @@ from pydantic import (
 )
 
 from .errors import InvalidRequestError
+from .schema_config import FROZEN_SCHEMA
 from .violations import allowed_range, violations_from_validation
-
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 MAX_SEQ_LEN = 1 << 24  # 16 Mi tokens
 MAX_HEAD_DIM = 1024
@@ -100,6 +98,8 @@ class _Request(BaseModel):
     violations name each bad field and what is allowed; `model_validate` (what the adapters
     call) raises pydantic's ValidationError, which they convert the same way."""
 
+    model_config = FROZEN_SCHEMA  # never validated itself: its schema is never built
+
     def __init__(self, **data: Any) -> None:
         try:
             super().__init__(**data)
@@ -115,7 +115,7 @@ class _Request(BaseModel):
 class AttentionProblem(_Request):
     """One attention call: shapes, element type, masking and phase."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     batch: int = Field(1, ge=1, le=1 << 16, description="sequences in the batch")
     heads: int = Field(1, ge=1, le=1024, description="query heads")
@@ -223,7 +223,7 @@ PinValue = Annotated[int, Field(ge=0, le=1 << 24)]
 class SolveOptions(_Request):
     """How to solve: family, engine, ranking depth, and the user's pins and caps."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     kernel: str | None = Field(
         None,

@@ -253,3 +253,106 @@ def test_simulate_keeps_blas_threads(tmp_path: Path) -> None:
     report = _startup(["simulate", *shape], {}, tmp_path)
     assert report["code"] == 0
     assert report["env"] == {"OPENBLAS_NUM_THREADS": None, "PYDANTIC_DISABLE_PLUGINS": "__all__"}
+
+
+# ---- what a first question does not load or build ------------------------------------------
+
+
+def test_a_first_question_never_imports_plugin_discovery(tmp_path: Path) -> None:
+    """With plugins disabled (the CLI's own setting) pydantic's plugin loader is stood in for:
+    no `importlib.metadata` (nor the email package it brings); a user who enables plugins gets the
+    real loader, which reads the installed distributions' entry points."""
+    cache = {"XDG_CACHE_HOME": str(tmp_path)}
+    done = console([*QUESTION, "--no-cache", "--json"], cache)
+    assert done.code == 0, done.stderr
+    assert done.loaded("importlib.metadata", "email") == []
+    enabled = console([*QUESTION, "--no-cache", "--json"], cache | {"PYDANTIC_DISABLE_PLUGINS": ""})
+    assert enabled.code == 0, enabled.stderr
+    assert enabled.loaded("importlib.metadata", "pydantic.plugin._loader")
+    # the same answer either way, but for the solve's wall time
+    answers = [json.loads(run.stdout) for run in (done, enabled)]
+    assert [{k: v for k, v in a.items() if k != "solve_ms"} for a in answers] == [
+        {k: v for k, v in answers[0].items() if k != "solve_ms"}
+    ] * 2
+
+
+# The stand-in, installed while plugins are disabled, then asked with plugins enabled: it hands
+# over to pydantic's real loader (which then owns its sys.modules entry) and returns its answer.
+_STAND_IN = """
+import json, os, sys
+os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
+from tilesolve.client import startup
+startup.skip_plugin_discovery()
+stand_in = sys.modules["pydantic.plugin._loader"]
+from pydantic import BaseModel
+class M(BaseModel):
+    x: int
+disabled = list(stand_in.get_plugins())
+before = "importlib.metadata" in sys.modules
+os.environ["PYDANTIC_DISABLE_PLUGINS"] = ""
+enabled = list(stand_in.get_plugins())
+real = sys.modules["pydantic.plugin._loader"]
+print(json.dumps({"disabled": disabled, "metadata_before": before, "enabled": enabled,
+                  "replaced": real is not stand_in, "group": real.PYDANTIC_ENTRY_POINT_GROUP,
+                  "stand_in_group": stand_in.PYDANTIC_ENTRY_POINT_GROUP,
+                  "validates": M(x=1).x}))
+"""
+
+
+def test_the_plugin_loader_stand_in_hands_over_to_the_real_one() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _STAND_IN], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["disabled"] == [] and report["metadata_before"] is False
+    assert report["replaced"] is True and report["enabled"] == []  # no plugin installed here
+    assert report["group"] == report["stand_in_group"] == "pydantic"
+    assert report["validates"] == 1
+
+
+# Which schemas a forward question on a CUDA device built (validators compiled), by class.
+_BUILT = """
+import json, sys
+from tilesolve.solver import AttentionProblem, get_hardware, solve
+from tilesolve.solver import answer, hardware, problem
+def built(module):
+    return sorted(name for name, cls in vars(module).items()
+                  if isinstance(cls, type) and getattr(cls, "__module__", "") == module.__name__
+                  and getattr(cls, "__pydantic_complete__", None) is True)
+at_import = {m.__name__: built(m) for m in (answer, hardware, problem)}
+solve(AttentionProblem(seq_len=4096, head_dim=128), get_hardware("a100"))
+print(json.dumps({"at_import": at_import,
+                  "after": {m.__name__: built(m) for m in (answer, hardware, problem)}}))
+"""
+
+
+def test_schemas_are_built_when_first_used() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _BUILT], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert all(names == [] for names in report["at_import"].values()), report["at_import"]
+    after = report["after"]
+    assert "SolveAnswer" in after["tilesolve.solver.answer"]
+    assert "CudaDevice" in after["tilesolve.solver.hardware"]
+    assert "AttentionProblem" in after["tilesolve.solver.problem"]
+    # a feasible CUDA question never compiles the other kinds' or an infeasible answer's schema
+    never = {"AscendDevice", "RocmDevice", "AscendCore", "RocmCompute", "_Device"}
+    assert never.isdisjoint(after["tilesolve.solver.hardware"])
+    assert "Infeasibility" not in after["tilesolve.solver.answer"]
+    assert "_Request" not in after["tilesolve.solver.problem"]
+
+
+def test_cp_sat_loads_with_lazy_binding_and_the_flags_are_restored() -> None:
+    from tilesolve.solver import ip_model
+
+    flags = sys.getdlopenflags()
+    with ip_model._lazily_bound():
+        inside = sys.getdlopenflags()
+    assert inside & os.RTLD_LAZY and not inside & os.RTLD_NOW
+    assert sys.getdlopenflags() == flags
+    with pytest.raises(RuntimeError), ip_model._lazily_bound():
+        raise RuntimeError("an import that fails")
+    assert sys.getdlopenflags() == flags
