@@ -4,8 +4,7 @@ Field names are snake_case with units in the names; this is the JSON the CLI pri
 document the gRPC service encodes (README.md, "An example answer" and "The gRPC service").
 """
 
-from __future__ import annotations
-
+# Annotations are evaluated here, not postponed: pydantic reads them (schema_config.py).
 from enum import StrEnum
 from typing import Literal
 

@@ -6,13 +6,12 @@ full inline description (a new or hypothetical chip) that validates against the 
 Units are part of every field name.
 """
 
-from __future__ import annotations
-
+# Annotations are evaluated here, not postponed: pydantic reads them (schema_config.py).
 import re
 import tomllib
 from functools import cache
 from importlib import resources
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -112,7 +111,7 @@ class SmLimits(BaseModel):
         return self.max_threads_per_sm // self.warp_size_threads
 
     @model_validator(mode="after")
-    def _consistent(self) -> SmLimits:
+    def _consistent(self) -> Self:
         """A block can never be granted more than the SM has; carveouts end at the SM maximum."""
         if self.smem_per_block_optin_bytes > self.smem_per_sm_bytes:
             raise ValueError("smem_per_block_optin_bytes must not exceed smem_per_sm_bytes")
@@ -407,7 +406,7 @@ class AscendCore(BaseModel):
         return self.aic_count * self.cube_fp16_macs_per_cycle * 2 * self.cube_clock_mhz * 1e-6
 
     @model_validator(mode="after")
-    def _consistent(self) -> AscendCore:
+    def _consistent(self) -> Self:
         """Core counts agree with the layout; the FP16 peak agrees with count x rate x clock;
         `unconfirmed_fields` names fields that exist and carry a figure."""
         if self.aic_count != self.ai_core_count:
@@ -579,7 +578,7 @@ class RocmCompute(BaseModel):
         return self.mfma_bf16_dense_tflops if bf16 else self.mfma_fp16_dense_tflops
 
     @model_validator(mode="after")
-    def _consistent(self) -> RocmCompute:
+    def _consistent(self) -> Self:
         """The limits agree with each other; `unconfirmed_fields` names real figures."""
         if self.cu_count % self.xcd_count:
             raise ValueError(
@@ -699,7 +698,7 @@ class RocmDevice(_Device):
         return self.rocm.cu_count
 
     @model_validator(mode="after")
-    def _l2_is_per_xcd(self) -> RocmDevice:
+    def _l2_is_per_xcd(self) -> Self:
         """The device's L2 is the XCDs' L2s together."""
         total = self.rocm.l2_per_xcd_bytes * self.rocm.xcd_count
         if self.memory.l2_bytes != total:

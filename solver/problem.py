@@ -5,11 +5,10 @@ is bounded; cross-field rules are validators. Rules that depend on the kernel fa
 head dims it supports) live with the family and are checked by `solve`.
 """
 
-from __future__ import annotations
-
+# Annotations are evaluated here, not postponed: pydantic reads them (schema_config.py).
 import re
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 
 from pydantic import (
     BaseModel,
@@ -148,7 +147,7 @@ class AttentionProblem(_Request):
     )(_whole_number)
 
     @model_validator(mode="after")
-    def _kv_heads_divide_heads(self) -> AttentionProblem:
+    def _kv_heads_divide_heads(self) -> Self:
         """Grouped-query attention: every KV head serves the same number of query heads."""
         if self.kv_heads is not None and self.heads % self.kv_heads:
             raise ValueError(
@@ -158,7 +157,7 @@ class AttentionProblem(_Request):
         return self
 
     @model_validator(mode="after")
-    def _bounded_work(self) -> AttentionProblem:
+    def _bounded_work(self) -> Self:
         """The whole score matrix stays within MAX_SCORE_ENTRIES (2^50) entries."""
         entries = self.batch * self.heads * self.seq_len * self.seq_len_kv_eff
         if entries > MAX_SCORE_ENTRIES:

@@ -10,6 +10,12 @@
   ROCm device schemas on a CUDA question, an infeasible answer's explanation on a feasible one,
   a base class that is never validated itself. On a one-off CLI question that was about 60 ms of
   CPU time (benchmarks/cli_startup.py; docs/cli.md, "Start-up").
+
+The modules that declare the schemas a question always builds (`problem`, `answer`,
+`hardware`) evaluate their annotations when the class is made, instead of postponing them
+(no `from __future__ import annotations`): pydantic needs them as objects, and from a string it
+gets one by compiling it (`typing.ForwardRef`), some 220 small compiles on every import of the
+three. Their validators return `typing.Self`.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ at each process start")."""
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -209,7 +210,10 @@ if sys.argv[1] == "from-python":
 else:
     code = cli.main()
 names = ("OPENBLAS_NUM_THREADS", "PYDANTIC_DISABLE_PLUGINS")
-print(json.dumps(seen | {"code": code, "env": {n: os.environ.get(n) for n in names}}))
+import gc
+collector = {"young_threshold": gc.get_threshold()[0], "frozen": gc.get_freeze_count() > 0}
+print(json.dumps(seen | {"code": code, "env": {n: os.environ.get(n) for n in names},
+                         "collector": collector}))
 """
 
 
@@ -236,6 +240,8 @@ def test_the_console_script_runs_blas_on_one_thread_without_plugin_scans(tmp_pat
     # set before numpy (OpenBLAS reads the variable when numpy loads) and any pydantic schema
     assert report["loaded_first"] == []
     assert report["env"] == {"OPENBLAS_NUM_THREADS": "1", "PYDANTIC_DISABLE_PLUGINS": "__all__"}
+    # the collector: young collections every 100,000 allocations, the heap frozen before exit
+    assert report["collector"] == {"young_threshold": 100_000, "frozen": True}
 
 
 def test_the_start_up_variables_leave_the_users_and_python_callers_alone(tmp_path: Path) -> None:
@@ -245,6 +251,9 @@ def test_the_start_up_variables_leave_the_users_and_python_callers_alone(tmp_pat
     from_python = _startup(["from-python", *QUESTION], {}, tmp_path)
     assert "loaded_first" not in from_python
     assert from_python["env"] == {"OPENBLAS_NUM_THREADS": None, "PYDANTIC_DISABLE_PLUGINS": None}
+    # the interpreter's own collector settings (CPython 3.11: 700)
+    own = {"young_threshold": gc.get_threshold()[0], "frozen": False}
+    assert from_python["collector"] == own
 
 
 def test_simulate_keeps_blas_threads(tmp_path: Path) -> None:
