@@ -13,11 +13,7 @@ shared memory within the target's limit, status ok):
   the one whose rows lie farther from the cap on their own side (a hinge loss on
   (cap - live) / HINGE_SCALE, weighted HINGE_WEIGHT: it breaks ties, it never outvotes a row).
   The address term is not part of the live state (registers.py: ptxas recomputes addresses
-  rather than spill them). The hoisted fragments (registers.py; docs/model.md 16.10) are
-  fitted in a second pass, from the first pass's optimum and RESTARTS - 1 starts of their own,
-  and kept only where they predict more of the family's fit rows' spills than the first pass;
-  the first pass draws its starts as before the term existed, so a family that does not take
-  it keeps its constants;
+  rather than spill them);
 - the count, with the live state fixed, to minimise the mean |count - ptxas| over the rows ptxas
   compiled without spilling: least absolute deviations, a linear program (`fit_count`), so its
   optimum is exact and independent of the seed (the coordinate descent it replaces found a
@@ -59,7 +55,7 @@ from tilesolve.solver.families.triton_compiler.shared_memory import shared_bytes
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "benchmarks/data/compiler/triton_resources.csv"
 PATHS = ("mma", "warpgroup", "fma")
-TERMS = ("base", "scores", "a_fragments", "b_fragments", "staging", "addresses", "hoisted")
+TERMS = ("base", "scores", "a_fragments", "b_fragments", "staging", "addresses")
 GRID = {
     "base": [float(x) for x in range(-40, 201, 4)],
     "scores": [0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0],
@@ -67,11 +63,8 @@ GRID = {
     "b_fragments": [0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 1.0, 1.25],
     "staging": [0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0],
     "addresses": [0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0],
-    "hoisted": [0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0, 1.25],
 }
 LIVE_EXCLUDED = ("addresses",)  # terms held at 0 in the live state
-COUNT_EXCLUDED = ("hoisted",)  # terms held at 0 in the count (the hoist is ptxas's use of
-# registers it has to spare: it decides the spill, not the count of a row that does not spill)
 HINGE_SCALE = 16.0  # registers: a row this far on its own side of the cap has no hinge loss
 HINGE_WEIGHT = 0.001  # the hinge's weight against the share of rows predicted
 RESTARTS = 32
@@ -100,8 +93,8 @@ class Rows:
     keys: list[str]
     targets: list[str]
     splits: list[str]
-    terms: list[np.ndarray]  # per loop slot: (rows, 8) accumulators, scores, chain, a, b,
-    # staging, addresses, hoisted
+    terms: list[np.ndarray]  # per loop slot: (rows, 7) accumulators, scores, chain, a, b,
+    # staging, addresses
     paths: list[np.ndarray]  # per loop slot: (rows,) index into PATHS
     cap: np.ndarray
     regs: np.ndarray
@@ -111,7 +104,7 @@ class Rows:
 def _terms(t: LoopRegisters) -> np.ndarray:
     return np.array(
         [t.accumulators[0], t.scores[0], t.chain[0], t.a_fragments[0], t.b_fragments[0],
-         t.staging[0], t.addresses[0], t.hoisted[0]]
+         t.staging[0], t.addresses[0]]
     )  # fmt: skip
 
 
@@ -157,14 +150,13 @@ def load(path: Path) -> dict[str, Rows]:
 
 def estimate(rows: Rows, weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """The kernel's estimate (largest loop) with weights[path] = (base, scores, a, b, staging,
-    addresses, hoisted)."""
+    addresses)."""
     best = np.full(int(mask.sum()), -np.inf)
     for terms, paths in zip(rows.terms, rows.paths, strict=True):
         t = terms[mask]
         w = weights[paths[mask]]
         value = w[:, 0] + t[:, 0] + w[:, 1] * t[:, 1] + t[:, 2] + w[:, 2] * t[:, 3]
         value = value + w[:, 3] * t[:, 4] + w[:, 4] * t[:, 5] + w[:, 5] * t[:, 6]
-        value = value + w[:, 6] * t[:, 7]
         best = np.maximum(best, value)
     return best
 
@@ -219,38 +211,20 @@ def descend(
     return best
 
 
-def fit_family(
-    rows: Rows, rng: random.Random, hoist_rng: random.Random
-) -> tuple[np.ndarray, np.ndarray]:
-    """The live state and the count of one family. The live state is fitted first without the
-    hoisted fragments (`rng` draws its starts), then with them (`hoist_rng`'s starts and the
-    first fit's optimum), and the hoist is kept only where it predicts more fit rows' spills:
-    a family whose loops ptxas does not hoist gains nothing from the term and keeps 0."""
+def fit_family(rows: Rows, rng: random.Random) -> tuple[np.ndarray, np.ndarray]:
     fit = np.array([s == "fit" for s in rows.splits])
     used = sorted({int(p) for paths in rows.paths for p in paths[fit]})
-    unhoisted = tuple(t for t in TERMS if t != "hoisted")
 
-    def random_start(draw: random.Random, terms: tuple[str, ...]) -> np.ndarray:
-        return np.array(
-            [[draw.choice(GRID[t]) if t in terms else 0.0 for t in TERMS] for _ in PATHS]
-        )
+    def random_start() -> np.ndarray:
+        return np.array([[rng.choice(GRID[t]) for t in TERMS] for _ in PATHS])
 
-    def score(w: np.ndarray) -> float:
-        return live_score(rows, w, fit)
-
-    def best(starts: list[np.ndarray], excluded: tuple[str, ...]) -> np.ndarray:
-        return max((descend(score, s, used, excluded) for s in starts), key=score)
-
-    live = best(
-        [random_start(rng, unhoisted) for _ in range(RESTARTS)], (*LIVE_EXCLUDED, "hoisted")
+    live = max(
+        (
+            descend(lambda w: live_score(rows, w, fit), random_start(), used, LIVE_EXCLUDED)
+            for _ in range(RESTARTS)
+        ),
+        key=lambda w: live_score(rows, w, fit),
     )
-    hoisting = any(terms[fit, 7].any() for terms in rows.terms)
-    if hoisting:
-        starts = [live] + [random_start(hoist_rng, TERMS) for _ in range(RESTARTS - 1)]
-        hoisted = best(starts, LIVE_EXCLUDED)
-        hoisted[[p for p in range(len(PATHS)) if PATHS[p] != "mma"], TERMS.index("hoisted")] = 0
-        if agreement(rows, hoisted, fit) > agreement(rows, live, fit):
-            live = hoisted
     return live, fit_count(rows, live, fit, used)
 
 
@@ -279,15 +253,13 @@ def fit_count(rows: Rows, live: np.ndarray, fit: np.ndarray, used: list[int]) ->
         for p in used
         for j, t in enumerate(TERMS)
         if not (PATHS[p] == "warpgroup" and t in ("a_fragments", "b_fragments"))
-        and t not in COUNT_EXCLUDED
     }
     slot = heaviest_slot(rows, live)
     errors = []
     for i in np.flatnonzero(fit & ~rows.spills):
         t = rows.terms[slot[i]][i]
         p = int(rows.paths[slot[i]][i])
-        # t = accumulators, scores, chain, a, b, staging, addresses, hoisted; TERMS[0] is the
-        # base
+        # t = accumulators, scores, chain, a, b, staging, addresses; TERMS[0] is the base
         linear = weights[(p, 0)] + sum(
             weights[(p, j)] * float(t[j + 1 if j >= 2 else j])
             for j in range(1, len(TERMS))
@@ -321,10 +293,9 @@ def literal(fitted: dict[str, tuple[np.ndarray, np.ndarray, list[int]]]) -> str:
     """The REGISTER_CONSTANTS literal."""
 
     def weights(w: np.ndarray) -> str:
-        hoisted = f", hoisted={w[6]:g}" if w[6] else ""
         return (
             f"Weights(base={w[0]:g}, scores={w[1]:g}, a_fragments={w[2]:g}, "
-            f"b_fragments={w[3]:g}, staging={w[4]:g}, addresses={w[5]:g}{hoisted})"
+            f"b_fragments={w[3]:g}, staging={w[4]:g}, addresses={w[5]:g})"
         )
 
     lines = ["REGISTER_CONSTANTS: dict[str, dict[str, PathConstants]] = {"]
@@ -352,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     fitted = {}
     for family in sorted(groups):
         rows = groups[family]
-        live, count = fit_family(rows, rng, random.Random(f"{args.seed}/{family}/hoisted"))
+        live, count = fit_family(rows, rng)
         fit = np.array([s == "fit" for s in rows.splits])
         used = sorted({int(p) for paths in rows.paths for p in paths[fit]})
         fitted[family] = (live, count, used)

@@ -14,10 +14,10 @@ of what a thread holds, the kernel's figure being its largest loop's:
   kilobytes, which is not modelled: the spill, not the count, is the signal there).
 
 Each is `base + accumulators + g x scores + chain + a x A fragments + b x B fragments +
-s x staging + p x addresses + h x hoisted fragments`, 32-bit registers per thread, where, on
-the warp layout Triton gives each tile (`warps_along_rows` for the scores and the chain,
-`accumulator_row_warps` for the accumulators: they differ on wgmma, docs/model.md 16.9; a
-warp's tile has at least 16 rows and 8 columns, replicated where the block has fewer):
+s x staging + p x addresses`, 32-bit registers per thread, where, on the warp layout Triton
+gives each tile (`warps_along_rows` for the scores and the chain, `accumulator_row_warps` for
+the accumulators: they differ on wgmma, docs/model.md 16.9; a warp's tile has at least 16 rows
+and 8 columns, replicated where the block has fewer):
 
 - accumulators: the fp32 tiles carried across iterations (O; dK and dV; dQ);
 - scores: the fp32 tiles of an iteration (S; P^T and dP^T; P and dP);
@@ -33,16 +33,6 @@ warp's tile has at least 16 rows and 8 columns, replicated where the block has f
   two registers, per 16-byte vector of 8 elements a thread loads). In the count only: ptxas
   recomputes an address from the base pointer and the offsets rather than spill it, so the
   addresses do not decide the spill (their live-state weight is 0).
-- hoisted fragments (mma.sync, num_stages >= 2; docs/model.md 16.10): the B fragments of the
-  streamed operands that the loop's first dot does not read (the forward's V, the dK/dV loop's
-  dO, the dQ loop's V), as the B fragments above. A pipelined loop waits for all of an
-  iteration's copies at its top, so nothing but a data dependence holds those fragments' shared
-  memory loads (`ldmatrix`) back, and ptxas issues them beside the first dot and the softmax,
-  while the scores are live; with num_stages = 1 each tile is written to shared memory between
-  two barriers just before its dot, and ptxas moves no load across a barrier. In the live state
-  only (the count is fitted on rows that do not spill), and only where the fit split says so:
-  `fit_registers.py` keeps a family's weight only when it predicts more of that family's fit
-  rows' spills than the fit without it.
 
 The weights and bases are free constants, fitted per target family (`REGISTER_CONSTANTS`) on
 the `fit` split of the compiled data set with `benchmarks/compiler/fit_registers.py` and checked
@@ -81,7 +71,6 @@ class Weights:
     b_fragments: float
     staging: float
     addresses: float
-    hoisted: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -116,13 +105,7 @@ REGISTER_CONSTANTS: dict[str, dict[str, PathConstants]] = {
     "sm120": {
         "mma": PathConstants(
             live=Weights(
-                base=68,
-                scores=0.75,
-                a_fragments=0,
-                b_fragments=0.375,
-                staging=0.5,
-                addresses=0,
-                hoisted=1,
+                base=76, scores=0.5, a_fragments=0, b_fragments=0.5, staging=0.5, addresses=0
             ),
             count=Weights(
                 base=59.5,
@@ -147,13 +130,7 @@ REGISTER_CONSTANTS: dict[str, dict[str, PathConstants]] = {
     "sm80": {
         "mma": PathConstants(
             live=Weights(
-                base=-28,
-                scores=1.5,
-                a_fragments=0.5,
-                b_fragments=0.75,
-                staging=0.25,
-                addresses=0,
-                hoisted=0.25,
+                base=32, scores=1, a_fragments=0.25, b_fragments=0.75, staging=0, addresses=0
             ),
             count=Weights(
                 base=74.875,
@@ -168,13 +145,7 @@ REGISTER_CONSTANTS: dict[str, dict[str, PathConstants]] = {
     "sm86": {
         "mma": PathConstants(
             live=Weights(
-                base=-36,
-                scores=1.75,
-                a_fragments=0.25,
-                b_fragments=0.25,
-                staging=1.5,
-                addresses=0,
-                hoisted=1.25,
+                base=24, scores=1, a_fragments=0.125, b_fragments=1.25, staging=0.5, addresses=0
             ),
             count=Weights(
                 base=51.667,
@@ -241,7 +212,6 @@ class LoopRegisters:
     b_fragments: FloatArray
     staging: FloatArray
     addresses: FloatArray
-    hoisted: FloatArray
     path: IntArray
 
     def estimate(self, weights: Weights) -> FloatArray:
@@ -254,7 +224,6 @@ class LoopRegisters:
             + weights.b_fragments * self.b_fragments
             + weights.staging * self.staging
             + weights.addresses * self.addresses
-            + weights.hoisted * self.hoisted
         )
 
 
@@ -380,13 +349,6 @@ def loop_registers(
     )
     staging = np.where(stages == 1, streamed / (ELEMENTS_PER_REGISTER * threads), 0.0)
     addresses = streamed / (ELEMENTS_PER_VECTOR * threads) * REGISTERS_PER_ADDRESS
-    hoisted = np.zeros(n)
-    for o in loop.streamed():
-        if 0 in o.plain_uses or 0 in o.transposed_uses:
-            continue  # the first dot's operands: read before there are scores to share with
-        elements = as_array(o.rows, n).astype(np.float64) * as_array(o.cols, n)
-        hoisted = hoisted + np.where(along, elements / per_register, elements / (per_register * w))
-    hoisted = np.where((stages >= 2) & (path == DotPath.MMA_SYNC), hoisted, 0.0)
     return LoopRegisters(
         accumulators=np.asarray(accumulators),
         scores=np.asarray(scores),
@@ -395,7 +357,6 @@ def loop_registers(
         b_fragments=np.asarray(b_best),
         staging=np.asarray(staging),
         addresses=np.asarray(addresses),
-        hoisted=np.asarray(hoisted),
         path=path,
     )
 
