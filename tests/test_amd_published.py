@@ -34,11 +34,6 @@ POINTS = published.points()
 CHECKED = [p for p in POINTS if p.checked]
 README = (ROOT / "benchmarks/data/README.md").read_text()
 
-SHORT_CALL_FLOOR = (
-    "B1 H64 S128 takes about 10 us per call as measured (FlyDSL's own kernel 9.5-10.1 us in the "
-    "same runs): a fixed cost of the call the model's launch (4 us) and workgroup prologue do "
-    "not reach"
-)
 D256 = (
     "d 256 varlen s=5121: CK 436 TFLOP/s and aiter's assembly kernel 497-509, 2.7x below the "
     "same assembly family at d 128 (aiter3390); no per-FLOP cost of the model grows with the "
@@ -50,13 +45,6 @@ TRITON = (
 )
 # Figures the model does not meet yet, by row id, with the evidence (issue 26).
 NOT_MET: dict[str, str] = {
-    "flydsl225-06": SHORT_CALL_FLOOR,
-    "flydsl225-07": SHORT_CALL_FLOOR,
-    "flydsl629-01": "B8 H64 S128 causal: 20.8 us published, 15.1 predicted",
-    "flydsl629-02": "B8 H64 S256 causal: 41.7 us published, 30.0 predicted",
-    "flydsl629-04": "B8 H64 S128 causal: 20.8 us published, 15.1 predicted",
-    "flydsl629-05": "B8 H64 S256 causal: 41.7 us published, 30.0 predicted",
-    "flydsl629-06": "B8 H64 S512 causal fp16: 94.0 us published, 71.8 predicted",
     "aiter5403-01": D256,
     "aiter5403-02": D256,
     **{f"aiter4147-{i:02d}": TRITON for i in range(1, 13)},
