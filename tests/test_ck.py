@@ -15,9 +15,19 @@ import pytest
 from tilesolve import wire
 from tilesolve.solver import AttentionProblem, InvalidRequestError, SolveOptions, solve
 from tilesolve.solver.candidates import CandidateTable, build_candidate_table
+from tilesolve.solver.cost import causal_iterations
+from tilesolve.solver.families.ck.cost import single_buffer_wait
 from tilesolve.solver.families.ck.resources import CkResources, lds_bytes
 from tilesolve.solver.families.ck.shape import Dims, Pipeline, qualified_head_dim
-from tilesolve.solver.hardware import get_hardware
+from tilesolve.solver.families.rocm.device import MFMA_SUSTAINED
+from tilesolve.solver.families.rocm.schedule import (
+    DRAM_LATENCY_CYCLES,
+    L2_LATENCY_CYCLES,
+    KvTraffic,
+    grid_cycles,
+    kv_traffic,
+)
+from tilesolve.solver.hardware import RocmDevice, get_hardware
 from tilesolve.solver.registry import find_family
 from tilesolve.solver.space import Config
 from tilesolve.solver.validate import check_config
@@ -136,6 +146,22 @@ def test_lds_of_each_pipeline_by_hand() -> None:
     assert _lds(dims, Pipeline.QR, 128, 128, 64, 128, 4) == 16512
 
 
+def test_trload_keeps_q_k_and_v_in_one_buffer_each() -> None:
+    """qr_async_trload's policy: max(Q, K + V), one buffer each; K over the whole head dim above
+    64 query rows (kKLoadOnce). bf16, d = dv = 128, kN0 64, kN1 128:
+    kM0 64, kK0 32: max(64 x 128, 64 x 32 + 64 x 128) x 2 = max(8192, 10240) x 2 = 20480 B;
+    kM0 128: max(128 x 128, 64 x 128 + 64 x 128) x 2 = 32768 B (kK0 no longer matters);
+    kM0 256: the Q tile, 256 x 128 x 2 = 65536 B."""
+    dims = Dims(128, 128, 2)
+    assert _lds(dims, Pipeline.QR_ASYNC_TRLOAD, 64, 64, 32, 128, 4) == 20480
+    assert _lds(dims, Pipeline.QR_ASYNC_TRLOAD, 128, 64, 32, 128, 4) == 32768
+    assert _lds(dims, Pipeline.QR_ASYNC_TRLOAD, 128, 64, 64, 128, 4) == 32768
+    assert _lds(dims, Pipeline.QR_ASYNC_TRLOAD, 256, 64, 32, 128, 8) == 65536
+    table = _table("mi355x", pins={"pipeline": int(Pipeline.QR_ASYNC_TRLOAD)})
+    stages = _family().common_fields(table.cfg)["num_stages"]
+    assert np.all(stages[table.cfg["pipeline"] == Pipeline.QR_ASYNC_TRLOAD] == 1)
+
+
 def test_lds_is_allocated_in_the_parts_granule() -> None:
     for name, granule in (("mi300x", 512), ("mi355x", 1280)):
         res = _resources(_table(name))
@@ -194,6 +220,81 @@ def test_a_short_problem_is_limited_by_filling_the_cus() -> None:
     short = AttentionProblem(batch=1, heads=2, seq_len=256, head_dim=128)
     best = solve(short, "mi300x").candidates[0]
     assert "fill the CUs" in best.bottleneck or "HBM" in best.bottleneck
+
+
+def test_a_single_k_buffer_waits_out_the_latency_its_chunk_does_not_cover() -> None:
+    """qr, qs and trload (one K buffer) wait max(0, latency - cover) per K load; qr_async (three
+    buffers) none. mi355x bf16: R_mfma = 2500e12 / (256 x 2.4e9) = 4069 FLOP per CU cycle, 0.7
+    sustained. 64 x 64 tile, kK0 32, 4 waves: a chunk's gemm0 is 2 x 64 x 64 x 32 = 262144 FLOP,
+    92 cycles; d / kK0 = 4 loads of an L2 hit (500 cycles): 4 x (500 - 92) = 1632 cycles. With
+    2 waves the workgroup has half the CU's MFMA rate: 4 x (500 - 184) = 1264. kM0 128 trload
+    loads the whole head dim once, covered by gemm1 (2 x 128 x 64 x 128 = 2097152 FLOP, 737
+    cycles): no wait."""
+    device = get_hardware("mi355x")
+    rocm = device.rocm  # type: ignore[union-attr]
+    dims = Dims(128, 128, 2)
+    r_mfma = 2500e12 / (256 * 2.4e9)
+    traffic = KvTraffic(np.zeros(4), np.zeros(4))
+
+    def wait(pipe: Pipeline, bm: float, warps: float) -> float:
+        f = [np.full(4, x, dtype=np.float64) for x in (bm, 64.0, 32.0, 128.0, warps)]
+        pipes = np.full(4, int(pipe), dtype=np.int64)
+        out = single_buffer_wait(rocm, pipes, dims, *f, r_mfma, traffic)
+        return float(out[0])
+
+    cover = 2 * 64 * 64 * 32 / (r_mfma * MFMA_SUSTAINED)
+    assert wait(Pipeline.QR, 64, 4) == pytest.approx(4 * (L2_LATENCY_CYCLES - cover))
+    assert wait(Pipeline.QR_ASYNC_TRLOAD, 64, 4) == pytest.approx(4 * (L2_LATENCY_CYCLES - cover))
+    assert wait(Pipeline.QS, 64, 2) == pytest.approx(4 * (L2_LATENCY_CYCLES - 2 * cover))
+    assert wait(Pipeline.QR_ASYNC, 64, 4) == 0.0
+    assert wait(Pipeline.QR_ASYNC_TRLOAD, 128, 4) == 0.0
+
+
+def test_short_sequences_read_k_and_v_from_hbm_long_ones_from_l2() -> None:
+    """The HBM share of the K/V tile reads (docs/model.md 19.11): B8 H64 S256, 64 x 32 tiles,
+    causal: the 4 query blocks of a head walk about 2 + 4 + 6 + 8 key blocks (the causal
+    count's closed form, 21.5 of 8), 2.7 heads' worth of K/V, and the head is read once from
+    HBM (the Infinity Cache holds the rest): 8 / 21.5 = 0.37. At S 8192 the query blocks share
+    a head's K/V in L2: under 2%."""
+    device = get_hardware("mi355x")
+    assert isinstance(device, RocmDevice)
+    one = [np.array([x], dtype=np.int64) for x in (64, 32, 3)]
+    short = AttentionProblem(
+        batch=8, heads=64, seq_len=256, head_dim=128, dtype="bf16", causal=True
+    )
+    long = _problem(seq_len=8192, causal=True)
+    tile = np.array([32 * 256 * 2.0])
+    total = causal_iterations(np.array([4]), np.array([64.0]), np.array([32.0]), np.array([8]), 0)
+    assert total[0][0] == pytest.approx(21.5)
+    assert kv_traffic(device, short, 2.0, tile, *one).hbm_share[0] == pytest.approx(8 / 21.5)
+    assert kv_traffic(device, long, 2.0, tile, *one).hbm_share[0] < 0.02
+
+
+def test_every_workgroup_opens_with_an_hbm_latency() -> None:
+    """A non-causal grid of one wave: the round's work, the workgroup's own traffic, and the
+    prologue's HBM latency (DRAM_LATENCY_CYCLES), once however many workgroups share the CU."""
+    device = get_hardware("mi355x")
+    assert isinstance(device, RocmDevice)
+    problem = AttentionProblem(batch=1, heads=4, seq_len=1024, head_dim=128, dtype="bf16")
+    bm, bn = np.array([128], dtype=np.int64), np.array([128], dtype=np.int64)
+
+    def kernel(resident: int) -> float:
+        grid = grid_cycles(
+            device,
+            problem,
+            bm,
+            bn,
+            np.ones(1, dtype=np.int64),
+            np.array([resident], dtype=np.int64),
+            lambda r: np.asarray(1000.0 * r),
+            np.array([300.0]),
+            64.0,
+        )
+        return float(grid.kernel[0])
+
+    # 32 workgroups on 256 CUs: one wave, the last at one workgroup per CU
+    assert kernel(1) == pytest.approx(8 * 1000.0 + 300.0 + DRAM_LATENCY_CYCLES)
+    assert kernel(2) == pytest.approx(8 * 1000.0 + 300.0 + DRAM_LATENCY_CYCLES)
 
 
 def test_causal_does_about_half_the_work() -> None:
