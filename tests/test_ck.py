@@ -23,8 +23,12 @@ from tilesolve.solver.families.rocm.device import MFMA_SUSTAINED
 from tilesolve.solver.families.rocm.schedule import (
     DRAM_LATENCY_CYCLES,
     L2_LATENCY_CYCLES,
+    LDS_SUSTAINED,
+    Iteration,
     KvTraffic,
+    cu_round,
     grid_cycles,
+    independent_streams,
     kv_traffic,
 )
 from tilesolve.solver.hardware import RocmDevice, get_hardware
@@ -107,11 +111,14 @@ def test_template_rules_refuse(values: dict[str, int], rule: str) -> None:
     assert rule in " ".join(broken)
 
 
-def test_fp8_takes_the_32x32_mfma_on_qr_or_qs() -> None:
+def test_fp8_takes_the_32x32_mfma_on_qr_qr_async_or_qs() -> None:
+    """CK's codegen generates fp8 (fp8bf16) instances on qr_async above d 64 (fmha_fwd.py
+    get_pipelines): model 0.21.0 refused them, which made CK's own fp8 tiles infeasible."""
     fp8 = _problem(dtype="fp8")
     assert _check("mi300x", fp8) == []
     assert _check("mi300x", fp8, mfma=16, block_m=64)
-    assert _check("mi300x", fp8, pipeline=int(Pipeline.QR_ASYNC))
+    assert _check("mi300x", fp8, pipeline=int(Pipeline.QR_ASYNC)) == []
+    assert _check("mi355x", fp8, pipeline=int(Pipeline.QR_ASYNC_TRLOAD))
 
 
 def test_trload_is_gfx950s_for_equal_power_of_two_head_dims() -> None:
@@ -195,6 +202,53 @@ def test_occupancy_follows_the_register_estimate() -> None:
     large = int(np.flatnonzero(base & (cfg["block_m"] == 256))[0])
     assert res.regs.demand[large] > res.regs.demand[small]
     assert res.occupancy.waves_per_cu[large] <= res.occupancy.waves_per_cu[small]
+
+
+def test_the_register_estimate_by_hand() -> None:
+    """docs/model.md 19.4. bf16, d = dv = 128, 128 x 128, kK0 32, kN1 128, 4 waves of 32 rows:
+    O 32 x 128 / 64 = 64, Q 32 x 128 x 2 / 256 = 32, S 32 x 128 / 64 = 64 and P 32 (not live
+    together: max 64), the B fragments 2 x 4, fixed 32; qr_async prefetches V through registers,
+    128 x 32 x 2 / (4 x 256) = 8: 208 (CK's gfx942 d 128 tile, two workgroups a CU within its
+    launch bound of 256); qr prefetches K too, 8 more: 216. Model 0.21.0 counted S and P
+    together and every wave's whole K and V chunks as fragments: 296, one workgroup a CU."""
+    table = _table("mi300x")
+    res = _resources(table)
+    cfg = table.cfg
+    tile = (cfg["block_m"] == 128) & (cfg["block_n"] == 128) & (cfg["block_k0"] == 32)
+    tile &= (cfg["block_n1"] == 128) & (cfg["num_warps"] == 4) & (cfg["mfma"] == 32)
+    qr_async = int(np.flatnonzero(tile & (cfg["pipeline"] == int(Pipeline.QR_ASYNC)))[0])
+    qr = int(np.flatnonzero(tile & (cfg["pipeline"] == int(Pipeline.QR)))[0])
+    assert res.regs.demand[qr_async] == 208
+    assert res.regs.demand[qr] == 216
+    assert res.occupancy.workgroups_per_cu[qr_async] == 2
+
+
+def test_a_workgroups_waves_are_one_instruction_stream() -> None:
+    """docs/model.md 19.5: g = r min(w, SIMDs) / SIMDs streams a SIMD can overlap. 8 waves, one
+    workgroup: the two waves a SIMD pass the same barriers, one stream; 4 waves, two
+    workgroups: two; 2 waves, four workgroups (each on two SIMDs): two; 1 wave, 8: two."""
+    device = get_hardware("mi355x")
+    assert isinstance(device, RocmDevice)
+    warps = np.array([8.0, 4.0, 2.0, 1.0, 4.0])
+    r = np.array([1.0, 2.0, 4.0, 8.0, 1.0])
+    assert independent_streams(device, warps, r).tolist() == [1.0, 2.0, 2.0, 2.0, 1.0]
+
+
+def test_the_round_overlaps_only_independent_streams() -> None:
+    """T(r) by hand (mi355x): M = 1000, V = 600, L = 140 cycles a workgroup's iteration, S = 300.
+    L' = 140 / 0.7 = 200. One workgroup of 8 waves (g = 1, s = 1): everything serial,
+    1000 + 600 + 200 + 300 = 2100. Two workgroups of 4 waves (g = 2, phi 1/2): the top 2000 plus
+    half of the rest (1200 + 400) and half the stalls: 2000 + 800 + 150 = 2950, for two
+    iterations. Model 0.21.0 gave the 8-wave workgroup phi 1/2 too (2 waves a SIMD): 1550."""
+    device = get_hardware("mi355x")
+    assert isinstance(device, RocmDevice)
+    one = np.ones(1)
+    it = Iteration(1000.0 * one, 600.0 * one, 140.0 * one, 300.0 * one, 0.0 * one, 0.0 * one)
+    assert LDS_SUSTAINED == MFMA_SUSTAINED
+    eight = cu_round(device, it, 8.0 * one, 1.0 * one)
+    assert float(eight[0]) == pytest.approx(2100.0)
+    four = cu_round(device, it, 4.0 * one, 2.0 * one)
+    assert float(four[0]) == pytest.approx(2950.0)
 
 
 # ---- the model's figures ------------------------------------------------------------------------

@@ -22,8 +22,12 @@ warps owns kM0 / w rows; estimates of what the compiler keeps live, docs/model.m
     S (fp32)        kM0 kN0 / (64 w)               P (input dtype)  kM0 kN0 e / (256 w)
     O (fp32)        kM0 kN1 / (64 w)               Q (qr pipelines) kM0 d e / (256 w)
     K/V prefetch    (kN0 kK0 [sync K] + kN1 kK1) e / (256 w)
-    K/V fragments   (kN0 kK0 + kN1 kK1) e / 256    every warp reads the whole chunk from LDS
+    B fragments     B_TILE_VGPRS x B_TILES_LIVE    one warp-GEMM B tile read from LDS at a time
     fixed           ADDRESS_VGPRS (row statistics, pointers, loop state)
+
+    live = O + Q + K/V prefetch + max(S, P) + B fragments + fixed
+
+(S is consumed into P before gemm1 starts, so the two are not live together.)
 
 The architectural file holds 256 per wave; beyond it the compiler places the accumulators in
 AGPRs (gfx90a+: up to 256 more), and past 512 in all the instance cannot be compiled.
@@ -60,6 +64,12 @@ ASYNC_BUFFERS = 3  # NumPrefetchK of the qr_async default policy
 # (`kKLoadOnce = kM0 > 64`, block_fmha_pipeline_qr_ks_vs_async_trload.hpp, rocm-libraries@2bc5627).
 TRLOAD_LOAD_ONCE_ROWS = 64
 LDS_ALIGNMENT = 16  # bytes, GetSmemSizeQ's alignment of the Q buffer
+# A block GEMM with B in LDS reads one warp-GEMM B tile at a time and runs its MFMAs on it
+# (BlockGemmARegBSmemCRegV2's hot loop: `load_tile(b_warp_windows(nIter)(kIter))` inside the
+# k and n loops): a 16-byte read a lane (32x32x16 or 16x16x32 16-bit, 32x32x32 fp8: 1 KiB a
+# wave), 4 VGPRs. The tile in use and the next one, loaded ahead of its MFMA (estimate).
+B_TILE_VGPRS = 4
+B_TILES_LIVE = 2
 
 
 def lds_bytes(
@@ -125,8 +135,9 @@ def registers(
     sync_k = (pipe == Pipeline.QR) | (pipe == Pipeline.QS)
     k_prefetch = np.where(sync_k, bn * bk0, 0)
     prefetch = ceil_div((k_prefetch + bn1 * BLOCK_K1) * e, 4 * per_lane)
-    fragments = ceil_div((bn * bk0 + bn1 * BLOCK_K1) * e, 4 * LANES)
-    demand = s_acc + o_acc + p + q + prefetch + fragments + ADDRESS_VGPRS
+    # S is consumed into P before gemm1 starts: the two phases' live sets, not their sum
+    fragments = B_TILE_VGPRS * B_TILES_LIVE
+    demand = o_acc + q + prefetch + np.maximum(s_acc, p) + fragments + ADDRESS_VGPRS
     arch = np.minimum(demand, rocm.max_arch_vgprs_per_wave)
     agpr = np.maximum(demand - arch, 0)
     return Registers(

@@ -3,11 +3,14 @@ kernel that states one iteration of one workgroup (`Iteration`: one block of key
 cycles of each unit).
 
 One CU's round over r resident workgroups of w waves (wa = r w / SIMDs waves per SIMD, a share
-s = min(1, wa) of the SIMDs busy, phi = 1 - 1 / max(wa, 1): the other waves fill one wave's
-dependent phases):
+s = min(1, wa) of the SIMDs busy; g = r min(w, SIMDs) / SIMDs independent instruction streams
+per SIMD and phi = 1 - 1 / max(g, 1): the waves of other workgroups fill one stream's
+dependent phases, while the waves of one workgroup pass the same barriers every iteration and
+sit in the same phase, so they do not fill each other's):
 
-    T(r) = max(rM, rV, rL) / s + (1 - phi)(rM + rV + rL - max) / s + (1 - phi) S,
-           at least r x (L2 bytes / L2 share + HBM bytes / HBM share) of one CU
+    T(r) = max(rM, rV, rL') / s + (1 - phi)(rM + rV + rL' - max) / s + (1 - phi) S,
+           at least r x (L2 bytes / L2 share + HBM bytes / HBM share) of one CU,
+    L' = L / LDS_SUSTAINED   (the LDS at the loop's sustained share of its peak)
 
 (the HBM bytes: the share of the K/V tile reads HBM serves, `kv_traffic`: high when few query
 blocks share a head's K/V, near 0 for long sequences).
@@ -58,6 +61,13 @@ DRAM_LATENCY_CYCLES = 2.0 * L2_LATENCY_CYCLES
 # max and sum across lanes, the barriers between the first GEMM, the softmax and the second,
 # the loop; other waves on the SIMD hide it as they hide the barriers (cycles, estimate).
 CHAIN_CYCLES = 256.0
+# Share of the LDS read bandwidth a dependent attention loop sustains: the B tiles of a block
+# GEMM are read by the waves that issue the MFMAs consuming them, one tile ahead (CK's
+# BlockGemmARegBSmemCRegV2 hot loop; Triton's MFMA dots, 19.10), so the LDS pipe sees the same
+# instruction stream's gaps as the MFMA pipe: the model takes the MFMA's sustained share
+# (estimate, the same constant, not fitted; docs/model.md 19.5). The peaks (128 and 256
+# bytes per cycle per CU) stand.
+LDS_SUSTAINED = MFMA_SUSTAINED
 # Extra VALU instruction per score on a tile that crosses the causal diagonal (the mask select).
 MASK_OPS = 1.0
 LSE_BYTES_PER_ROW = 4
@@ -81,6 +91,22 @@ def hbm_bytes_per_clk_per_cu(device: RocmDevice) -> float:
     return device.memory.achievable_dram_bytes_per_s / (rocm.cu_count * rocm.engine_clock_mhz * 1e6)
 
 
+def independent_streams(device: RocmDevice, warps: FloatArray, r: FloatArray) -> FloatArray:
+    """Instruction streams per SIMD that can be in different phases of an iteration: one per
+    resident workgroup with a wave on the SIMD, g = r min(w, SIMDs) / SIMDs. The waves of one
+    workgroup are not independent: the kernel fences each iteration's LDS tiles with workgroup
+    barriers (CK's pipelines call block_sync_lds around every gemm0 and gemm1 chunk,
+    ROCm/composable_kernel@8e22e1a block_fmha_pipeline_qr_ks_vs.hpp; Triton's loop two barriers
+    an iteration), so between two barriers all of them run the same phase; CK's one pipeline that
+    offsets two wave groups by a phase, so that one group's MFMAs meet the other's softmax, is
+    the v3 kernel's explicit schedule (block_fmha_fwd_v3_pipeline.hpp, CoreLoopScheduler per
+    WaveGroup), the only CK instance generated with 8 waves (fmha_fwd.py, the gfx950 rule
+    bm0 = 256 with 8 warps exactly when the pipeline is qr_async_trload_v3; docs/model.md
+    19.5)."""
+    simds = device.rocm.simds_per_cu
+    return np.asarray(r * np.minimum(warps, simds) / simds)
+
+
 def cu_round(device: RocmDevice, it: Iteration, warps: FloatArray, r: FloatArray) -> FloatArray:
     """One iteration of each of r resident workgroups on one CU, cycles (T(r) above); the
     bytes bound reads the HBM share of them at the CU's share of HBM, the rest at its L2
@@ -93,8 +119,8 @@ def cu_round(device: RocmDevice, it: Iteration, warps: FloatArray, r: FloatArray
     )
     waves = r * warps / rocm.simds_per_cu
     busy = np.minimum(waves, 1.0)
-    phi = 1.0 - 1.0 / np.maximum(waves, 1.0)
-    parts = np.stack([r * it.mfma / busy, r * it.valu / busy, r * it.lds])
+    phi = 1.0 - 1.0 / np.maximum(independent_streams(device, warps, r), 1.0)
+    parts = np.stack([r * it.mfma / busy, r * it.valu / busy, r * it.lds / LDS_SUSTAINED])
     top = parts.max(axis=0)
     compute = top + (1.0 - phi) * (parts.sum(axis=0) - top) + (1.0 - phi) * it.stall
     memory = (it.global_bytes - it.hbm_bytes) / l2_per_cu + it.hbm_bytes / (
@@ -306,7 +332,7 @@ def dram_floor(device: RocmDevice, problem: AttentionProblem, traffic: KvTraffic
 UNITS = ("MFMA (matrix cores)", "softmax on the VALU", "LDS bandwidth")
 MANNERS = (
     "",
-    ", with MFMA and softmax serialised (one wave per SIMD)",
+    ", with MFMA and softmax serialised (one workgroup's waves per SIMD)",
     ", with exposed barriers and loads",
 )
 WHOLE = ("HBM bandwidth", "too few workgroups to fill the CUs")
@@ -323,9 +349,9 @@ def bottlenecks(
 ) -> list[str]:
     """The dominant cost of each candidate, in words (one of `LABELS`)."""
     resident = grid.resident
-    stacked = np.stack([it.mfma, it.valu, it.lds])
+    stacked = np.stack([it.mfma, it.valu, it.lds / LDS_SUSTAINED])
     unit = stacked.argmax(axis=0)
-    serial = (resident * warps / device.rocm.simds_per_cu <= 1.0) & (
+    serial = (independent_streams(device, warps, resident) <= 1.0) & (
         np.minimum(it.mfma, it.valu) > 0.25 * np.maximum(it.mfma, it.valu)
     )
     exposed = resident * stacked.max(axis=0) < 0.8 * grid.full_round
