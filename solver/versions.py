@@ -65,4 +65,9 @@ CATALOG_VERSION = "2026.12.1"
 #        of the K/V tiles at the CU's HBM share, ck's qr_async_trload keeps Q, K and V in one
 #        LDS buffer each, one-buffer pipelines wait out their loads' latency: ck, triton and flex
 #        answers on mi300x, mi325x and mi355x move, every CUDA and Ascend answer unchanged.
-MODEL_VERSION = "0.21.0"
+# 0.22.0: AMD picks (issue 26; docs/model.md 19.4, 19.5, 19.8): a workgroup's waves are one
+#        instruction stream per SIMD (they pass the same barriers every iteration), the LDS runs
+#        at the loop's sustained share of its peak, ck's register estimate follows CK's
+#        pipeline order and block GEMM, fp8 on qr_async: ck, triton and flex answers on mi300x,
+#        mi325x and mi355x move, every CUDA and Ascend answer unchanged.
+MODEL_VERSION = "0.22.0"

@@ -45,7 +45,7 @@ from ...cost import (
 from ...hardware import RocmDevice
 from ...problem import AttentionProblem
 from ...space import FloatArray, IntArray, ceil_div
-from .device import MFMA_SUSTAINED, ROCM_LAUNCH_US
+from .device import LDS_SUSTAINED, MFMA_SUSTAINED, ROCM_LAUNCH_US
 
 # VALU instructions per score besides the exp: scale and subtract the max (one FMA), the row
 # max, the row sum, the conversion of P to the input dtype (the online softmax's steps).
@@ -61,13 +61,6 @@ DRAM_LATENCY_CYCLES = 2.0 * L2_LATENCY_CYCLES
 # max and sum across lanes, the barriers between the first GEMM, the softmax and the second,
 # the loop; other waves on the SIMD hide it as they hide the barriers (cycles, estimate).
 CHAIN_CYCLES = 256.0
-# Share of the LDS read bandwidth a dependent attention loop sustains: the B tiles of a block
-# GEMM are read by the waves that issue the MFMAs consuming them, one tile ahead (CK's
-# BlockGemmARegBSmemCRegV2 hot loop; Triton's MFMA dots, 19.10), so the LDS pipe sees the same
-# instruction stream's gaps as the MFMA pipe: the model takes the MFMA's sustained share
-# (estimate, the same constant, not fitted; docs/model.md 19.5). The peaks (128 and 256
-# bytes per cycle per CU) stand.
-LDS_SUSTAINED = MFMA_SUSTAINED
 # Extra VALU instruction per score on a tile that crosses the causal diagonal (the mask select).
 MASK_OPS = 1.0
 LSE_BYTES_PER_ROW = 4
