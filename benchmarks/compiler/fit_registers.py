@@ -296,13 +296,23 @@ def fit_count(rows: Rows, live: np.ndarray, fit: np.ndarray, used: list[int]) ->
         solver.Add(e >= linear + fixed - float(rows.regs[i]))
         solver.Add(e >= float(rows.regs[i]) - linear - fixed)
         errors.append(e)
+    return _solved(solver, errors, weights, "the count")
+
+
+def _solved(
+    solver: pywraplp.Solver,
+    errors: list[pywraplp.Variable],
+    weights: dict[tuple[int, int], pywraplp.Variable],
+    what: str,
+) -> np.ndarray:
+    """Minimise the sum of `errors` and return the weights (PATHS x TERMS, 3 decimals)."""
     solver.Minimize(sum(errors))
     if solver.Solve() != pywraplp.Solver.OPTIMAL:
-        raise RuntimeError("the count's linear program has no optimum")
-    count = np.zeros((len(PATHS), len(TERMS)))
+        raise RuntimeError(f"{what}'s linear program has no optimum")
+    out = np.zeros((len(PATHS), len(TERMS)))
     for (p, j), var in weights.items():
-        count[p, j] = round(var.solution_value(), 3)
-    return count
+        out[p, j] = round(var.solution_value(), 3)
+    return out
 
 
 PEAK_FREE_BOUNDS = {  # the live regression's weight ranges (registers per term register)
@@ -374,12 +384,7 @@ def fit_live_regression(
                 solver.Add(e >= linear + fixed - target)
                 solver.Add(e >= target - linear - fixed)
             errors.append(e)
-        solver.Minimize(sum(errors))
-        if solver.Solve() != pywraplp.Solver.OPTIMAL:
-            raise RuntimeError("the live regression's linear program has no optimum")
-        live = np.zeros((len(PATHS), len(TERMS)))
-        for (p, j), var in weights.items():
-            live[p, j] = round(var.solution_value(), 3)
+        live = _solved(solver, errors, weights, "the live regression")
     return live
 
 
