@@ -458,6 +458,25 @@ def demand_threshold(rows: Rows, fit: np.ndarray, held: np.ndarray) -> tuple[int
     return best, share(fit, best), share(held, best)
 
 
+BLUR_DRAWS = 200  # demand_blurred: noise draws per sigma
+BLUR_SIGMAS = (4.0, 8.0, 16.0)  # registers (a normal error's median magnitude is 0.674 sigma)
+
+
+def demand_blurred(rows: Rows, mask: np.ndarray, d: int, sigma: float) -> float:
+    """The share of `mask`'s measured rows whose spill `demand_threshold`'s rule predicts when
+    each row's demand is off by a normal error of `sigma` registers (the mean over
+    BLUR_DRAWS draws, seed 0): how close to ptxas's own demand a live estimate must come."""
+    assert rows.spill_bytes is not None
+    m = mask & ~np.isnan(rows.peak)
+    demand = (rows.peak + np.where(rows.spills, rows.spill_bytes / SPILL_WORD_BYTES, 0.0))[m]
+    rng = np.random.default_rng(0)
+    shares = [
+        np.mean((demand + rng.normal(0.0, sigma, len(demand)) > rows.cap[m] - d) == rows.spills[m])
+        for _ in range(BLUR_DRAWS)
+    ]
+    return float(np.mean(shares))
+
+
 def family_of(rows: Rows) -> str:
     return target_family(TARGETS[rows.targets[0]].compiler_target())
 
@@ -552,11 +571,16 @@ def main(argv: list[str] | None = None) -> int:
                     margin = f"{allocation_margin(rows, mine & fit):g}"
                 except ValueError:
                     margin = "-"
+                blurred = ", ".join(
+                    f"{demand_blurred(rows, mine, d, sigma):.1%} at sigma {sigma:g}"
+                    for sigma in BLUR_SIGMAS
+                )
                 print(
                     f"{target}: {int((mine & measured).sum())} of {int(mine.sum())} rows "
                     f"measured; margin {margin}; demand > cap - {d}: fit {on_fit:.1%} of "
                     f"{int((mine & fit & measured).sum())}, validation {on_held:.1%} of "
-                    f"{int((mine & ~fit & measured).sum())}"
+                    f"{int((mine & ~fit & measured).sum())}; all rows, the demand blurred: "
+                    f"{blurred}"
                 )
         return 0
     if args.cross_validate:
