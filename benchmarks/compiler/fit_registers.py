@@ -325,15 +325,19 @@ PEAK_FREE_BOUNDS = {  # the live regression's weight ranges (registers per term 
 SLOT_ROUNDS = 8  # refits while each row's heaviest loop changes
 
 
+MARGIN_WINDOW = 8  # registers: a row allocating this close to its cap without spilling is at it
+
+
 def allocation_margin(rows: Rows, mask: np.ndarray) -> float:
-    """Registers a thread holds at its cap beyond its peak live count: the median of
-    cap - peak over the `mask` rows that use the whole cap without spilling (ptxas aligns
-    64- and 128-bit register tuples and keeps values of different live ranges apart, so a
-    kernel that needs all of its cap has fewer values live at its peak instruction)."""
-    at_cap = mask & ~rows.spills & (rows.regs == rows.cap) & ~np.isnan(rows.peak)
-    if not at_cap.any():
-        raise ValueError("no measured row at its cap without spilling")
-    return float(np.median(rows.cap[at_cap] - rows.peak[at_cap]))
+    """Registers a thread allocates beyond its peak live count where the cap binds: the median
+    of regs - peak over the `mask` rows that allocate within MARGIN_WINDOW of their cap without
+    spilling (ptxas aligns 64- and 128-bit register tuples and keeps values of different live
+    ranges apart, so a kernel that needs all of its cap has fewer values live at its peak
+    instruction). A live estimate in peak units meets the cap that much early."""
+    near = mask & ~rows.spills & (rows.regs >= rows.cap - MARGIN_WINDOW) & ~np.isnan(rows.peak)
+    if not near.any():
+        raise ValueError("no measured row near its cap without spilling")
+    return float(np.median(rows.regs[near] - rows.peak[near]))
 
 
 def fit_live_regression(
