@@ -28,6 +28,13 @@ modules the baseline does not load (each module's own time, the median over the 
 is left of the first question's wall time is the work itself (parsing, the solve, rendering)
 and the interpreter's start-up. Import times under -X importtime run a little slower than
 plain imports, so the rows are shares, not an exact sum.
+
+`--instructions` counts instead of timing: the baseline and a first question run once each under
+`valgrind --tool=callgrind` (when valgrind is installed), which counts the instructions the
+process executes, all threads together. The count does not move with the machine's load, so it
+compares two trees, or a change, on a busy shared machine where wall times scatter by 30%; it
+is not the target (a wall-time ratio), and it weighs dynamic loading (relocations, mapping)
+by instructions where the clock also sees page faults and I/O.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ import compileall
 import importlib.util
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -157,6 +165,32 @@ def import_breakdown(runs: int) -> None:
     print(f"  {rest:7.1f} ms  (packages under 0.5 ms each)")
 
 
+def _instructions(argv: list[str], env: dict[str, str]) -> int:
+    """Instructions `argv` executes, counted by callgrind (all threads)."""
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    for line in done.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.rsplit(":", 1)[1].strip())
+    raise RuntimeError("callgrind reported no instruction count")
+
+
+def instruction_counts() -> dict[str, int]:
+    """The baseline's and a first question's instruction counts (`--instructions`)."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = os.environ | {"XDG_CACHE_HOME": cache}
+        return {
+            "baseline": _instructions([sys.executable, "-c", "import numpy, pydantic"], env),
+            "first": _instructions([*_cli(), *QUESTION], env),
+        }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7, help="runs of each command (default 7)")
@@ -171,13 +205,30 @@ def main() -> int:
         action="store_true",
         help="where a first question's time goes: import time by package (see the docstring)",
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count instructions under valgrind's callgrind instead of timing (see the docstring)",
+    )
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be at least 1")
+    if args.instructions and shutil.which("valgrind") is None:
+        parser.error("--instructions needs valgrind (apt install valgrind)")
     if not args.no_compile:
         compile_bytecode()
     if args.imports:
         import_breakdown(args.runs)
+        return 0
+    if args.instructions:
+        counts = instruction_counts()
+        ratio = counts["first"] / counts["baseline"]
+        if args.json:
+            print(json.dumps({"instructions": counts, "ratio": ratio}))
+        else:
+            print("instructions (valgrind --tool=callgrind, all threads):")
+            print(f"  baseline  {counts['baseline']:>15,}  python -c 'import numpy, pydantic'")
+            print(f"  first     {counts['first']:>15,}  {ratio:.2f}x the baseline")
         return 0
     bytecode = "as found" if args.no_compile else "compiled first"
     times = measure(args.runs)

@@ -152,7 +152,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     (`answer_cache`) and sets its process's start-up variables (`startup`); a call with an
     argument list from Python does neither."""
     try:
-        return _run(argv, own_process=argv is None)
+        code = _run(argv, own_process=argv is None)
+        if argv is None:
+            startup.before_exit()
+        return code
     except BrokenPipeError:
         # stdout's reader went away (`| head`): silence the flush at interpreter exit.
         devnull = os.open(os.devnull, os.O_WRONLY)

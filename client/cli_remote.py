@@ -30,7 +30,6 @@ from .cli_common import (
     ErrorLine,
     flag_for,
 )
-from .targets import TargetError, parse_target
 
 if TYPE_CHECKING:
     from tilesolve.solver import HardwareSpec
@@ -119,6 +118,8 @@ def server_target(text: str) -> str | ErrorLine:
     """`--server`'s value, checked (`tilesolve.client.targets`: one address, a list of
     replicas or dns:///NAME:PORT), or a violation naming the entry at fault and what is
     allowed. The client parses it again into its gRPC target."""
+    from .targets import TargetError, parse_target  # here: a local question needs neither
+
     try:
         parse_target(text)
     except TargetError as exc:

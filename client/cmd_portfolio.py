@@ -28,11 +28,12 @@ from .cli_common import (
     violations_from_pydantic,
 )
 from .cli_remote import add_remote_arguments, asking, remote_settings
-from .inputs import Shapes, read_shapes
 from .progress import add_quiet_argument
 
 if TYPE_CHECKING:
     from tilesolve.solver.apps.portfolio import PortfolioAnswer, PortfolioRequest
+
+    from .inputs import Shapes
 
 _PROBLEM_PATH = re.compile(r"^problems\[(\d+)\](?:\.problem)?\.?(.*)$")
 
@@ -261,6 +262,8 @@ def cmd_portfolio(args: argparse.Namespace) -> int:
             raise CliInputError([found])
         most = found
     spec = catalog_device(args.hardware) if remote is None else None
+    from .inputs import read_shapes  # here: the CLI imports this module for its parser
+
     shapes = read_shapes(args.shapes, most)
     request = portfolio_request(args, shapes)
     try:

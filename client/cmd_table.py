@@ -31,7 +31,6 @@ from .cli_common import (
 from .cli_remote import Remote, add_remote_arguments, asking, cli_field, remote_settings
 from .cmd_portfolio import add_parallel_arguments, parallel_settings, parse_percent
 from .files import MIB, check_nesting, output_folder, read_text, replace_file
-from .inputs import read_grid
 
 if TYPE_CHECKING:
     from tilesolve.solver import FieldViolation
@@ -284,6 +283,8 @@ def cmd_table(args: argparse.Namespace) -> int:
     for path, field in ((args.output, "output"), (args.stamp, "stamp")):
         if path is not None:
             output_folder(path, field, args.mkdir, "--mkdir")
+    from .inputs import read_grid  # here: the CLI imports this module for its parser
+
     grid = read_grid(args.grid, _hardware(args.hardware))
     unstated = [name for name in ("batch", "heads") if name not in grid.model_fields_set]
     if unstated:

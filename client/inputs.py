@@ -17,7 +17,6 @@ import io
 import json
 import math
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -258,6 +257,8 @@ def read_grid(path: str, hardware: list[str] | None = None) -> Grid:
     if suffix in (".toml", ".json"):
         check_nesting(path, text, suffix[1:])
     if suffix == ".toml":
+        import tomllib  # here: only a TOML grid needs it, and the CLI imports this module
+
         try:
             data: Any = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:

@@ -4,17 +4,15 @@ Field names are snake_case with units in the names; this is the JSON the CLI pri
 document the gRPC service encodes (README.md, "An example answer" and "The gRPC service").
 """
 
-from __future__ import annotations
-
+# Annotations are evaluated here, not postponed: pydantic reads them (schema_config.py).
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from .problem import AttentionProblem, SolveOptions
+from .schema_config import FROZEN_SCHEMA
 from .space import COMMON_FIELDS
-
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
 def canonical_parameters(values: dict[str, int]) -> dict[str, int]:
@@ -40,7 +38,7 @@ class Status(StrEnum):
 class ResourceUse(BaseModel):
     """How much of one resource a configuration uses, of what the hardware grants."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     name: str = Field(description="e.g. shared_memory, registers, threads, l1, l0c, ub")
     used: int
@@ -54,7 +52,7 @@ class Candidate(BaseModel):
     The common tile fields and the CUDA resource fields are null where the family has none
     (num_warps on Ascend); `parameters` has every decision variable of the family by name."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     rank: int = Field(ge=1)
     block_m: int | None = None
@@ -106,7 +104,7 @@ class Candidate(BaseModel):
 class FunnelStep(BaseModel):
     """How many configurations one constraint removed, applied in funnel order."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     constraint: str
     rule: str
@@ -117,7 +115,7 @@ class FunnelStep(BaseModel):
 class BindingConstraint(BaseModel):
     """A constraint without which the winner would be a faster configuration."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     constraint: str
     detail: str
@@ -126,7 +124,7 @@ class BindingConstraint(BaseModel):
 class RelaxationStep(BaseModel):
     """The nearest relaxation in a form a program can act on."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     constraint: str
     target_kind: Literal["option", "parameter", "none"] = Field(
@@ -140,7 +138,7 @@ class RelaxationStep(BaseModel):
 class PaddingOption(BaseModel):
     """A tile size, the nearest seq_len it divides, and the share of that length wasted."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     block: int
     padded_seq_len: int
@@ -150,7 +148,7 @@ class PaddingOption(BaseModel):
 class DivisibleLength(BaseModel):
     """A nearby problem length that a feasible tile divides (with --require-divisible)."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     seq_len: int
     seq_len_kv: int
@@ -162,7 +160,7 @@ class DivisibleLength(BaseModel):
 class Infeasibility(BaseModel):
     """Why nothing is feasible, and the smallest change that would make something feasible."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     conflicting_constraints: list[str]
     explanation: str
@@ -181,7 +179,7 @@ class Infeasibility(BaseModel):
 class SolveAnswer(BaseModel):
     """The whole answer to one solve request."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     status: Status
     proven_optimal: bool

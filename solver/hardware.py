@@ -6,17 +6,15 @@ full inline description (a new or hypothetical chip) that validates against the 
 Units are part of every field name.
 """
 
-from __future__ import annotations
-
+# Annotations are evaluated here, not postponed: pydantic reads them (schema_config.py).
 import re
 import tomllib
 from functools import cache
 from importlib import resources
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
     ValidationError,
@@ -26,6 +24,7 @@ from pydantic import (
 
 from .errors import FieldViolation, InvalidRequestError, UnknownHardwareError
 from .model_constants import ModelConstants
+from .schema_config import FROZEN_SCHEMA
 
 # The catalog's version (and its history) is in versions.py; re-exported here.
 from .versions import CATALOG_VERSION as CATALOG_VERSION
@@ -33,11 +32,6 @@ from .versions import CATALOG_VERSION as CATALOG_VERSION
 # The TF32 tensor path: 4-byte operands at half the dense FP16 rate (`tensor_tf32_dense_tflops`).
 TF32_ELEMENT_BYTES = 4
 TF32_FRACTION_OF_FP16 = 0.5
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
-# The device schemas are built on their first use, not at import (pydantic's `defer_build`;
-# validation is the same either way): a question about a CUDA device never builds the Ascend
-# or ROCm ones, and `_Device`, only ever a base class, is never built.
-_FROZEN_DEFERRED = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 # The optional tensor-memory fields of `SmLimits` (absent on parts without tensor memory).
 TENSOR_MEMORY_FIELDS = ("tensor_memory_lanes", "tensor_memory_columns")
 
@@ -55,7 +49,7 @@ def _without_absent(data: Any, optional: tuple[str, ...]) -> Any:
 class SmLimits(BaseModel):
     """Per-SM and per-block limits of a CUDA streaming multiprocessor (occupancy inputs)."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     compute_capability: str = Field(pattern=r"^\d{1,2}\.\d$", description="e.g. '8.0'")
     warp_size_threads: int = Field(
@@ -117,7 +111,7 @@ class SmLimits(BaseModel):
         return self.max_threads_per_sm // self.warp_size_threads
 
     @model_validator(mode="after")
-    def _consistent(self) -> SmLimits:
+    def _consistent(self) -> Self:
         """A block can never be granted more than the SM has; carveouts end at the SM maximum."""
         if self.smem_per_block_optin_bytes > self.smem_per_sm_bytes:
             raise ValueError("smem_per_block_optin_bytes must not exceed smem_per_sm_bytes")
@@ -149,7 +143,7 @@ class SmLimits(BaseModel):
 class CudaThroughput(BaseModel):
     """Per-SM execution rates and latencies of a CUDA device, per SM clock cycle."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     sm_count: int = Field(ge=1, le=4096, description="streaming multiprocessors (1 to 4096)")
     boost_clock_mhz: float = Field(
@@ -229,7 +223,7 @@ class CudaThroughput(BaseModel):
 class MemorySystem(BaseModel):
     """Off-chip memory and L2 cache."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     memory_bytes: int = Field(
         ge=1 << 20, le=1 << 44, description="device memory, bytes (1 MiB to 16 TiB)"
@@ -291,7 +285,7 @@ class AscendCore(BaseModel):
     An optional field is None where no figure for the part is known.
     """
 
-    model_config = _FROZEN_DEFERRED
+    model_config = FROZEN_SCHEMA
 
     ai_core_count: int = Field(
         ge=1, le=1024, description="AI cores; on split parts the cube cores (= aic_count)"
@@ -412,7 +406,7 @@ class AscendCore(BaseModel):
         return self.aic_count * self.cube_fp16_macs_per_cycle * 2 * self.cube_clock_mhz * 1e-6
 
     @model_validator(mode="after")
-    def _consistent(self) -> AscendCore:
+    def _consistent(self) -> Self:
         """Core counts agree with the layout; the FP16 peak agrees with count x rate x clock;
         `unconfirmed_fields` names fields that exist and carry a figure."""
         if self.aic_count != self.ai_core_count:
@@ -461,7 +455,7 @@ class RocmCompute(BaseModel):
     all of them. Rates are per CU per engine clock unless a name says otherwise.
     """
 
-    model_config = _FROZEN_DEFERRED
+    model_config = FROZEN_SCHEMA
 
     gfx_target: str = Field(
         pattern=r"^gfx[0-9]{2,3}[0-9a-f]$", description="the LLVM target, e.g. 'gfx942'"
@@ -584,7 +578,7 @@ class RocmCompute(BaseModel):
         return self.mfma_bf16_dense_tflops if bf16 else self.mfma_fp16_dense_tflops
 
     @model_validator(mode="after")
-    def _consistent(self) -> RocmCompute:
+    def _consistent(self) -> Self:
         """The limits agree with each other; `unconfirmed_fields` names real figures."""
         if self.cu_count % self.xcd_count:
             raise ValueError(
@@ -625,7 +619,7 @@ class RocmCompute(BaseModel):
 class _Device(BaseModel):
     """What every accelerator has, whatever its kind: names, memory, sources."""
 
-    model_config = _FROZEN_DEFERRED  # and so its subclasses, the device kinds
+    model_config = FROZEN_SCHEMA  # and so its subclasses, the device kinds
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")
     display_name: str = Field(min_length=1, max_length=128)
@@ -704,7 +698,7 @@ class RocmDevice(_Device):
         return self.rocm.cu_count
 
     @model_validator(mode="after")
-    def _l2_is_per_xcd(self) -> RocmDevice:
+    def _l2_is_per_xcd(self) -> Self:
         """The device's L2 is the XCDs' L2s together."""
         total = self.rocm.l2_per_xcd_bytes * self.rocm.xcd_count
         if self.memory.l2_bytes != total:

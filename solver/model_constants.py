@@ -21,7 +21,9 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from .schema_config import FROZEN_SCHEMA
 
 if TYPE_CHECKING:
     from .hardware import HardwareSpec
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
 class ModelConstants(BaseModel):
     """The free constants of the CUDA cost models (`calibrate` fits them to forward kernels)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = FROZEN_SCHEMA
 
     matrix_efficiency: float = Field(
         1.0,

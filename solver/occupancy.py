@@ -25,7 +25,6 @@ from enum import StrEnum
 import numpy as np
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     ValidationInfo,
     ValidatorFunctionWrapHandler,
@@ -34,6 +33,7 @@ from pydantic import (
 
 from .errors import FieldViolation, InvalidRequestError
 from .hardware import CudaDevice, HardwareSpec, SmLimits, load_catalog
+from .schema_config import FROZEN_SCHEMA
 from .space import IntArray, ceil_div
 from .violations import validated_on_device, within_device_range
 
@@ -245,7 +245,7 @@ class OccupancyQuery(BaseModel):
     RPC). Validate it with `on(spec, data)`: the device's own limits then bound the threads
     and registers, and each message names the range on that device."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = FROZEN_SCHEMA
 
     threads: int = Field(ge=1, description="threads per block")
     regs: int = Field(ge=0, le=MAX_ISA_REGS, description="registers per thread")

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     ValidationInfo,
     ValidatorFunctionWrapHandler,
@@ -26,6 +25,7 @@ from pydantic import (
 
 from .hardware import RocmCompute, RocmDevice
 from .occupancy_rocm import register_cap, rocm_occupancy_arrays, wave_registers
+from .schema_config import FROZEN_SCHEMA
 from .violations import validated_on_device, within_device_range
 
 ADDRESSABLE = 256  # architectural VGPRs, or AGPRs, one wave addresses
@@ -36,7 +36,7 @@ class RocmOccupancyQuery(BaseModel):
     """One workgroup launch on a rocm device. Validate it with `on(spec, data)`: the device's
     limits then bound every field, and each message names the range on that device."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = FROZEN_SCHEMA
 
     threads: int = Field(ge=1, description="work-items per workgroup")
     vgprs: int = Field(ge=0, le=ADDRESSABLE, description="architectural VGPRs per lane")

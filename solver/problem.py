@@ -5,15 +5,13 @@ is bounded; cross-field rules are validators. Rules that depend on the kernel fa
 head dims it supports) live with the family and are checked by `solve`.
 """
 
-from __future__ import annotations
-
+# Annotations are evaluated here, not postponed: pydantic reads them (schema_config.py).
 import re
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
     StringConstraints,
@@ -25,9 +23,8 @@ from pydantic import (
 )
 
 from .errors import InvalidRequestError
+from .schema_config import FROZEN_SCHEMA
 from .violations import allowed_range, violations_from_validation
-
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 MAX_SEQ_LEN = 1 << 24  # 16 Mi tokens
 MAX_HEAD_DIM = 1024
@@ -100,6 +97,8 @@ class _Request(BaseModel):
     violations name each bad field and what is allowed; `model_validate` (what the adapters
     call) raises pydantic's ValidationError, which they convert the same way."""
 
+    model_config = FROZEN_SCHEMA  # never validated itself: its schema is never built
+
     def __init__(self, **data: Any) -> None:
         try:
             super().__init__(**data)
@@ -115,7 +114,7 @@ class _Request(BaseModel):
 class AttentionProblem(_Request):
     """One attention call: shapes, element type, masking and phase."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     batch: int = Field(1, ge=1, le=1 << 16, description="sequences in the batch")
     heads: int = Field(1, ge=1, le=1024, description="query heads")
@@ -148,7 +147,7 @@ class AttentionProblem(_Request):
     )(_whole_number)
 
     @model_validator(mode="after")
-    def _kv_heads_divide_heads(self) -> AttentionProblem:
+    def _kv_heads_divide_heads(self) -> Self:
         """Grouped-query attention: every KV head serves the same number of query heads."""
         if self.kv_heads is not None and self.heads % self.kv_heads:
             raise ValueError(
@@ -158,7 +157,7 @@ class AttentionProblem(_Request):
         return self
 
     @model_validator(mode="after")
-    def _bounded_work(self) -> AttentionProblem:
+    def _bounded_work(self) -> Self:
         """The whole score matrix stays within MAX_SCORE_ENTRIES (2^50) entries."""
         entries = self.batch * self.heads * self.seq_len * self.seq_len_kv_eff
         if entries > MAX_SCORE_ENTRIES:
@@ -223,7 +222,7 @@ PinValue = Annotated[int, Field(ge=0, le=1 << 24)]
 class SolveOptions(_Request):
     """How to solve: family, engine, ranking depth, and the user's pins and caps."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     kernel: str | None = Field(
         None,

@@ -7,7 +7,9 @@ nothing: the CLI's answer cache keys its entries by them without loading the sol
 # .6: Blackwell (gb200, b300, rtx-pro-6000 added; b200 and rtx-5090 checked against the sourced
 # figures; tensor memory and the FP4 rate; fa4 the default on compute capability 10.x and 12.0)
 # .7: the rocm kind: AMD Instinct MI300X, MI325X (gfx942) and MI355X (gfx950)
-CATALOG_VERSION = "2026.11.7"
+# 2026.12.1: the AMD parts' LDS read bandwidth sourced (AMD's ROCm blog on CDNA4 GEMMs, Table 1:
+# 256 B/clk on CDNA4, 128 on CDNA3); values unchanged
+CATALOG_VERSION = "2026.12.1"
 
 # 0.2.0: family interface; achievable bandwidth, launch, iteration and window-L2 terms.
 # 0.3.0: the ascend family (CUDA answers unchanged).
@@ -58,4 +60,14 @@ CATALOG_VERSION = "2026.11.7"
 #        compiler-truth data set gained the AMD targets' top-5 stratum (47 forward rows on
 #        gfx942 and gfx950, issue 21/26; docs/model.md 19.10): triton and flex answers on
 #        mi300x, mi325x and mi355x move, every CUDA and Ascend answer unchanged.
-MODEL_VERSION = "0.20.0"
+# 0.21.0: the AMD cost model against published MI355X throughput (issue 26; docs/model.md
+#        19.11): every workgroup's prologue waits an HBM latency, the round reads the HBM share
+#        of the K/V tiles at the CU's HBM share, ck's qr_async_trload keeps Q, K and V in one
+#        LDS buffer each, one-buffer pipelines wait out their loads' latency: ck, triton and flex
+#        answers on mi300x, mi325x and mi355x move, every CUDA and Ascend answer unchanged.
+# 0.22.0: AMD picks (issue 26; docs/model.md 19.4, 19.5, 19.8): a workgroup's waves are one
+#        instruction stream per SIMD (they pass the same barriers every iteration), the LDS runs
+#        at the loop's sustained share of its peak, ck's register estimate follows CK's
+#        pipeline order and block GEMM, fp8 on qr_async: ck, triton and flex answers on mi300x,
+#        mi325x and mi355x move, every CUDA and Ascend answer unchanged.
+MODEL_VERSION = "0.22.0"

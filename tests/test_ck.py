@@ -15,9 +15,23 @@ import pytest
 from tilesolve import wire
 from tilesolve.solver import AttentionProblem, InvalidRequestError, SolveOptions, solve
 from tilesolve.solver.candidates import CandidateTable, build_candidate_table
+from tilesolve.solver.cost import causal_iterations
+from tilesolve.solver.families.ck.cost import single_buffer_wait
 from tilesolve.solver.families.ck.resources import CkResources, lds_bytes
 from tilesolve.solver.families.ck.shape import Dims, Pipeline, qualified_head_dim
-from tilesolve.solver.hardware import get_hardware
+from tilesolve.solver.families.rocm.device import MFMA_SUSTAINED
+from tilesolve.solver.families.rocm.schedule import (
+    DRAM_LATENCY_CYCLES,
+    L2_LATENCY_CYCLES,
+    LDS_SUSTAINED,
+    Iteration,
+    KvTraffic,
+    cu_round,
+    grid_cycles,
+    independent_streams,
+    kv_traffic,
+)
+from tilesolve.solver.hardware import RocmDevice, get_hardware
 from tilesolve.solver.registry import find_family
 from tilesolve.solver.space import Config
 from tilesolve.solver.validate import check_config
@@ -97,11 +111,14 @@ def test_template_rules_refuse(values: dict[str, int], rule: str) -> None:
     assert rule in " ".join(broken)
 
 
-def test_fp8_takes_the_32x32_mfma_on_qr_or_qs() -> None:
+def test_fp8_takes_the_32x32_mfma_on_qr_qr_async_or_qs() -> None:
+    """CK's codegen generates fp8 (fp8bf16) instances on qr_async above d 64 (fmha_fwd.py
+    get_pipelines): model 0.21.0 refused them, which made CK's own fp8 tiles infeasible."""
     fp8 = _problem(dtype="fp8")
     assert _check("mi300x", fp8) == []
     assert _check("mi300x", fp8, mfma=16, block_m=64)
-    assert _check("mi300x", fp8, pipeline=int(Pipeline.QR_ASYNC))
+    assert _check("mi300x", fp8, pipeline=int(Pipeline.QR_ASYNC)) == []
+    assert _check("mi355x", fp8, pipeline=int(Pipeline.QR_ASYNC_TRLOAD))
 
 
 def test_trload_is_gfx950s_for_equal_power_of_two_head_dims() -> None:
@@ -134,6 +151,22 @@ def test_lds_of_each_pipeline_by_hand() -> None:
     assert _lds(dims, Pipeline.QS, 128, 128, 32, 128, 4) == 17472
     # a wide K chunk outgrows V: kK0 64 -> 64 x 129 = 8256 elements = 16512 B
     assert _lds(dims, Pipeline.QR, 128, 128, 64, 128, 4) == 16512
+
+
+def test_trload_keeps_q_k_and_v_in_one_buffer_each() -> None:
+    """qr_async_trload's policy: max(Q, K + V), one buffer each; K over the whole head dim above
+    64 query rows (kKLoadOnce). bf16, d = dv = 128, kN0 64, kN1 128:
+    kM0 64, kK0 32: max(64 x 128, 64 x 32 + 64 x 128) x 2 = max(8192, 10240) x 2 = 20480 B;
+    kM0 128: max(128 x 128, 64 x 128 + 64 x 128) x 2 = 32768 B (kK0 no longer matters);
+    kM0 256: the Q tile, 256 x 128 x 2 = 65536 B."""
+    dims = Dims(128, 128, 2)
+    assert _lds(dims, Pipeline.QR_ASYNC_TRLOAD, 64, 64, 32, 128, 4) == 20480
+    assert _lds(dims, Pipeline.QR_ASYNC_TRLOAD, 128, 64, 32, 128, 4) == 32768
+    assert _lds(dims, Pipeline.QR_ASYNC_TRLOAD, 128, 64, 64, 128, 4) == 32768
+    assert _lds(dims, Pipeline.QR_ASYNC_TRLOAD, 256, 64, 32, 128, 8) == 65536
+    table = _table("mi355x", pins={"pipeline": int(Pipeline.QR_ASYNC_TRLOAD)})
+    stages = _family().common_fields(table.cfg)["num_stages"]
+    assert np.all(stages[table.cfg["pipeline"] == Pipeline.QR_ASYNC_TRLOAD] == 1)
 
 
 def test_lds_is_allocated_in_the_parts_granule() -> None:
@@ -171,6 +204,53 @@ def test_occupancy_follows_the_register_estimate() -> None:
     assert res.occupancy.waves_per_cu[large] <= res.occupancy.waves_per_cu[small]
 
 
+def test_the_register_estimate_by_hand() -> None:
+    """docs/model.md 19.4. bf16, d = dv = 128, 128 x 128, kK0 32, kN1 128, 4 waves of 32 rows:
+    O 32 x 128 / 64 = 64, Q 32 x 128 x 2 / 256 = 32, S 32 x 128 / 64 = 64 and P 32 (not live
+    together: max 64), the B fragments 2 x 4, fixed 32; qr_async prefetches V through registers,
+    128 x 32 x 2 / (4 x 256) = 8: 208 (CK's gfx942 d 128 tile, two workgroups a CU within its
+    launch bound of 256); qr prefetches K too, 8 more: 216. Model 0.21.0 counted S and P
+    together and every wave's whole K and V chunks as fragments: 296, one workgroup a CU."""
+    table = _table("mi300x")
+    res = _resources(table)
+    cfg = table.cfg
+    tile = (cfg["block_m"] == 128) & (cfg["block_n"] == 128) & (cfg["block_k0"] == 32)
+    tile &= (cfg["block_n1"] == 128) & (cfg["num_warps"] == 4) & (cfg["mfma"] == 32)
+    qr_async = int(np.flatnonzero(tile & (cfg["pipeline"] == int(Pipeline.QR_ASYNC)))[0])
+    qr = int(np.flatnonzero(tile & (cfg["pipeline"] == int(Pipeline.QR)))[0])
+    assert res.regs.demand[qr_async] == 208
+    assert res.regs.demand[qr] == 216
+    assert res.occupancy.workgroups_per_cu[qr_async] == 2
+
+
+def test_a_workgroups_waves_are_one_instruction_stream() -> None:
+    """docs/model.md 19.5: g = r min(w, SIMDs) / SIMDs streams a SIMD can overlap. 8 waves, one
+    workgroup: the two waves a SIMD pass the same barriers, one stream; 4 waves, two
+    workgroups: two; 2 waves, four workgroups (each on two SIMDs): two; 1 wave, 8: two."""
+    device = get_hardware("mi355x")
+    assert isinstance(device, RocmDevice)
+    warps = np.array([8.0, 4.0, 2.0, 1.0, 4.0])
+    r = np.array([1.0, 2.0, 4.0, 8.0, 1.0])
+    assert independent_streams(device, warps, r).tolist() == [1.0, 2.0, 2.0, 2.0, 1.0]
+
+
+def test_the_round_overlaps_only_independent_streams() -> None:
+    """T(r) by hand (mi355x): M = 1000, V = 600, L = 140 cycles a workgroup's iteration, S = 300.
+    L' = 140 / 0.7 = 200. One workgroup of 8 waves (g = 1, s = 1): everything serial,
+    1000 + 600 + 200 + 300 = 2100. Two workgroups of 4 waves (g = 2, phi 1/2): the top 2000 plus
+    half of the rest (1200 + 400) and half the stalls: 2000 + 800 + 150 = 2950, for two
+    iterations. Model 0.21.0 gave the 8-wave workgroup phi 1/2 too (2 waves a SIMD): 1550."""
+    device = get_hardware("mi355x")
+    assert isinstance(device, RocmDevice)
+    one = np.ones(1)
+    it = Iteration(1000.0 * one, 600.0 * one, 140.0 * one, 300.0 * one, 0.0 * one, 0.0 * one)
+    assert LDS_SUSTAINED == MFMA_SUSTAINED
+    eight = cu_round(device, it, 8.0 * one, 1.0 * one)
+    assert float(eight[0]) == pytest.approx(2100.0)
+    four = cu_round(device, it, 4.0 * one, 2.0 * one)
+    assert float(four[0]) == pytest.approx(2950.0)
+
+
 # ---- the model's figures ------------------------------------------------------------------------
 
 
@@ -194,6 +274,81 @@ def test_a_short_problem_is_limited_by_filling_the_cus() -> None:
     short = AttentionProblem(batch=1, heads=2, seq_len=256, head_dim=128)
     best = solve(short, "mi300x").candidates[0]
     assert "fill the CUs" in best.bottleneck or "HBM" in best.bottleneck
+
+
+def test_a_single_k_buffer_waits_out_the_latency_its_chunk_does_not_cover() -> None:
+    """qr, qs and trload (one K buffer) wait max(0, latency - cover) per K load; qr_async (three
+    buffers) none. mi355x bf16: R_mfma = 2500e12 / (256 x 2.4e9) = 4069 FLOP per CU cycle, 0.7
+    sustained. 64 x 64 tile, kK0 32, 4 waves: a chunk's gemm0 is 2 x 64 x 64 x 32 = 262144 FLOP,
+    92 cycles; d / kK0 = 4 loads of an L2 hit (500 cycles): 4 x (500 - 92) = 1632 cycles. With
+    2 waves the workgroup has half the CU's MFMA rate: 4 x (500 - 184) = 1264. kM0 128 trload
+    loads the whole head dim once, covered by gemm1 (2 x 128 x 64 x 128 = 2097152 FLOP, 737
+    cycles): no wait."""
+    device = get_hardware("mi355x")
+    rocm = device.rocm  # type: ignore[union-attr]
+    dims = Dims(128, 128, 2)
+    r_mfma = 2500e12 / (256 * 2.4e9)
+    traffic = KvTraffic(np.zeros(4), np.zeros(4))
+
+    def wait(pipe: Pipeline, bm: float, warps: float) -> float:
+        f = [np.full(4, x, dtype=np.float64) for x in (bm, 64.0, 32.0, 128.0, warps)]
+        pipes = np.full(4, int(pipe), dtype=np.int64)
+        out = single_buffer_wait(rocm, pipes, dims, *f, r_mfma, traffic)
+        return float(out[0])
+
+    cover = 2 * 64 * 64 * 32 / (r_mfma * MFMA_SUSTAINED)
+    assert wait(Pipeline.QR, 64, 4) == pytest.approx(4 * (L2_LATENCY_CYCLES - cover))
+    assert wait(Pipeline.QR_ASYNC_TRLOAD, 64, 4) == pytest.approx(4 * (L2_LATENCY_CYCLES - cover))
+    assert wait(Pipeline.QS, 64, 2) == pytest.approx(4 * (L2_LATENCY_CYCLES - 2 * cover))
+    assert wait(Pipeline.QR_ASYNC, 64, 4) == 0.0
+    assert wait(Pipeline.QR_ASYNC_TRLOAD, 128, 4) == 0.0
+
+
+def test_short_sequences_read_k_and_v_from_hbm_long_ones_from_l2() -> None:
+    """The HBM share of the K/V tile reads (docs/model.md 19.11): B8 H64 S256, 64 x 32 tiles,
+    causal: the 4 query blocks of a head walk about 2 + 4 + 6 + 8 key blocks (the causal
+    count's closed form, 21.5 of 8), 2.7 heads' worth of K/V, and the head is read once from
+    HBM (the Infinity Cache holds the rest): 8 / 21.5 = 0.37. At S 8192 the query blocks share
+    a head's K/V in L2: under 2%."""
+    device = get_hardware("mi355x")
+    assert isinstance(device, RocmDevice)
+    one = [np.array([x], dtype=np.int64) for x in (64, 32, 3)]
+    short = AttentionProblem(
+        batch=8, heads=64, seq_len=256, head_dim=128, dtype="bf16", causal=True
+    )
+    long = _problem(seq_len=8192, causal=True)
+    tile = np.array([32 * 256 * 2.0])
+    total = causal_iterations(np.array([4]), np.array([64.0]), np.array([32.0]), np.array([8]), 0)
+    assert total[0][0] == pytest.approx(21.5)
+    assert kv_traffic(device, short, 2.0, tile, *one).hbm_share[0] == pytest.approx(8 / 21.5)
+    assert kv_traffic(device, long, 2.0, tile, *one).hbm_share[0] < 0.02
+
+
+def test_every_workgroup_opens_with_an_hbm_latency() -> None:
+    """A non-causal grid of one wave: the round's work, the workgroup's own traffic, and the
+    prologue's HBM latency (DRAM_LATENCY_CYCLES), once however many workgroups share the CU."""
+    device = get_hardware("mi355x")
+    assert isinstance(device, RocmDevice)
+    problem = AttentionProblem(batch=1, heads=4, seq_len=1024, head_dim=128, dtype="bf16")
+    bm, bn = np.array([128], dtype=np.int64), np.array([128], dtype=np.int64)
+
+    def kernel(resident: int) -> float:
+        grid = grid_cycles(
+            device,
+            problem,
+            bm,
+            bn,
+            np.ones(1, dtype=np.int64),
+            np.array([resident], dtype=np.int64),
+            lambda r: np.asarray(1000.0 * r),
+            np.array([300.0]),
+            64.0,
+        )
+        return float(grid.kernel[0])
+
+    # 32 workgroups on 256 CUs: one wave, the last at one workgroup per CU
+    assert kernel(1) == pytest.approx(8 * 1000.0 + 300.0 + DRAM_LATENCY_CYCLES)
+    assert kernel(2) == pytest.approx(8 * 1000.0 + 300.0 + DRAM_LATENCY_CYCLES)
 
 
 def test_causal_does_about_half_the_work() -> None:

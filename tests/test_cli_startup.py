@@ -9,6 +9,7 @@ at each process start")."""
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -209,7 +210,10 @@ if sys.argv[1] == "from-python":
 else:
     code = cli.main()
 names = ("OPENBLAS_NUM_THREADS", "PYDANTIC_DISABLE_PLUGINS")
-print(json.dumps(seen | {"code": code, "env": {n: os.environ.get(n) for n in names}}))
+import gc
+collector = {"young_threshold": gc.get_threshold()[0], "frozen": gc.get_freeze_count() > 0}
+print(json.dumps(seen | {"code": code, "env": {n: os.environ.get(n) for n in names},
+                         "collector": collector}))
 """
 
 
@@ -236,6 +240,8 @@ def test_the_console_script_runs_blas_on_one_thread_without_plugin_scans(tmp_pat
     # set before numpy (OpenBLAS reads the variable when numpy loads) and any pydantic schema
     assert report["loaded_first"] == []
     assert report["env"] == {"OPENBLAS_NUM_THREADS": "1", "PYDANTIC_DISABLE_PLUGINS": "__all__"}
+    # the collector: young collections every 100,000 allocations, the heap frozen before exit
+    assert report["collector"] == {"young_threshold": 100_000, "frozen": True}
 
 
 def test_the_start_up_variables_leave_the_users_and_python_callers_alone(tmp_path: Path) -> None:
@@ -245,6 +251,9 @@ def test_the_start_up_variables_leave_the_users_and_python_callers_alone(tmp_pat
     from_python = _startup(["from-python", *QUESTION], {}, tmp_path)
     assert "loaded_first" not in from_python
     assert from_python["env"] == {"OPENBLAS_NUM_THREADS": None, "PYDANTIC_DISABLE_PLUGINS": None}
+    # the interpreter's own collector settings (CPython 3.11: 700)
+    own = {"young_threshold": gc.get_threshold()[0], "frozen": False}
+    assert from_python["collector"] == own
 
 
 def test_simulate_keeps_blas_threads(tmp_path: Path) -> None:
@@ -253,3 +262,106 @@ def test_simulate_keeps_blas_threads(tmp_path: Path) -> None:
     report = _startup(["simulate", *shape], {}, tmp_path)
     assert report["code"] == 0
     assert report["env"] == {"OPENBLAS_NUM_THREADS": None, "PYDANTIC_DISABLE_PLUGINS": "__all__"}
+
+
+# ---- what a first question does not load or build ------------------------------------------
+
+
+def test_a_first_question_never_imports_plugin_discovery(tmp_path: Path) -> None:
+    """With plugins disabled (the CLI's own setting) pydantic's plugin loader is stood in for:
+    no `importlib.metadata` (nor the email package it brings); a user who enables plugins gets the
+    real loader, which reads the installed distributions' entry points."""
+    cache = {"XDG_CACHE_HOME": str(tmp_path)}
+    done = console([*QUESTION, "--no-cache", "--json"], cache)
+    assert done.code == 0, done.stderr
+    assert done.loaded("importlib.metadata", "email") == []
+    enabled = console([*QUESTION, "--no-cache", "--json"], cache | {"PYDANTIC_DISABLE_PLUGINS": ""})
+    assert enabled.code == 0, enabled.stderr
+    assert enabled.loaded("importlib.metadata", "pydantic.plugin._loader")
+    # the same answer either way, but for the solve's wall time
+    answers = [json.loads(run.stdout) for run in (done, enabled)]
+    assert [{k: v for k, v in a.items() if k != "solve_ms"} for a in answers] == [
+        {k: v for k, v in answers[0].items() if k != "solve_ms"}
+    ] * 2
+
+
+# The stand-in, installed while plugins are disabled, then asked with plugins enabled: it hands
+# over to pydantic's real loader (which then owns its sys.modules entry) and returns its answer.
+_STAND_IN = """
+import json, os, sys
+os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
+from tilesolve.client import startup
+startup.skip_plugin_discovery()
+stand_in = sys.modules["pydantic.plugin._loader"]
+from pydantic import BaseModel
+class M(BaseModel):
+    x: int
+disabled = list(stand_in.get_plugins())
+before = "importlib.metadata" in sys.modules
+os.environ["PYDANTIC_DISABLE_PLUGINS"] = ""
+enabled = list(stand_in.get_plugins())
+real = sys.modules["pydantic.plugin._loader"]
+print(json.dumps({"disabled": disabled, "metadata_before": before, "enabled": enabled,
+                  "replaced": real is not stand_in, "group": real.PYDANTIC_ENTRY_POINT_GROUP,
+                  "stand_in_group": stand_in.PYDANTIC_ENTRY_POINT_GROUP,
+                  "validates": M(x=1).x}))
+"""
+
+
+def test_the_plugin_loader_stand_in_hands_over_to_the_real_one() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _STAND_IN], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["disabled"] == [] and report["metadata_before"] is False
+    assert report["replaced"] is True and report["enabled"] == []  # no plugin installed here
+    assert report["group"] == report["stand_in_group"] == "pydantic"
+    assert report["validates"] == 1
+
+
+# Which schemas a forward question on a CUDA device built (validators compiled), by class.
+_BUILT = """
+import json, sys
+from tilesolve.solver import AttentionProblem, get_hardware, solve
+from tilesolve.solver import answer, hardware, problem
+def built(module):
+    return sorted(name for name, cls in vars(module).items()
+                  if isinstance(cls, type) and getattr(cls, "__module__", "") == module.__name__
+                  and getattr(cls, "__pydantic_complete__", None) is True)
+at_import = {m.__name__: built(m) for m in (answer, hardware, problem)}
+solve(AttentionProblem(seq_len=4096, head_dim=128), get_hardware("a100"))
+print(json.dumps({"at_import": at_import,
+                  "after": {m.__name__: built(m) for m in (answer, hardware, problem)}}))
+"""
+
+
+def test_schemas_are_built_when_first_used() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _BUILT], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert all(names == [] for names in report["at_import"].values()), report["at_import"]
+    after = report["after"]
+    assert "SolveAnswer" in after["tilesolve.solver.answer"]
+    assert "CudaDevice" in after["tilesolve.solver.hardware"]
+    assert "AttentionProblem" in after["tilesolve.solver.problem"]
+    # a feasible CUDA question never compiles the other kinds' or an infeasible answer's schema
+    never = {"AscendDevice", "RocmDevice", "AscendCore", "RocmCompute", "_Device"}
+    assert never.isdisjoint(after["tilesolve.solver.hardware"])
+    assert "Infeasibility" not in after["tilesolve.solver.answer"]
+    assert "_Request" not in after["tilesolve.solver.problem"]
+
+
+def test_cp_sat_loads_with_lazy_binding_and_the_flags_are_restored() -> None:
+    from tilesolve.solver import ip_model
+
+    flags = sys.getdlopenflags()
+    with ip_model._lazily_bound():
+        inside = sys.getdlopenflags()
+    assert inside & os.RTLD_LAZY and not inside & os.RTLD_NOW
+    assert sys.getdlopenflags() == flags
+    with pytest.raises(RuntimeError), ip_model._lazily_bound():
+        raise RuntimeError("an import that fails")
+    assert sys.getdlopenflags() == flags

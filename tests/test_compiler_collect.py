@@ -90,3 +90,44 @@ def test_a_negative_limit_is_refused(tmp_path: Path) -> None:
     done = _collect("--out", str(tmp_path / "x.csv"), "--limit", "-1")
     assert done.returncode == 2
     assert "--limit must be at least 0" in done.stderr
+
+
+def test_peak_live_rows_are_taken_within_the_shared_limit_first() -> None:
+    """collect.py --peak-live measures the CUDA `ok` rows without a measurement, those that
+    fit their target's shared memory first, the targets in the order given."""
+    from collect import peak_live_pending
+    from plan import SHARED_LIMIT_BYTES
+
+    def row(key: str, target: str, shared: int, status: str = "ok", done: str = "") -> dict:
+        return {"key": key, "target": target, "status": status, "shared_bytes": str(shared),
+                "peak_live_assembler": done}  # fmt: skip
+
+    over = SHARED_LIMIT_BYTES["sm86"] + 1
+    rows = [
+        row("a", "sm86", over),
+        row("b", "sm80", 1024),
+        row("c", "sm86", 1024),
+        row("d", "sm86", 1024, status="timeout"),
+        row("e", "sm86", 1024, done="ptxas 13.0.88"),
+        row("f", "sm86", 1024, done="none: killed after 120 s"),
+        row("g", "gfx942", 1024),
+    ]
+    pending = peak_live_pending({r["key"]: r for r in rows}, ["sm86", "sm80"])
+    assert [r["key"] for r in pending] == ["c", "b", "a"]
+    assert [r["key"] for r in peak_live_pending({r["key"]: r for r in rows}, [])] == [
+        "b", "c", "a"
+    ]  # fmt: skip
+
+
+def test_read_peak_live_takes_the_largest_gpr_column() -> None:
+    from toolchain import read_peak_live
+
+    listing = """\
+.text._k:                                   // |       |        |
+        /*0000*/   MOV R1, c[0x0][0x28] ;   // |    2  |        |
+        /*0010*/   IABS R5, c[0x0][0x1bc] ; // |  243  |        |    1   |
+        /*0020*/   EXIT ;                    // |    7  |    1   |
+"""
+    assert read_peak_live(listing) == 243
+    with pytest.raises(ValueError, match="no live-register counts"):
+        read_peak_live("nvdisasm error : Cannot print life ranges")

@@ -75,3 +75,26 @@ def test_a_register_cap_is_refused_on_amd(compiler: toolchain.Compiler) -> None:
     row = next(r for r in _chosen() if TARGETS[r["target"]].backend == "hip")
     with pytest.raises(ValueError, match="CUDA option"):
         compiler.compile(row, maxnreg=64)
+
+
+def test_the_peak_live_registers_are_measured_again(compiler: toolchain.Compiler) -> None:
+    """`measure_peak_live` (collect.py --peak-live) gives the sm80 forward row's recorded peak
+    live registers, and the reassembly it analyses allocates what the row records."""
+    row = next(r for r in _chosen() if (r["target"], r["kernel"]) == ("sm80", "fwd"))
+    if not row.get("peak_live_regs"):
+        pytest.skip("the row has no peak-live measurement yet")
+    fresh = compiler.measure_peak_live(row)
+    for column in toolchain.PEAK_LIVE_COLUMNS:
+        assert str(fresh[column]) == row[column], f"{row['key']}: {column}"
+    assert fresh["peak_live_used_regs"] == int(row["regs"])
+
+
+def test_a_full_compile_measures_the_peak_live_registers(compiler: toolchain.Compiler) -> None:
+    """`Compiler.compile` of a CUDA row fills the peak-live columns from its own PTX (sm90:
+    the bundled ptxas-blackwell, the row's own assembler, whose allocation it reports)."""
+    row = next(r for r in _chosen() if (r["target"], r["kernel"]) == ("sm90", "fwd"))
+    fresh = compiler.compile(row)
+    assert fresh["status"] == "ok", fresh["message"]
+    assert fresh["peak_live_assembler"] == row["assembler"]
+    assert fresh["peak_live_used_regs"] == fresh["regs"]
+    assert 0 < fresh["peak_live_regs"] <= fresh["regs"]

@@ -13,6 +13,14 @@ partial collection); rows an earlier plan drew stay (the `top5` stratum follows 
 later model's plan adds rows, it does not replace the old ones). Progress goes to stderr: one
 line per row, under a progress bar when stderr is a terminal (`--quiet`: the lines alone).
 
+`--peak-live` compiles nothing new: it measures the peak live registers (toolchain's
+PEAK_LIVE_COLUMNS, `nvdisasm -lrm count`) of the CUDA `ok` rows already in --out that have no
+`peak_live_assembler` yet, rows within their target's shared-memory limit first, `--targets` in
+the order given, and appends each row again with them (a later row of the same key replaces an
+earlier one when the file is read; the file is rewritten sorted, one row a key, at the end).
+Resumable in the same way; a measurement that fails or runs past `--compile-timeout-s` is
+recorded as `peak_live_assembler` = 'none: REASON' and not tried again.
+
 Workers are processes (`worker.py`), `--jobs` of them; each keeps one Triton import for its
 whole life. There is no Dask path: see docs/model.md "Compiler truth" for why.
 """
@@ -35,8 +43,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from configs import TARGETS
-from plan import PLAN_COLUMNS, STRATA, build_plan
-from toolchain import MEASURED_COLUMNS
+from plan import PLAN_COLUMNS, SHARED_LIMIT_BYTES, STRATA, build_plan
+from toolchain import MEASURED_COLUMNS, PEAK_LIVE_COLUMNS
+from worker import PEAK_LIVE, TASK
 
 from tilesolve.client.progress import Meter, add_quiet_argument, shown
 
@@ -66,10 +75,10 @@ class Worker:
         self.started = 0.0
         self.ready = False
 
-    def send(self, row: dict[str, Any]) -> None:
+    def send(self, row: dict[str, Any], task: str | None = None) -> None:
         self.row = row
         self.started = time.monotonic()
-        self.stdin.write(json.dumps(row) + "\n")
+        self.stdin.write(json.dumps(row if task is None else {**row, TASK: task}) + "\n")
         self.stdin.flush()
 
     def stop(self) -> None:
@@ -85,6 +94,39 @@ def read_done(path: Path) -> dict[str, dict[str, str]]:
         return {}
     with path.open(newline="") as f:
         return {row["key"]: row for row in csv.DictReader(f)}
+
+
+def has_columns(path: Path) -> bool:
+    """Whether the CSV's header is today's (COLUMNS)."""
+    with path.open(newline="") as f:
+        return next(csv.reader(f), []) == list(COLUMNS)
+
+
+def peak_live_pending(done: dict[str, dict[str, str]], targets: list[str]) -> list[dict[str, str]]:
+    """The CUDA `ok` rows without a peak-live measurement (nor a recorded failure of one),
+    those within their target's shared-memory limit first, in the order of `targets` (all
+    CUDA targets when empty), then by key."""
+    order = targets or [t for t in TARGETS if TARGETS[t].backend == "cuda"]
+    rows = [
+        r
+        for r in done.values()
+        if r["target"] in order
+        and TARGETS[r["target"]].backend == "cuda"
+        and r["status"] == "ok"
+        and not r.get("peak_live_assembler")
+    ]
+
+    def rank(r: dict[str, str]) -> tuple[bool, int, str]:
+        over = int(r["shared_bytes"] or 0) > SHARED_LIMIT_BYTES[r["target"]]
+        return over, order.index(r["target"]), r["key"]
+
+    return sorted(rows, key=rank)
+
+
+def peak_live_failed(row: dict[str, Any], reason: str) -> dict[str, Any]:
+    out: dict[str, Any] = dict.fromkeys(PEAK_LIVE_COLUMNS, "")
+    out["peak_live_assembler"] = f"none: {reason}"
+    return row | out
 
 
 def write_sorted(path: Path) -> None:
@@ -107,27 +149,38 @@ def failed_row(row: dict[str, Any], status: str, message: str, seconds: float) -
 def collect(args: argparse.Namespace) -> int:
     out_path: Path = args.out
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    plan = [
-        r.as_dict() for r in build_plan(args.strata) if not args.targets or r.target in args.targets
-    ]
     if args.sort_only:
         write_sorted(out_path)
         print(f"{out_path}: sorted by key", file=sys.stderr)
         return 0
     done = read_done(out_path)
-    pending = deque(r for r in plan if r["key"] not in done)
-    missing = len(pending)  # rows of the plan not in the file yet
+    task = PEAK_LIVE if args.peak_live else None
+    plan: list[dict[str, Any]]
+    if done and not has_columns(out_path):
+        write_sorted(out_path)  # today's header first: the rows appended below carry its columns
+    if task is not None:
+        pending = deque(peak_live_pending(done, args.targets or []))
+        plan = list(done.values())
+        missing = len(pending)
+    else:
+        plan = [
+            r.as_dict()
+            for r in build_plan(args.strata)
+            if not args.targets or r.target in args.targets
+        ]
+        pending = deque(r for r in plan if r["key"] not in done)
+        missing = len(pending)  # rows of the plan not in the file yet
     if args.limit is not None:
         pending = deque(list(pending)[: args.limit])
     total = len(pending)
     limited = f" (--limit {args.limit} of {missing} missing)" if total < missing else ""
     print(
         f"plan: {len(plan)} rows, {len(plan) - missing} already in {out_path}, "
-        f"{total} to compile{limited}",
+        f"{total} to {'measure' if task else 'compile'}{limited}",
         file=sys.stderr,
     )
     # a run over the whole plan leaves the file sorted when nothing of it is left to compile
-    whole_plan = args.limit is None and not args.targets
+    whole_plan = task is not None or (args.limit is None and not args.targets)
     if not pending:
         print("done: 0 compiled (nothing to compile)", file=sys.stderr)
         if whole_plan and out_path.exists():
@@ -153,11 +206,15 @@ def collect(args: argparse.Namespace) -> int:
         finished += 1
         elapsed = time.monotonic() - start
         eta = elapsed / finished * (total - finished)
-        detail = (
-            f"shared={result['shared_bytes']} regs={result['regs'] or result['vgprs']}"
-            if result["status"] == "ok"
-            else result["message"][:80]
-        )
+        if task is not None:
+            detail = (
+                f"peak live {result['peak_live_regs']} of {result['regs']} regs, "
+                f"{result['peak_live_assembler']}"
+            )[:120]
+        elif result["status"] == "ok":
+            detail = f"shared={result['shared_bytes']} regs={result['regs'] or result['vgprs']}"
+        else:
+            detail = result["message"][:80]
         meter.note(
             f"[{finished}/{total} {elapsed:.0f}s eta {eta:.0f}s] {result['key']} "
             f"{result['status']} {result['compile_s']}s {detail}"
@@ -188,7 +245,7 @@ def collect(args: argparse.Namespace) -> int:
                 )
                 for worker in workers:
                     if worker.ready and worker.row is None and pending and budget_left:
-                        worker.send(pending.popleft())
+                        worker.send(pending.popleft(), task)
                 busy = [w for w in workers if w.row is not None or not w.ready]
                 if not any(w.row is not None for w in workers) and (not pending or not budget_left):
                     break
@@ -202,7 +259,10 @@ def collect(args: argparse.Namespace) -> int:
                     line = worker.stdout.readline()
                     if not line:  # the worker died
                         row = worker.row
-                        if row is not None:
+                        if row is not None and task is not None:
+                            record(peak_live_failed(row, "the worker exited"))
+                            worker.row = None
+                        elif row is not None:
                             record(failed_row(row, "crash", "the compile worker exited", 0.0))
                             worker.row = None
                         elif not worker.ready:
@@ -224,7 +284,12 @@ def collect(args: argparse.Namespace) -> int:
                         row = worker.row
                         worker.row = None
                         seconds = now - worker.started
-                        record(failed_row(row, "timeout", f"killed after {seconds:.0f} s", seconds))
+                        if task is not None:
+                            record(peak_live_failed(row, f"killed after {seconds:.0f} s"))
+                        else:
+                            record(
+                                failed_row(row, "timeout", f"killed after {seconds:.0f} s", seconds)
+                            )
                         replace(worker)
         finally:
             for worker in workers:
@@ -257,6 +322,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--strata", nargs="*", choices=STRATA, default=list(STRATA), help="plan strata"
     )
     parser.add_argument("--limit", type=int, default=None, help="compile at most N rows")
+    parser.add_argument(
+        "--peak-live",
+        action="store_true",
+        help="compile nothing new: measure the peak live registers of --out's CUDA rows that "
+        "have none yet (the module docstring)",
+    )
     add_quiet_argument(parser)
     parser.add_argument(
         "--sort-only",

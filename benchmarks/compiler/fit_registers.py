@@ -45,6 +45,7 @@ from plan import SHARED_LIMIT_BYTES
 from tilesolve.solver.families.triton_compiler.flash_loops import backward_kernel, forward_kernel
 from tilesolve.solver.families.triton_compiler.loops import AttentionKernel
 from tilesolve.solver.families.triton_compiler.registers import (
+    REGISTER_CONSTANTS,
     LoopRegisters,
     loop_registers,
     path_keys,
@@ -68,6 +69,8 @@ LIVE_EXCLUDED = ("addresses",)  # terms held at 0 in the live state
 HINGE_SCALE = 16.0  # registers: a row this far on its own side of the cap has no hinge loss
 HINGE_WEIGHT = 0.001  # the hinge's weight against the share of rows predicted
 RESTARTS = 32
+SPILL_WORD_BYTES = 4
+CV_SEED = 100  # the cross-validation's fold draws: CV_SEED, CV_SEED + 1, ...
 ROUNDS = 3
 
 
@@ -99,6 +102,8 @@ class Rows:
     cap: np.ndarray
     regs: np.ndarray
     spills: np.ndarray
+    peak: np.ndarray  # peak live registers (nvdisasm -lrm count); NaN where not measured
+    spill_bytes: np.ndarray | None = None  # spill stores, bytes per thread (ptxas -v)
 
 
 def _terms(t: LoopRegisters) -> np.ndarray:
@@ -111,7 +116,8 @@ def _terms(t: LoopRegisters) -> np.ndarray:
 def load(path: Path) -> dict[str, Rows]:
     """The rows both the model and the launch accept, grouped by target family."""
     with path.open(newline="") as f:
-        data = [r for r in csv.DictReader(f) if r["status"] == "ok"]
+        # one row a key, the last one read (collect.py --peak-live appends rows again)
+        data = [r for r in {r["key"]: r for r in csv.DictReader(f)}.values() if r["status"] == "ok"]
     groups: dict[str, dict[str, list]] = {}
     for row in data:
         if TARGETS[row["target"]].backend != "cuda":
@@ -134,6 +140,8 @@ def load(path: Path) -> dict[str, Rows]:
         g["cap"].append(int(target.register_cap(warps * 32)[0]))
         g["regs"].append(int(row["regs"]))
         g["spills"].append(int(row["spill_store_bytes"]) > 0)
+        g["peak"].append(float(row.get("peak_live_regs") or "nan"))
+        g["spill_bytes"].append(int(row["spill_store_bytes"]))
     out = {}
     for family, g in groups.items():
         slots = max(len(t) for t in g["terms"])
@@ -144,6 +152,7 @@ def load(path: Path) -> dict[str, Rows]:
         out[family] = Rows(
             g["keys"], g["targets"], g["splits"], terms, paths,
             np.array(g["cap"]), np.array(g["regs"]), np.array(g["spills"]),
+            np.array(g["peak"]), np.array(g["spill_bytes"]),
         )  # fmt: skip
     return out
 
@@ -211,20 +220,37 @@ def descend(
     return best
 
 
-def fit_family(rows: Rows, rng: random.Random) -> tuple[np.ndarray, np.ndarray]:
-    fit = np.array([s == "fit" for s in rows.splits])
-    used = sorted({int(p) for paths in rows.paths for p in paths[fit]})
+def fit_live_agreement(
+    rows: Rows, mask: np.ndarray, used: list[int], rng: random.Random
+) -> np.ndarray:
+    """The live state by coordinate descent on the spill agreement of the `mask` rows, the
+    best of RESTARTS random starts (the module docstring)."""
 
     def random_start() -> np.ndarray:
         return np.array([[rng.choice(GRID[t]) for t in TERMS] for _ in PATHS])
 
-    live = max(
+    return max(
         (
-            descend(lambda w: live_score(rows, w, fit), random_start(), used, LIVE_EXCLUDED)
+            descend(lambda w: live_score(rows, w, mask), random_start(), used, LIVE_EXCLUDED)
             for _ in range(RESTARTS)
         ),
-        key=lambda w: live_score(rows, w, fit),
+        key=lambda w: live_score(rows, w, mask),
     )
+
+
+def fit_family(
+    rows: Rows, rng: random.Random, method: str = "agreement"
+) -> tuple[np.ndarray, np.ndarray]:
+    fit = np.array([s == "fit" for s in rows.splits])
+    used = sorted({int(p) for paths in rows.paths for p in paths[fit]})
+    measured = fit & ~rows.spills & ~np.isnan(rows.peak)
+    if method == "agreement":
+        live = fit_live_agreement(rows, fit, used, rng)
+    elif not measured.any():  # no peak measured for this family: today's live state stays
+        live = current_live(family_of(rows))
+    else:
+        margin = allocation_margin(rows, fit)
+        live = fit_live_regression(rows, fit, used, margin, current_live(family_of(rows)))
     return live, fit_count(rows, live, fit, used)
 
 
@@ -236,7 +262,7 @@ def heaviest_slot(rows: Rows, live: np.ndarray) -> np.ndarray:
     for terms, paths in zip(rows.terms, rows.paths, strict=True):
         single = Rows(
             rows.keys, rows.targets, rows.splits, [terms], [paths], rows.cap, rows.regs,
-            rows.spills,
+            rows.spills, rows.peak,
         )  # fmt: skip
         values.append(estimate(single, live, everything))
     return np.argmax(np.array(values), axis=0)
@@ -270,13 +296,193 @@ def fit_count(rows: Rows, live: np.ndarray, fit: np.ndarray, used: list[int]) ->
         solver.Add(e >= linear + fixed - float(rows.regs[i]))
         solver.Add(e >= float(rows.regs[i]) - linear - fixed)
         errors.append(e)
+    return _solved(solver, errors, weights, "the count")
+
+
+def _solved(
+    solver: pywraplp.Solver,
+    errors: list[pywraplp.Variable],
+    weights: dict[tuple[int, int], pywraplp.Variable],
+    what: str,
+) -> np.ndarray:
+    """Minimise the sum of `errors` and return the weights (PATHS x TERMS, 3 decimals)."""
     solver.Minimize(sum(errors))
     if solver.Solve() != pywraplp.Solver.OPTIMAL:
-        raise RuntimeError("the count's linear program has no optimum")
-    count = np.zeros((len(PATHS), len(TERMS)))
+        raise RuntimeError(f"{what}'s linear program has no optimum")
+    out = np.zeros((len(PATHS), len(TERMS)))
     for (p, j), var in weights.items():
-        count[p, j] = round(var.solution_value(), 3)
-    return count
+        out[p, j] = round(var.solution_value(), 3)
+    return out
+
+
+PEAK_FREE_BOUNDS = {  # the live regression's weight ranges (registers per term register)
+    "base": (-100.0, 250.0),
+    "scores": (0.0, 3.0),
+    "a_fragments": (0.0, 2.0),
+    "b_fragments": (0.0, 2.0),
+    "staging": (0.0, 2.0),
+}
+SLOT_ROUNDS = 8  # refits while each row's heaviest loop changes
+
+
+MARGIN_WINDOW = 8  # registers: a row allocating this close to its cap without spilling is at it
+
+
+def allocation_margin(rows: Rows, mask: np.ndarray) -> float:
+    """Registers a thread allocates beyond its peak live count where the cap binds: the median
+    of regs - peak over the `mask` rows that allocate within MARGIN_WINDOW of their cap without
+    spilling (ptxas aligns 64- and 128-bit register tuples and keeps values of different live
+    ranges apart, so a kernel that needs all of its cap has fewer values live at its peak
+    instruction). A live estimate in peak units meets the cap that much early."""
+    near = mask & ~rows.spills & (rows.regs >= rows.cap - MARGIN_WINDOW) & ~np.isnan(rows.peak)
+    if not near.any():
+        raise ValueError("no measured row near its cap without spilling")
+    return float(np.median(rows.regs[near] - rows.peak[near]))
+
+
+def fit_live_regression(
+    rows: Rows, mask: np.ndarray, used: list[int], margin: float, start: np.ndarray
+) -> np.ndarray:
+    """The live state's weights as a regression on the measured peak live registers
+    (`peak_live_regs`), a linear program (least absolute deviations, OR-Tools' GLOP):
+
+    - a `mask` row that does not spill: |estimate - (peak + margin)|, in registers;
+    - a row that spills: its peak is censored (ptxas held what its cap allowed; the demand is
+      above it), so only an estimate below the cap costs: max(0, cap + 1 - estimate).
+
+    `margin` is `allocation_margin`: the estimate is of the registers the live values need,
+    so that `live > cap` stays the spill verdict. Each row's estimate is its heaviest loop's;
+    the loop is taken under the previous weights (`start`, then each refit's) until it no
+    longer changes. Addresses stay out of the live state (weight 0)."""
+    live = start.copy()
+    free = [t for t in TERMS if t in PEAK_FREE_BOUNDS]
+    measured = mask & (rows.spills | ~np.isnan(rows.peak))
+    previous_slots = None
+    for _ in range(SLOT_ROUNDS):
+        slots = heaviest_slot(rows, live)
+        if previous_slots is not None and np.array_equal(slots, previous_slots):
+            break
+        previous_slots = slots
+        solver = pywraplp.Solver.CreateSolver("GLOP")
+        weights = {
+            (p, TERMS.index(t)): solver.NumVar(*PEAK_FREE_BOUNDS[t], f"w{p}_{t}")
+            for p in used
+            for t in free
+            if not (PATHS[p] == "warpgroup" and t in ("a_fragments", "b_fragments"))
+        }
+        errors = []
+        for i in np.flatnonzero(measured):
+            t = rows.terms[slots[i]][i]
+            p = int(rows.paths[slots[i]][i])
+            linear = weights[(p, 0)] + sum(
+                weights[(p, j)] * float(t[j + 1 if j >= 2 else j])
+                for j in range(1, len(TERMS))
+                if (p, j) in weights
+            )
+            fixed = float(t[0] + t[2])  # accumulators and chain at weight 1
+            e = solver.NumVar(0, solver.infinity(), f"e{i}")
+            if rows.spills[i]:
+                solver.Add(e >= float(rows.cap[i]) + 1.0 - linear - fixed)
+            else:
+                target = float(rows.peak[i]) + margin
+                solver.Add(e >= linear + fixed - target)
+                solver.Add(e >= target - linear - fixed)
+            errors.append(e)
+        live = _solved(solver, errors, weights, "the live regression")
+    return live
+
+
+def fit_family_regression(rows: Rows, mask: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """The live state fitted to the measured peaks of the `mask` rows (`fit_live_regression`
+    with the margin measured on the same rows)."""
+    used = sorted({int(p) for paths in rows.paths for p in paths[mask]})
+    return fit_live_regression(rows, mask, used, allocation_margin(rows, mask), start)
+
+
+def current_live(family: str) -> np.ndarray:
+    """The live weights registers.py holds today for `family` (PATHS x TERMS)."""
+    live = np.zeros((len(PATHS), len(TERMS)))
+    for key, constants in REGISTER_CONSTANTS.get(family, {}).items():
+        live[PATHS.index(key)] = [getattr(constants.live, t) for t in TERMS]
+    return live
+
+
+def cross_validate(
+    rows: Rows, method: str, draws: int, folds: int = 5
+) -> tuple[int, int, float | None]:
+    """Spill verdicts right, of all, over `draws` random `folds`-fold splits of the family's
+    fit rows, each fold predicted by weights fitted on the others (`method`: "agreement",
+    today's coordinate descent on the yes/no; "regression", `fit_live_regression`), and for
+    the regression the median |estimate - (peak + margin)| of the held-out measured rows that
+    do not spill."""
+    fit = np.array([s == "fit" for s in rows.splits])
+    index = np.flatnonzero(fit)
+    right = total = 0
+    errors: list[float] = []
+    for draw in range(draws):
+        rng = random.Random(CV_SEED + draw)
+        order = list(index)
+        rng.shuffle(order)
+        for held in np.array_split(np.array(order), folds):
+            test = np.zeros(len(fit), dtype=bool)
+            test[held] = True
+            train = fit & ~test
+            used = sorted({int(p) for paths in rows.paths for p in paths[train]})
+            if method == "agreement":
+                live = fit_live_agreement(rows, train, used, rng)
+            else:
+                margin = allocation_margin(rows, train)
+                live = fit_live_regression(rows, train, used, margin, current_live(family_of(rows)))
+                clean = test & ~rows.spills & ~np.isnan(rows.peak)
+                if clean.any():
+                    errors += list(np.abs(estimate(rows, live, clean) - rows.peak[clean] - margin))
+            predicted = estimate(rows, live, test) > rows.cap[test]
+            right += int((predicted == rows.spills[test]).sum())
+            total += int(test.sum())
+    return right, total, (float(np.median(errors)) if errors else None)
+
+
+def demand_threshold(rows: Rows, fit: np.ndarray, held: np.ndarray) -> tuple[int, float, float]:
+    """What the measured peaks allow: ptxas's own demand, the peak live registers plus the
+    registers it spilled (spill stores / 4) for a spilling row, put against the cap less d
+    registers, with the d (0..39) that predicts the most `fit` rows' spills. Returns d and
+    the share of `fit` and of `held` rows predicted (NaN where none is measured): no live
+    estimate put against the cap can beat this on these rows but by luck."""
+    assert rows.spill_bytes is not None
+    demand = rows.peak + np.where(rows.spills, rows.spill_bytes / SPILL_WORD_BYTES, 0.0)
+    measured = ~np.isnan(rows.peak)
+
+    def share(mask: np.ndarray, d: int) -> float:
+        m = mask & measured
+        if not m.any():
+            return float("nan")
+        return float(np.mean((demand[m] > rows.cap[m] - d) == rows.spills[m]))
+
+    best = max(range(40), key=lambda d: (share(fit, d), -d))
+    return best, share(fit, best), share(held, best)
+
+
+BLUR_DRAWS = 200  # demand_blurred: noise draws per sigma
+BLUR_SIGMAS = (4.0, 8.0, 16.0)  # registers (a normal error's median magnitude is 0.674 sigma)
+
+
+def demand_blurred(rows: Rows, mask: np.ndarray, d: int, sigma: float) -> float:
+    """The share of `mask`'s measured rows whose spill `demand_threshold`'s rule predicts when
+    each row's demand is off by a normal error of `sigma` registers (the mean over
+    BLUR_DRAWS draws, seed 0): how close to ptxas's own demand a live estimate must come."""
+    assert rows.spill_bytes is not None
+    m = mask & ~np.isnan(rows.peak)
+    demand = (rows.peak + np.where(rows.spills, rows.spill_bytes / SPILL_WORD_BYTES, 0.0))[m]
+    rng = np.random.default_rng(0)
+    shares = [
+        np.mean((demand + rng.normal(0.0, sigma, len(demand)) > rows.cap[m] - d) == rows.spills[m])
+        for _ in range(BLUR_DRAWS)
+    ]
+    return float(np.mean(shares))
+
+
+def family_of(rows: Rows) -> str:
+    return target_family(TARGETS[rows.targets[0]].compiler_target())
 
 
 def figures(rows: Rows, live: np.ndarray, count: np.ndarray, mask: np.ndarray) -> str:
@@ -315,15 +521,87 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA, help="the collected CSV")
     parser.add_argument("--seed", type=int, default=21, help="the restarts' random seed")
+    parser.add_argument(
+        "--live",
+        choices=("agreement", "regression"),
+        default="agreement",
+        help="how the live state is fitted (the module docstring)",
+    )
+    parser.add_argument(
+        "--cross-validate",
+        type=int,
+        metavar="DRAWS",
+        default=0,
+        help="instead of fitting: 5-fold cross-validation inside the fit split, DRAWS fold "
+        "draws, both methods, per family",
+    )
+    parser.add_argument(
+        "--peak-report",
+        action="store_true",
+        help="instead of fitting: per target, the measured rows, the allocation margin and "
+        "what the measured demand allows (`demand_threshold`)",
+    )
     args = parser.parse_args(argv)
     if not args.data.exists():
         parser.error(f"--data: no file {args.data}")
     rng = random.Random(args.seed)
     groups = load(args.data)
+    if args.peak_report:
+        with args.data.open(newline="") as f:
+            by_key = {r["key"]: r for r in csv.DictReader(f)}
+        for target in sorted({r["target"] for r in by_key.values()}):
+            done = [r for r in by_key.values() if r["target"] == target and r["peak_live_regs"]]
+            if done:
+                same = sum(
+                    r["peak_live_used_regs"] == r["regs"]
+                    and r["peak_live_spill_bytes"] == r["spill_store_bytes"]
+                    for r in done
+                )
+                assemblers = ", ".join(sorted({r["peak_live_assembler"] for r in done}))
+                print(
+                    f"{target}: {len(done)} rows measured ({assemblers}); the reassembly "
+                    f"allocates as the row records (registers and spill stores) in {same}"
+                )
+        for family in sorted(groups):
+            rows = groups[family]
+            fit = np.array([s == "fit" for s in rows.splits])
+            measured = ~np.isnan(rows.peak)
+            for target in sorted(set(rows.targets)):
+                mine = np.array([t == target for t in rows.targets])
+                if not (mine & measured).any():
+                    continue
+                d, on_fit, on_held = demand_threshold(rows, mine & fit, mine & ~fit)
+                try:
+                    margin = f"{allocation_margin(rows, mine & fit):g}"
+                except ValueError:
+                    margin = "-"
+                blurred = ", ".join(
+                    f"{demand_blurred(rows, mine, d, sigma):.1%} at sigma {sigma:g}"
+                    for sigma in BLUR_SIGMAS
+                )
+                print(
+                    f"{target}: {int((mine & measured).sum())} of {int(mine.sum())} rows "
+                    f"measured; margin {margin}; demand > cap - {d}: fit {on_fit:.1%} of "
+                    f"{int((mine & fit & measured).sum())}, validation {on_held:.1%} of "
+                    f"{int((mine & ~fit & measured).sum())}; all rows, the demand blurred: "
+                    f"{blurred}"
+                )
+        return 0
+    if args.cross_validate:
+        for family in sorted(groups):
+            for method in ("agreement", "regression"):
+                right, total, error = cross_validate(groups[family], method, args.cross_validate)
+                detail = "" if error is None else f"; held-out peak error median {error:.1f}"
+                print(
+                    f"{family} {method}: {right} of {total} spill verdicts right "
+                    f"({right / total:.1%}){detail}",
+                    flush=True,
+                )
+        return 0
     fitted = {}
     for family in sorted(groups):
         rows = groups[family]
-        live, count = fit_family(rows, rng)
+        live, count = fit_family(rows, rng, args.live)
         fit = np.array([s == "fit" for s in rows.splits])
         used = sorted({int(p) for paths in rows.paths for p in paths[fit]})
         fitted[family] = (live, count, used)

@@ -11,7 +11,16 @@ what the compiler allocated.
 - AMD registers and spills: the code object's metadata in the AMDGCN assembly (`.vgpr_count`
   VGPRs + AGPRs as allocated, `; NumVgprs` architectural VGPRs, `.agpr_count`, `.sgpr_count`,
   `.vgpr_spill_count`, `.sgpr_spill_count`, `.private_segment_fixed_size` scratch bytes per
-  lane, `; Occupancy` waves per SIMD).
+  lane, `; Occupancy` waves per SIMD);
+- CUDA peak live registers: the most general-purpose registers live at any one instruction of
+  ptxas's schedule, from `nvdisasm -lrm count` (its GPR column) on a cubin of the same PTX
+  (`peak_live`: docs/model.md 16.11 gives the method). The bundled nvdisasm 13.1 does no flow
+  analysis on the ELF of the bundled ptxas 12.9 (sm75-sm89), so those rows' PTX is assembled
+  again by the machine's ptxas 13.x with Triton's flags; sm90 and newer use the bundled
+  `ptxas-blackwell`, the data set's own assembler. nvdisasm refuses a cubin whose register
+  count is 255 (`Invalid register count`); the count in the kernel's section header and in
+  `EIATTR_REGCOUNT` is lowered to 254 first (`lower_register_count`), which changes no
+  instruction it analyses.
 
 `compile_config(task)` takes one plan row (a dict) and returns the measured columns; a failed
 compile is a row too (status and a one-line message). Triton's file cache is pointed at a
@@ -26,6 +35,7 @@ import io
 import os
 import re
 import shutil
+import struct
 import subprocess
 import tempfile
 import time
@@ -59,7 +69,16 @@ MEASURED_COLUMNS = (
     "compile_s",  # wall time of triton.compile, seconds
     "triton_version",
     "assembler",  # the assembler that made the binary: "ptxas 12.9.86", "amdgpu llvm"
+    # CUDA, `peak_live`: the most registers live at one instruction (nvdisasm -lrm count);
+    # censored at the cap where the row spills (the demand is above what ptxas held)
+    "peak_live_regs",
+    # the ptxas that made the analysed cubin ("ptxas 13.0.88"); "none: REASON" where it failed
+    "peak_live_assembler",
+    "peak_live_used_regs",  # that assembly's `Used N registers` (the row's own, when they agree)
+    "peak_live_spill_bytes",  # and its spill stores, bytes per thread
 )
+PEAK_LIVE_COLUMNS = MEASURED_COLUMNS[-4:]
+NVDISASM_FLOW_MAJOR = 13  # the bundled nvdisasm analyses the ELF of ptxas 13.x, not of 12.x
 
 
 def gpu_target(target: Target) -> Any:
@@ -122,6 +141,98 @@ def read_cuobjdump(text: str) -> dict[str, int]:
     if found is None:
         raise ValueError("no REG/STACK/SHARED line in the cuobjdump output")
     return {"cuobjdump_regs": int(found.group(1)), "static_shared_bytes": int(found.group(3))}
+
+
+def _tool_version(path: str) -> tuple[int, str]:
+    text = subprocess.run([path, "--version"], capture_output=True, text=True, check=True).stdout
+    found = re.search(r"V(\d+)\.(\d+\.\d+)", text)
+    if found is None:
+        raise ValueError(f"no version in {path} --version")
+    return int(found.group(1)), f"{found.group(1)}.{found.group(2)}"
+
+
+@cache
+def live_assembler(arch: int) -> tuple[str, str]:
+    """The ptxas (path, 'ptxas X.Y.Z') whose cubin for `arch` the bundled nvdisasm can analyse:
+    Triton's own for the arch when it is 13.x or newer, else the machine's `ptxas` on PATH
+    (which must be 13.x)."""
+    from triton.backends.nvidia.compiler import get_ptxas
+
+    for path in (get_ptxas(arch).path, shutil.which("ptxas")):
+        if path is None:
+            continue
+        major, version = _tool_version(path)
+        if major >= NVDISASM_FLOW_MAJOR:
+            return path, "ptxas " + version
+    raise FileNotFoundError(
+        f"no ptxas {NVDISASM_FLOW_MAJOR}.x for sm{arch}: nvdisasm cannot analyse older cubins"
+    )
+
+
+def nvdisasm_path() -> str:
+    import triton
+
+    return str(Path(triton.__file__).parent / "backends/nvidia/bin/nvdisasm")
+
+
+_EIFMT_SVAL = 0x04  # an .nv.info attribute with a 16-bit size and that many bytes of value
+_EIFMT_HVAL = 0x03  # a 16-bit value
+_EIFMT_BVAL = 0x02  # an 8-bit value (padded to 16 bits)
+_EIATTR_REGCOUNT = 0x2F  # value: (symbol index u32, registers u32)
+_SH_INFO_REGS_SHIFT = 24  # a CUDA .text section's sh_info carries its register count in bits 24-31
+
+
+def lower_register_count(cubin: bytes, limit: int = 254) -> bytes:
+    """The cubin with every register count above `limit` lowered to it: the `.text.*`
+    sections' sh_info high byte and the `.nv.info*` sections' EIATTR_REGCOUNT values (ELF64,
+    little-endian). Only these header fields change; the instructions stay as ptxas emitted
+    them."""
+    b = bytearray(cubin)
+    if b[:4] != b"\x7fELF" or b[4] != 2:
+        raise ValueError("not an ELF64 cubin")
+    (shoff,) = struct.unpack_from("<Q", b, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", b, 0x3A)
+
+    def header(i: int) -> tuple[int, ...]:
+        return struct.unpack_from("<IIQQQQIIQQ", b, shoff + i * shentsize)
+
+    names = header(shstrndx)[4]
+    for i in range(shnum):
+        name_offset, _, _, _, offset, size, _, info, _, _ = header(i)
+        end = b.index(0, names + name_offset)
+        name = b[names + name_offset : end].decode()
+        if name.startswith(".text.") and info >> _SH_INFO_REGS_SHIFT > limit:
+            lowered = (limit << _SH_INFO_REGS_SHIFT) | (info & 0xFFFFFF)
+            struct.pack_into("<I", b, shoff + i * shentsize + 0x2C, lowered)
+        if not name.startswith(".nv.info"):
+            continue
+        p = offset
+        while p < offset + size:
+            fmt, attr = b[p], b[p + 1]
+            if fmt == _EIFMT_SVAL:
+                (length,) = struct.unpack_from("<H", b, p + 2)
+                if attr == _EIATTR_REGCOUNT and length == 8:
+                    (regs,) = struct.unpack_from("<I", b, p + 8)
+                    if regs > limit:
+                        struct.pack_into("<I", b, p + 8, limit)
+                p += 4 + length
+            elif fmt in (_EIFMT_HVAL, _EIFMT_BVAL):
+                p += 4
+            else:
+                p += 2
+    return bytes(b)
+
+
+_LRM_GPR = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/.*//\s*\|\s*(\d+)\s*\|")
+
+
+def read_peak_live(listing: str) -> int:
+    """The largest GPR live count of any instruction in `nvdisasm -lrm count` output (the
+    first column of the table beside each instruction of the kernel's `.text` section)."""
+    counts = [int(m.group(1)) for line in listing.splitlines() if (m := _LRM_GPR.match(line))]
+    if not counts:
+        raise ValueError("no live-register counts in the nvdisasm listing")
+    return max(counts)
 
 
 _AMD_FIELDS = {
@@ -248,9 +359,104 @@ class Compiler:
         if target.backend == "cuda":
             out.update(read_ptxas_log(printed.getvalue()))
             out.update(self._cuobjdump(compiled.asm["cubin"]))
+            if out["status"] == "ok":
+                out.update(self.peak_live(compiled.asm["ptx"], target))
         else:
             out.update(read_amdgcn(compiled.asm["amdgcn"]))
         return out
+
+    def peak_live(self, ptx: str, target: Target) -> dict[str, Any]:
+        """The PEAK_LIVE_COLUMNS of a CUDA kernel's PTX: assembled by `live_assembler` with
+        the flags Triton's `make_cubin` passes (`-lineinfo -v --regAllocOptLevel=2`, FP fusion
+        on), its register count lowered (`lower_register_count`), analysed by `nvdisasm -lrm
+        count`. A failure is recorded as `peak_live_assembler` = 'none: REASON'."""
+        from triton.backends.nvidia.compiler import sm_arch_from_capability
+
+        assert isinstance(target.arch, int)
+        out: dict[str, Any] = dict.fromkeys(PEAK_LIVE_COLUMNS, "")
+        try:
+            ptxas, version = live_assembler(target.arch)
+        except (FileNotFoundError, ValueError, subprocess.CalledProcessError) as exc:
+            out["peak_live_assembler"] = f"none: {exc}"[:240]
+            return out
+        out["peak_live_assembler"] = version
+        with tempfile.TemporaryDirectory(dir=self.scratch) as work:
+            src, binary = Path(work) / "kernel.ptx", Path(work) / "kernel.cubin"
+            src.write_text(ptx)
+            arch = sm_arch_from_capability(target.arch)
+            cmd = [ptxas, "-lineinfo", "-v", "--regAllocOptLevel=2", f"--gpu-name={arch}"]
+            done = subprocess.run(
+                [*cmd, str(src), "-o", str(binary)], capture_output=True, text=True
+            )
+            if done.returncode != 0:
+                out["peak_live_assembler"] = (
+                    f"none: {version} failed: "
+                    + (_first_error_line(done.stderr) or f"exit {done.returncode}")[:200]
+                )
+                return out
+            log = read_ptxas_log(done.stdout + done.stderr)
+            out["peak_live_used_regs"] = log["regs"]
+            out["peak_live_spill_bytes"] = log["spill_store_bytes"]
+            lowered = Path(work) / "lowered.cubin"
+            lowered.write_bytes(lower_register_count(binary.read_bytes()))
+            listing = subprocess.run(
+                [nvdisasm_path(), "-lrm", "count", str(lowered)], capture_output=True, text=True
+            )
+            try:
+                out["peak_live_regs"] = read_peak_live(listing.stdout)
+            except ValueError:
+                reason = _first_error_line(listing.stderr) or "no live counts"
+                out["peak_live_assembler"] = f"none: nvdisasm: {reason}"[:240]
+        return out
+
+    def measure_peak_live(self, row: dict[str, Any]) -> dict[str, Any]:
+        """The PEAK_LIVE_COLUMNS of a CUDA row already in the data set: Triton compiles it to
+        PTX only (its own ptxas is not run: the `cubin` stage is replaced by one that stops),
+        then `peak_live`."""
+        target = TARGETS[row["target"]]
+        if target.backend != "cuda":
+            raise ValueError(f"peak live registers are a CUDA measurement; {target.name} is not")
+        variant, tile = from_row(row)
+        fn, signature, constexprs, attrs, options = kernels.source(row["kernel"], variant, tile)
+        captured: dict[str, str] = {}
+
+        class _PtxReady(Exception):
+            pass
+
+        def hook(*args: Any) -> Any:
+            if not args:  # the hook's cache-key call
+                return "ptx-only", "ptx-only"
+            stages = args[1]
+
+            def stop(src: str, metadata: Any) -> bytes:
+                captured["ptx"] = src
+                raise _PtxReady
+
+            stages["cubin"] = stop
+            return None
+
+        knobs = self.triton.knobs.runtime
+        previous = knobs.add_stages_inspection_hook
+        knobs.add_stages_inspection_hook = hook
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                self.triton.compile(
+                    self.triton.compiler.ASTSource(fn, signature, constexprs, attrs),
+                    target=gpu_target(target),
+                    options=options,
+                )
+        except _PtxReady:
+            pass
+        except Exception as exc:  # recorded, as a failed compile is
+            out: dict[str, Any] = dict.fromkeys(PEAK_LIVE_COLUMNS, "")
+            out["peak_live_assembler"] = f"none: {type(exc).__name__}: {exc}".splitlines()[0][:240]
+            return out
+        finally:
+            knobs.add_stages_inspection_hook = previous
+            shutil.rmtree(self.cache_dir, ignore_errors=True)
+        if "ptx" not in captured:
+            raise RuntimeError("Triton finished without reaching its cubin stage")
+        return self.peak_live(captured["ptx"], target)
 
     def _cuobjdump(self, cubin: bytes) -> dict[str, int]:
         with tempfile.NamedTemporaryFile(dir=self.scratch, suffix=".cubin") as f:

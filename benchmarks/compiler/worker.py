@@ -1,5 +1,7 @@
 """One compile worker: reads plan rows as JSON lines on stdin, writes one JSON line of measured
-columns per row on its original stdout, until stdin closes.
+columns per row on its original stdout, until stdin closes. A row whose `task` is `peak_live`
+is measured by `toolchain.Compiler.measure_peak_live` (its PEAK_LIVE_COLUMNS only), any other
+is compiled (`toolchain.Compiler.compile`).
 
     python benchmarks/compiler/worker.py SCRATCH_DIR
 
@@ -19,6 +21,9 @@ from pathlib import Path
 
 import toolchain
 
+TASK = "task"  # the request's field naming what to do with a row that is already compiled
+PEAK_LIVE = "peak_live"
+
 
 def main() -> int:
     scratch = Path(sys.argv[1])
@@ -32,7 +37,10 @@ def main() -> int:
     protocol.write(json.dumps({"ready": True}) + "\n")
     for line in sys.stdin:
         row = json.loads(line)
-        protocol.write(json.dumps(compiler.compile(row)) + "\n")
+        if row.pop(TASK, None) == PEAK_LIVE:
+            protocol.write(json.dumps(compiler.measure_peak_live(row)) + "\n")
+        else:
+            protocol.write(json.dumps(compiler.compile(row)) + "\n")
     return 0
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from ..candidates import Evaluation, evaluation
 from ..errors import FieldViolation, InvalidRequestError
@@ -35,6 +35,7 @@ from ..hardware import CATALOG_VERSION, CudaDevice, get_hardware, parse_hardware
 from ..model_constants import DEFAULT_MODEL_CONSTANTS, ModelConstants
 from ..problem import SolveOptions
 from ..registry import get_family
+from ..schema_config import FROZEN_SCHEMA
 from ..solve import MODEL_VERSION, model_version
 from ..space import Config, ConfigArrays
 from .measured import (
@@ -440,7 +441,7 @@ class Profile(BaseModel):
     """A calibration as a file (JSON): the device it was fitted on, the model and catalog it
     was fitted against, the fitted constants and catalog figures, and how well they fit."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = FROZEN_SCHEMA
 
     format: Literal["tilesolve-profile/1"] = "tilesolve-profile/1"
     hardware: str = Field(min_length=1, max_length=64, description="catalog name")

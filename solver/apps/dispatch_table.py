@@ -31,12 +31,13 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ..answer import SolveAnswer
 from ..errors import FieldViolation, InvalidRequestError
 from ..hardware import CATALOG_VERSION, HardwareSpec, get_hardware
 from ..problem import AttentionProblem, DType, Engine, Phase, SolveOptions
+from ..schema_config import FROZEN_SCHEMA
 from ..solve import MODEL_VERSION, solve
 from ..space import COMMON_FIELDS
 from .portfolio import (
@@ -47,8 +48,6 @@ from .portfolio import (
     serial_map,
     solve_portfolio,
 )
-
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 TABLE_FORMAT_VERSION = 1
 MAX_TABLE_CELLS = 100_000  # 100k cells are ~2 minutes on one core; more is a mistake
@@ -64,7 +63,7 @@ _LATER_KEYS = ("seq_len_kv", "decode_seq_len")
 class Grid(BaseModel):
     """The shapes a dispatch table covers (a TOML or JSON file's contents)."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     hardware: list[str] = Field(min_length=1, max_length=64, description="catalog names")
     kernel: str | None = Field(None, pattern=r"^[a-z][a-z0-9_-]{0,31}$")

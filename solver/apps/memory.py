@@ -64,7 +64,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from ..answer import ResourceUse, canonical_parameters
 from ..candidates import NS_PER_US, evaluation, tie_break_order
@@ -74,6 +74,7 @@ from ..errors import FieldViolation, InvalidRequestError
 from ..hardware import CudaDevice, HardwareSpec, RocmDevice, get_hardware
 from ..problem import MAX_SEQ_LEN, AttentionProblem, DType, Phase, SolveOptions
 from ..registry import family_names, find_family, with_alternatives
+from ..schema_config import FROZEN_SCHEMA
 from ..space import ConfigArrays, Param, ceil_div
 
 if TYPE_CHECKING:
@@ -93,7 +94,6 @@ REFERENCE_HARDWARE_BY_KIND = {
 }
 DEFAULT_MEMORY_KERNEL = "fa2"  # seed 003's FlashAttention-2 view, on CUDA devices
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 MODELLED_PHASES = (Phase.FORWARD, Phase.BACKWARD)
 FP32_BYTES = 4
 LSE_AND_D_BYTES_PER_ROW = 8  # the backward reads the FP32 log-sum-exp and D of each row
@@ -105,7 +105,7 @@ NAIVE_BACKWARD_SCORE_PASSES = 7
 class Roofline(BaseModel):
     """Where the problem's arithmetic intensities fall on one device's roofline."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     hardware: str = Field(description="canonical catalog name, or the inline spec's name")
     peak_tflops: float = Field(description="dense tensor (or cube) peak for the dtype, TFLOP/s")
@@ -130,7 +130,7 @@ class MemoryEstimate(BaseModel):
     """The memory model's figures for one problem and one tile (units in the field names;
     counts are plain numbers, FLOPs are floating-point operations, intensities FLOP/byte)."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     problem: AttentionProblem = Field(description="the problem, as given")
     block_m: int = Field(ge=1, le=MAX_BLOCK, description="query rows per tile")

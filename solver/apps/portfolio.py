@@ -38,16 +38,15 @@ from functools import partial
 from typing import Annotated, Any, Literal, TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ..candidates import CandidateTable
 from ..errors import DeadlineExceededError, FieldViolation, InvalidRequestError, TilesolveError
 from ..hardware import CATALOG_VERSION, HardwareSpec
 from ..problem import MIN_TIME_LIMIT_S, AttentionProblem, ParamName, PinValue, SolveOptions
+from ..schema_config import FROZEN_SCHEMA
 from ..solve import MODEL_VERSION, prepare, resolve_hardware
 from ..space import COMMON_FIELDS
-
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 # The most problems one portfolio may weigh: 5,000 problems of fa2 (~35 feasible
 # configurations each) make ~175,000 assignment variables, about what one CP-SAT worker
@@ -77,7 +76,7 @@ def serial_map(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
 class WeightedProblem(BaseModel):
     """One problem of the mix and how much it counts (a weight, or a call count)."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     problem: AttentionProblem
     weight: float = Field(1.0, gt=0, le=MAX_WEIGHT, description="share or call count, > 0")
@@ -89,7 +88,7 @@ ResourceCap = Annotated[int, Field(ge=0, le=1 << 40)]
 class PortfolioRequest(BaseModel):
     """A weighted mix of problems on one device and family, and what limits the portfolio."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     problems: list[WeightedProblem] = Field(min_length=1, max_length=MAX_PORTFOLIO_PROBLEMS)
     max_configs: int = Field(ge=1, le=MAX_PORTFOLIO_PROBLEMS, description="K")
@@ -193,7 +192,7 @@ def candidate_set_of(table: CandidateTable) -> CandidateSet:
 class PortfolioConfig(BaseModel):
     """One configuration of the portfolio and the problems it serves."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     index: int = Field(ge=1, description="1-based; assignments refer to it")
     label: str
@@ -221,7 +220,7 @@ class PortfolioConfig(BaseModel):
 class PortfolioAssignment(BaseModel):
     """Which configuration serves one problem, and what that costs against its own optimum."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     problem: int = Field(ge=0, description="0-based index in the request")
     config: int = Field(ge=1, description="PortfolioConfig.index")
@@ -239,7 +238,7 @@ PortfolioStatus = Literal["optimal", "feasible", "infeasible"]
 class PortfolioAnswer(BaseModel):
     """The chosen configurations, the assignment, and the loss against per-problem optima."""
 
-    model_config = _FROZEN
+    model_config = FROZEN_SCHEMA
 
     status: PortfolioStatus
     proven_optimal: bool

@@ -48,10 +48,11 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from ..errors import FieldViolation, InvalidRequestError
 from ..problem import AttentionProblem, DType, Phase
+from ..schema_config import FROZEN_SCHEMA
 from ..space import ceil_div
 
 F32 = npt.NDArray[np.float32]
@@ -84,7 +85,7 @@ TOLERANCE_SAFETY = 2.0
 class SimulationResult(BaseModel):
     """How far one tiled forward pass is from exact attention, and which tiles it visited."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = FROZEN_SCHEMA
 
     problem: AttentionProblem
     block_m: int = Field(description="query rows per thread block")

@@ -5,6 +5,4 @@ the LDS and VGPR use per pipeline with AMD's occupancy (`resources.py`), the cos
 
 # (phase, module, class): the registry imports a module when a family of its phase is
 # first asked for, so a forward question loads no backward or decode model (registry.py).
-REGISTRATIONS = (
-    ("forward", "forward", "CkFmhaForward"),
-)
+REGISTRATIONS = (("forward", "forward", "CkFmhaForward"),)

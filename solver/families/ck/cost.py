@@ -9,15 +9,21 @@ rates per CU per cycle. One *iteration* is one kN0 block of keys for one workgro
     VALU      V = kM0 kN0 SOFTMAX_VALU_OPS / R_valu + kM0 kN0 / R_exp
                   + kM0 kN1 / R_valu (rescale O) + kN0 kN1 V_SHUFFLE / R_valu (not trload)
     LDS       L = ((w + 1) (kN0 d + kN0 kN1) e [+ 2 kM0 d e for qs]) / B_lds
-    stalls    S = syncs x BARRIER_CYCLES + CHAIN_CYCLES [+ exposed K loads for qr, qs]
+    stalls    S = syncs x BARRIER_CYCLES + CHAIN_CYCLES + W
+              W = (d / k) max(0, latency - cover) for one K buffer (qr, qs, trload: k = kK0,
+                  or d for trload above 64 rows), 0 for qr_async (`single_buffer_wait`)
 
 With r workgroups resident per CU (occupancy, `resources.py`), wa = r w / SIMDs waves per SIMD
 and a share min(1, r w / SIMDs) of the SIMDs busy, the CU takes for one iteration of each:
 
-    T = max(rM, rV, rL) / s + (1 - phi) (rM + rV + rL - max) / s + (1 - phi) S,
-    phi = 1 - 1 / max(wa, 1)          other waves fill one wave's dependent phases
+    T = max(rM, rV, rL') / s + (1 - phi) (rM + rV + rL' - max) / s + (1 - phi) S,
+    phi = 1 - 1 / max(g, 1),  g = r min(w, SIMDs) / SIMDs
+                              the waves of other workgroups fill one stream's dependent phases;
+                              a workgroup's own waves pass its barriers together
+    L' = L / LDS_SUSTAINED    the LDS at the loop's sustained share of its peak
 
-and the L2 bound r x bytes x CUs / (L2 B/clk x achievable). Workgroups (ceil(sq / kM0) x heads
+and the memory bound r (L2 bytes / L2 share + HBM bytes / HBM share) of one CU (the HBM share of
+the K/V reads, `rocm.schedule.kv_traffic`). Workgroups (ceil(sq / kM0) x heads
 x ceil(dv / kN1)) run in waves over the CUs; causal work is spread as it comes (no persistent
 scheduler: half a longest workgroup is added for the uneven finish). K/V reuse is per XCD
 (workgroups go round-robin to the XCDs, each with its own L2); the Infinity Cache takes
@@ -32,23 +38,26 @@ import numpy as np
 
 from ...cost import Perf
 from ...family import kib
-from ...hardware import RocmDevice
-from ...space import IntArray, ceil_div
+from ...hardware import RocmCompute, RocmDevice
+from ...space import FloatArray, IntArray, ceil_div
 from ..rocm.device import MFMA_SUSTAINED, cu_rates, rocm_device
 from ..rocm.device import confidence_note as rocm_confidence_note
 from ..rocm.schedule import (
     BARRIER_CYCLES,
     CHAIN_CYCLES,
+    DRAM_LATENCY_CYCLES,
     L2_LATENCY_CYCLES,
     SOFTMAX_VALU_OPS,
     Iteration,
+    KvTraffic,
     cu_round,
     dram_floor,
     grid_cycles,
     head_io_cycles,
+    kv_traffic,
     rocm_perf,
 )
-from .resources import CkResources, resources_of
+from .resources import CkResources, resources_of, trload_k_columns
 from .shape import BLOCK_K1, Dims, Pipeline
 
 if TYPE_CHECKING:
@@ -60,9 +69,6 @@ if TYPE_CHECKING:
 # VALU instructions per V element per iteration to lay V out as gemm1's B operand (a register
 # shuffle); gfx950's transpose loads (qr_async_trload) read it in place (estimate).
 V_SHUFFLE_OPS = 1.0
-# The synchronous pipelines (qr, qs) wait for each K chunk's global load before its LDS store:
-# this share of the chunk's L2 latency stays exposed per chunk (one prefetch in registers).
-SYNC_LOAD_EXPOSED = 0.5  # estimate
 
 
 def evaluate(ev: Evaluation) -> Perf:
@@ -74,7 +80,7 @@ def evaluate(ev: Evaluation) -> Perf:
     dims = Dims.of(problem)
     cfg = ev.cfg
     e = float(dims.elem)
-    d, dv = float(dims.d), float(dims.dv)
+    d = float(dims.d)
     bm_i, bn_i, bn1_i = cfg["block_m"], cfg["block_n"], cfg["block_n1"]
     bm, bn, bn1 = (x.astype(np.float64) for x in (bm_i, bn_i, bn1_i))
     bk0 = cfg["block_k0"].astype(np.float64)
@@ -82,7 +88,7 @@ def evaluate(ev: Evaluation) -> Perf:
     pipe = cfg["pipeline"]
     qs = pipe == Pipeline.QS
     trload = pipe == Pipeline.QR_ASYNC_TRLOAD
-    asynchronous = (pipe == Pipeline.QR_ASYNC) | trload
+    asynchronous = pipe == Pipeline.QR_ASYNC
     rates = cu_rates(device, problem.dtype)
     r_mfma, r_valu, r_exp = rates.mfma, rates.valu, rates.exp
 
@@ -96,10 +102,11 @@ def evaluate(ev: Evaluation) -> Perf:
     lds = lds_bytes / rocm.lds_bandwidth_bytes_per_clk_per_cu
     chunks = d / bk0 + bn / BLOCK_K1
     syncs = np.where(asynchronous, 1.0, 2.0) * chunks
-    exposed_load = np.where(asynchronous, 0.0, SYNC_LOAD_EXPOSED * L2_LATENCY_CYCLES * d / bk0)
+    traffic = kv_traffic(device, problem, e, kv_tile, bm_i, bn_i, res.occupancy.workgroups_per_cu)
+    exposed_load = single_buffer_wait(rocm, pipe, dims, bm, bn, bk0, bn1, warps, r_mfma, traffic)
     stall = syncs * BARRIER_CYCLES + exposed_load + CHAIN_CYCLES
     global_bytes = kv_tile + np.where(qs, bm * d * e, 0.0)  # qs re-reads Q every iteration
-    it = Iteration(mfma, valu, lds, stall, global_bytes)
+    it = Iteration(mfma, valu, lds, stall, global_bytes, traffic.hbm_share * kv_tile)
 
     # ---- occupancy, the CU's round, the workgroups over the CUs -----------------------------
     n_n1 = ceil_div(dims.dv, bn1_i)
@@ -114,8 +121,38 @@ def evaluate(ev: Evaluation) -> Perf:
         head_io_cycles(device, bm, d, bn1, e),
         r_valu,
     )
-    dram = dram_floor(device, problem, e, bn * (d + dv) * e, grid)
+    dram = dram_floor(device, problem, traffic)
     return rocm_perf(device, problem, it, warps, bm_i, bn_i, n_n1, grid, dram)
+
+
+def single_buffer_wait(
+    rocm: RocmCompute,
+    pipe: IntArray,
+    dims: Dims,
+    bm: FloatArray,
+    bn: FloatArray,
+    bk0: FloatArray,
+    bn1: FloatArray,
+    warps: FloatArray,
+    r_mfma: float,
+    traffic: KvTraffic,
+) -> FloatArray:
+    """Cycles an iteration waits for its K loads in a pipeline with one K buffer (qr and qs:
+    one prefetch in registers; qr_async_trload: one LDS buffer, NumPrefetchK = 1): each load
+    is issued when the MFMA work before it starts and waits out the rest of its latency,
+    max(0, latency - cover). A load of one kK0 chunk is covered by gemm0 on the chunk before it
+    (d / kK0 loads an iteration); trload's whole-head-dim K (kM0 > 64) is loaded once an
+    iteration, after gemm0, and covered by gemm1. The latency is an L2 hit's, or HBM's for
+    the HBM share of the K/V reads. qr_async (three buffers) waits for none."""
+    trload = pipe == Pipeline.QR_ASYNC_TRLOAD
+    cols = np.where(trload, trload_k_columns(dims, bm.astype(np.int64), bk0.astype(np.int64)), bk0)
+    once = trload & (cols == dims.d)
+    # the MFMA rate of the workgroup's waves: min(w, SIMDs) of the CU's SIMDs
+    rate = r_mfma * MFMA_SUSTAINED * np.minimum(warps, rocm.simds_per_cu) / rocm.simds_per_cu
+    cover = np.where(once, 2.0 * bm * bn * bn1, 2.0 * bm * bn * cols) / rate
+    latency = L2_LATENCY_CYCLES + traffic.hbm_share * (DRAM_LATENCY_CYCLES - L2_LATENCY_CYCLES)
+    wait = dims.d / cols * np.maximum(latency - cover, 0.0)
+    return np.asarray(np.where(pipe == Pipeline.QR_ASYNC, 0.0, wait))
 
 
 def reason_lines(table: CandidateTable, i: int) -> list[str]:

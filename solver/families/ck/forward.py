@@ -116,10 +116,7 @@ class CkFmhaForward(KernelFamily):
 
     def common_fields(self, cfg: ConfigArrays) -> dict[str, IntArray]:
         """block_m, block_n, num_warps as declared; num_stages = the K/V LDS buffers."""
-        asynchronous = (cfg["pipeline"] == Pipeline.QR_ASYNC) | (
-            cfg["pipeline"] == Pipeline.QR_ASYNC_TRLOAD
-        )
-        stages = np.where(asynchronous, ASYNC_BUFFERS, 1).astype(np.int64)
+        stages = np.where(cfg["pipeline"] == Pipeline.QR_ASYNC, ASYNC_BUFFERS, 1).astype(np.int64)
         return {
             "block_m": cfg["block_m"],
             "block_n": cfg["block_n"],

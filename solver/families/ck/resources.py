@@ -9,8 +9,12 @@ block_fmha_pipeline_qx_ks_vs_custom_policy.hpp, GetSmemSizeKV and GetSingleSmemE
     K chunk (async)       kN0 kK1 / (64 KVector) x (64 KVector + KPack),  KVector = 4 / e
     V chunk               (kK1 / KPack) x (kN1 / 8) x (128 / e + KPack)
     one buffer            max(K chunk, V chunk)             K and V share it
-    qr                    1 buffer;   qr_async, trload: 3 buffers (NumPrefetchK = 3)
+    qr                    1 buffer;   qr_async: 3 buffers (NumPrefetchK = 3)
     qs                    + ceil16(kK0 x (kM0 + 1) x e) bytes of Q
+    qr_async_trload       max(kM0 x d, K + kN0 x kN1): Q, K and V all in LDS, one buffer each
+                          (its policy: QLoadOnce, NumPrefetchK = NumPrefetchV = 1, GetSmemSize =
+                          max(Q, K + S + V), S = 0 with the warps along M); K = kN0 x d when
+                          kM0 > 64 (kKLoadOnce), else one kK0 chunk kN0 x kK0
 
 VGPRs per lane (fp32 accumulators and fragments spread over a wave's 64 lanes; each of the w
 warps owns kM0 / w rows; estimates of what the compiler keeps live, docs/model.md 19.4):
@@ -18,8 +22,12 @@ warps owns kM0 / w rows; estimates of what the compiler keeps live, docs/model.m
     S (fp32)        kM0 kN0 / (64 w)               P (input dtype)  kM0 kN0 e / (256 w)
     O (fp32)        kM0 kN1 / (64 w)               Q (qr pipelines) kM0 d e / (256 w)
     K/V prefetch    (kN0 kK0 [sync K] + kN1 kK1) e / (256 w)
-    K/V fragments   (kN0 kK0 + kN1 kK1) e / 256    every warp reads the whole chunk from LDS
+    B fragments     B_TILE_VGPRS x B_TILES_LIVE    one warp-GEMM B tile read from LDS at a time
     fixed           ADDRESS_VGPRS (row statistics, pointers, loop state)
+
+    live = O + Q + K/V prefetch + max(S, P) + B fragments + fixed
+
+(S is consumed into P before gemm1 starts, so the two are not live together.)
 
 The architectural file holds 256 per wave; beyond it the compiler places the accumulators in
 AGPRs (gfx90a+: up to 256 more), and past 512 in all the instance cannot be compiled.
@@ -52,7 +60,16 @@ ADDRESS_VGPRS = 32
 # below every part's limit, so SGPRs never bind here).
 KERNEL_SGPRS = 80
 ASYNC_BUFFERS = 3  # NumPrefetchK of the qr_async default policy
+# qr_async_trload loads K over the whole head dim at once above this many query rows
+# (`kKLoadOnce = kM0 > 64`, block_fmha_pipeline_qr_ks_vs_async_trload.hpp, rocm-libraries@2bc5627).
+TRLOAD_LOAD_ONCE_ROWS = 64
 LDS_ALIGNMENT = 16  # bytes, GetSmemSizeQ's alignment of the Q buffer
+# A block GEMM with B in LDS reads one warp-GEMM B tile at a time and runs its MFMAs on it
+# (BlockGemmARegBSmemCRegV2's hot loop: `load_tile(b_warp_windows(nIter)(kIter))` inside the
+# k and n loops): a 16-byte read a lane (32x32x16 or 16x16x32 16-bit, 32x32x32 fp8: 1 KiB a
+# wave), 4 VGPRs. The tile in use and the next one, loaded ahead of its MFMA (estimate).
+B_TILE_VGPRS = 4
+B_TILES_LIVE = 2
 
 
 def lds_bytes(
@@ -72,12 +89,21 @@ def lds_bytes(
     issue = LANES * k_vector
     k_async = ceil_div(bn * BLOCK_K1, issue) * (issue + kpack)
     v_chunk = (BLOCK_K1 // kpack) * ceil_div(bn1, 8) * (128 // e + kpack)
-    asynchronous = (pipe == Pipeline.QR_ASYNC) | (pipe == Pipeline.QR_ASYNC_TRLOAD)
+    asynchronous = pipe == Pipeline.QR_ASYNC
     buffer = np.where(asynchronous, np.maximum(k_async, v_chunk), np.maximum(k_sync, v_chunk))
     buffers = np.where(asynchronous, ASYNC_BUFFERS, 1)
     q_bytes = ceil_div(bk0 * (bm + 1) * e, LDS_ALIGNMENT) * LDS_ALIGNMENT
     q = np.where(pipe == Pipeline.QS, q_bytes, 0)
-    return np.asarray(buffers * buffer * e + q, dtype=np.int64)
+    k_trload = bn * trload_k_columns(dims, bm, bk0)
+    trload = np.maximum(bm * dims.d, k_trload + bn * bn1) * e
+    out = np.where(pipe == Pipeline.QR_ASYNC_TRLOAD, trload, buffers * buffer * e + q)
+    return np.asarray(out, dtype=np.int64)
+
+
+def trload_k_columns(dims: Dims, bm: IntArray, bk0: IntArray) -> IntArray:
+    """The head-dim columns of K one qr_async_trload load brings in: all of them when the tile
+    has more than TRLOAD_LOAD_ONCE_ROWS query rows (kKLoadOnce), else one kK0 chunk."""
+    return np.asarray(np.where(bm > TRLOAD_LOAD_ONCE_ROWS, dims.d, bk0))
 
 
 @dataclass(frozen=True)
@@ -109,8 +135,9 @@ def registers(
     sync_k = (pipe == Pipeline.QR) | (pipe == Pipeline.QS)
     k_prefetch = np.where(sync_k, bn * bk0, 0)
     prefetch = ceil_div((k_prefetch + bn1 * BLOCK_K1) * e, 4 * per_lane)
-    fragments = ceil_div((bn * bk0 + bn1 * BLOCK_K1) * e, 4 * LANES)
-    demand = s_acc + o_acc + p + q + prefetch + fragments + ADDRESS_VGPRS
+    # S is consumed into P before gemm1 starts: the two phases' live sets, not their sum
+    fragments = B_TILE_VGPRS * B_TILES_LIVE
+    demand = o_acc + q + prefetch + np.maximum(s_acc, p) + fragments + ADDRESS_VGPRS
     arch = np.minimum(demand, rocm.max_arch_vgprs_per_wave)
     agpr = np.maximum(demand - arch, 0)
     return Registers(

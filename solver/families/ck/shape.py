@@ -61,9 +61,11 @@ MAX_HEAD_DIM = 256
 TRLOAD_HEAD_DIMS = (64, 128, 256)
 TRLOAD_TARGETS = ("gfx950",)
 # The fp8 forward pipelines: fp8 Q/K/V take the 32x32 MFMA only (the custom policy's
-# static_assert(WarpGemmM == 32) for fp8) and are generated for qr and qs here; CK's fp8
-# instances have bf16 or fp32 output (fp8bf16, fp8fp32).
-FP8_PIPELINES = (Pipeline.QR, Pipeline.QS)
+# static_assert(WarpGemmM == 32) for fp8); CK's codegen generates its fp8 instances (fp8bf16,
+# fp8fp32: bf16 or fp32 output) on qr at d 64 and on qr_async above (fmha_fwd.py get_pipelines,
+# ROCm/rocm-libraries@014d097), and qs is dtype-generic as qr is. The transpose-load pipeline
+# is generated for 16-bit types only.
+FP8_PIPELINES = (Pipeline.QR, Pipeline.QR_ASYNC, Pipeline.QS)
 
 
 # V's LDS rows: 32 banks x 4 bytes hold 128 / e elements, 16 / e per pack: 8 rows per LDS row
@@ -130,7 +132,7 @@ def illegal(
         "v_lds_layout": bn1 % V_ROWS_PER_LDS_ROW != 0,
         # async K: kN0 x kK1 is a whole number of issues of (threads x KVector) elements
         "async_issues": async_k & ((bn * BLOCK_K1) % (warps * 64 * k_vector) != 0),
-        # fp8 takes the 32x32 MFMA and the qr/qs pipelines
+        # fp8 takes the 32x32 MFMA and the qr, qr_async and qs pipelines
         "fp8_instance": np.full_like(bm, dtype is DType.FP8)
         & ((mfma != 32) | ~np.isin(pipe, [int(p) for p in FP8_PIPELINES])),
         # transpose loads are gfx950's, for the instances generated
@@ -146,7 +148,7 @@ RULE_WORDS = {
     "mfma_tiles_n": f"block_n and kN1 whole MFMA tiles, block_n a multiple of kK1 = {BLOCK_K1}",
     "v_lds_layout": "V's LDS layout: kN1 a multiple of 8 (NPerRow)",
     "async_issues": "qr_async: block_n x kK1 a whole number of (threads x 4-byte) issues",
-    "fp8_instance": "fp8 runs the 32x32 MFMA on the qr or qs pipeline",
+    "fp8_instance": "fp8 runs the 32x32 MFMA on the qr, qr_async or qs pipeline",
     "trload_target": "qr_async_trload needs gfx950 and d = dv in {64, 128, 256}",
 }
 

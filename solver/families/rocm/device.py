@@ -18,6 +18,13 @@ from ...problem import DType
 # Share of the MFMA peak a dependent attention loop sustains (estimate: GEMM libraries reach
 # about 0.7-0.8 of the MI300X peak; an attention tile's short K loops reach less).
 MFMA_SUSTAINED = 0.7
+# Share of the LDS read bandwidth a dependent attention loop sustains: the B tiles of a block
+# GEMM are read by the waves that issue the MFMAs consuming them, one tile ahead (CK's
+# BlockGemmARegBSmemCRegV2 hot loop; Triton's MFMA dots, 19.10), so the LDS pipe sees the same
+# instruction stream's gaps as the MFMA pipe: the model takes the MFMA's sustained share
+# (estimate, the same constant, not fitted; docs/model.md 19.5). The peaks (128 and 256
+# bytes per cycle per CU) stand.
+LDS_SUSTAINED = MFMA_SUSTAINED
 # A HIP kernel launch beyond its work, microseconds (estimate; CUDA's is 2.5 us).
 ROCM_LAUNCH_US = 4.0
 # Catalog fields whose being unconfirmed does not touch a prediction (SGPRs never bind).
@@ -56,7 +63,8 @@ def confidence_note(device: RocmDevice, estimates: str) -> str:
     used = [f for f in device.rocm.unconfirmed_fields if f.split(".")[1] not in SILENT_UNCONFIRMED]
     return (
         f"confidence: this prediction uses {len(used)} unconfirmed catalog input(s) of "
-        f"{device.name}: {', '.join(used)}; the MFMA sustained share ({MFMA_SUSTAINED}), "
+        f"{device.name}: {', '.join(used)}; the MFMA and LDS sustained shares "
+        f"({MFMA_SUSTAINED}, {LDS_SUSTAINED}), "
         f"{estimates} are model estimates (docs/model.md 19.5)"
         if used
         else "confidence: every catalog input of this prediction is confirmed"

@@ -3,19 +3,27 @@ kernel that states one iteration of one workgroup (`Iteration`: one block of key
 cycles of each unit).
 
 One CU's round over r resident workgroups of w waves (wa = r w / SIMDs waves per SIMD, a share
-s = min(1, wa) of the SIMDs busy, phi = 1 - 1 / max(wa, 1): the other waves fill one wave's
-dependent phases):
+s = min(1, wa) of the SIMDs busy; g = r min(w, SIMDs) / SIMDs independent instruction streams
+per SIMD and phi = 1 - 1 / max(g, 1): the waves of other workgroups fill one stream's
+dependent phases, while the waves of one workgroup pass the same barriers every iteration and
+sit in the same phase, so they do not fill each other's):
 
-    T(r) = max(rM, rV, rL) / s + (1 - phi)(rM + rV + rL - max) / s + (1 - phi) S,
-           at least r x global bytes / (L2 bytes per cycle per CU)
+    T(r) = max(rM, rV, rL') / s + (1 - phi)(rM + rV + rL' - max) / s + (1 - phi) S,
+           at least r x (L2 bytes / L2 share + HBM bytes / HBM share) of one CU,
+    L' = L / LDS_SUSTAINED   (the LDS at the loop's sustained share of its peak)
+
+(the HBM bytes: the share of the K/V tile reads HBM serves, `kv_traffic`: high when few query
+blocks share a head's K/V, near 0 for long sequences).
 
 The workgroups run in waves over CUs x r slots (non-causal: full waves, then the last wave at
 its own residency); causal work is summed and spread over the CUs, plus half a longest
 workgroup for the uneven finish of blocks launched in grid order (at least the longest), plus
-a mask instruction per score of a diagonal tile. K/V reuse is per XCD (workgroups go
-round-robin to the XCDs, each with its own L2: the shared `kv_reuse` on ceil(n_m / XCDs) blocks
-per XCD); repeated reads across XCDs hit the Infinity Cache while the heads in flight fit in
-it; the HBM floor is the bytes over the achievable DRAM bandwidth.
+a mask instruction per score of a diagonal tile, plus every workgroup's prologue (the HBM
+latency of its Q and first K/V tile), which the resident workgroups wait out together. K/V
+reuse is per XCD (workgroups go round-robin to the XCDs, each with its own L2: the shared
+`kv_reuse` on ceil(n_m / XCDs) blocks per XCD); repeated reads across XCDs hit the Infinity
+Cache while the heads in flight fit in it; the HBM floor is the bytes over the achievable DRAM
+bandwidth.
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ from ...cost import (
 from ...hardware import RocmDevice
 from ...problem import AttentionProblem
 from ...space import FloatArray, IntArray, ceil_div
-from .device import MFMA_SUSTAINED, ROCM_LAUNCH_US
+from .device import LDS_SUSTAINED, MFMA_SUSTAINED, ROCM_LAUNCH_US
 
 # VALU instructions per score besides the exp: scale and subtract the max (one FMA), the row
 # max, the row sum, the conversion of P to the input dtype (the online softmax's steps).
@@ -45,6 +53,10 @@ SOFTMAX_VALU_OPS = 4.0
 # Cost of one workgroup barrier (s_waitcnt lgkmcnt(0) + s_barrier), cycles (estimate).
 BARRIER_CYCLES = 64.0
 L2_LATENCY_CYCLES = 500.0  # an L2 hit's latency, cycles (estimate; no AMD figure retrieved)
+# An HBM access's latency, cycles: taken as twice an L2 hit's (estimate; no AMD figure retrieved).
+# A workgroup's Q tile is read once, so it comes from HBM, and no MFMA can start before it and the
+# first K/V tile are in: this latency opens every workgroup's life (`prologue`).
+DRAM_LATENCY_CYCLES = 2.0 * L2_LATENCY_CYCLES
 # One iteration's dependent chain beyond its work: the first GEMM's last MFMA result, the row
 # max and sum across lanes, the barriers between the first GEMM, the softmax and the second,
 # the loop; other waves on the SIMD hide it as they hide the barriers (cycles, estimate).
@@ -62,11 +74,36 @@ class Iteration:
     valu: FloatArray  # cycles of the VALU (softmax, rescale, shuffles)
     lds: FloatArray  # cycles of LDS bandwidth
     stall: FloatArray  # exposed cycles: barriers, the dependent chain, exposed loads
-    global_bytes: FloatArray  # bytes read from L2 (K and V, anything re-read)
+    global_bytes: FloatArray  # bytes read from memory (K and V, anything re-read)
+    hbm_bytes: FloatArray  # the part of them served by HBM (`KvTraffic.hbm_share` of K/V)
+
+
+def hbm_bytes_per_clk_per_cu(device: RocmDevice) -> float:
+    """A CU's share of the achievable HBM bandwidth, bytes per engine cycle."""
+    rocm = device.rocm
+    return device.memory.achievable_dram_bytes_per_s / (rocm.cu_count * rocm.engine_clock_mhz * 1e6)
+
+
+def independent_streams(device: RocmDevice, warps: FloatArray, r: FloatArray) -> FloatArray:
+    """Instruction streams per SIMD that can be in different phases of an iteration: one per
+    resident workgroup with a wave on the SIMD, g = r min(w, SIMDs) / SIMDs. The waves of one
+    workgroup are not independent: the kernel fences each iteration's LDS tiles with workgroup
+    barriers (CK's pipelines call block_sync_lds around every gemm0 and gemm1 chunk,
+    ROCm/composable_kernel@8e22e1a block_fmha_pipeline_qr_ks_vs.hpp; Triton's loop two barriers
+    an iteration), so between two barriers all of them run the same phase; CK's one pipeline that
+    offsets two wave groups by a phase, so that one group's MFMAs meet the other's softmax, is
+    the v3 kernel's explicit schedule (block_fmha_fwd_v3_pipeline.hpp, CoreLoopScheduler per
+    WaveGroup), the only CK instance generated with 8 waves (fmha_fwd.py, the gfx950 rule
+    bm0 = 256 with 8 warps exactly when the pipeline is qr_async_trload_v3; docs/model.md
+    19.5)."""
+    simds = device.rocm.simds_per_cu
+    return np.asarray(r * np.minimum(warps, simds) / simds)
 
 
 def cu_round(device: RocmDevice, it: Iteration, warps: FloatArray, r: FloatArray) -> FloatArray:
-    """One iteration of each of r resident workgroups on one CU, cycles (T(r) above)."""
+    """One iteration of each of r resident workgroups on one CU, cycles (T(r) above); the
+    bytes bound reads the HBM share of them at the CU's share of HBM, the rest at its L2
+    share."""
     rocm = device.rocm
     l2_per_cu = (
         device.memory.l2_bandwidth_bytes_per_clk
@@ -75,11 +112,14 @@ def cu_round(device: RocmDevice, it: Iteration, warps: FloatArray, r: FloatArray
     )
     waves = r * warps / rocm.simds_per_cu
     busy = np.minimum(waves, 1.0)
-    phi = 1.0 - 1.0 / np.maximum(waves, 1.0)
-    parts = np.stack([r * it.mfma / busy, r * it.valu / busy, r * it.lds])
+    phi = 1.0 - 1.0 / np.maximum(independent_streams(device, warps, r), 1.0)
+    parts = np.stack([r * it.mfma / busy, r * it.valu / busy, r * it.lds / LDS_SUSTAINED])
     top = parts.max(axis=0)
     compute = top + (1.0 - phi) * (parts.sum(axis=0) - top) + (1.0 - phi) * it.stall
-    return np.asarray(np.maximum(compute, r * it.global_bytes / l2_per_cu))
+    memory = (it.global_bytes - it.hbm_bytes) / l2_per_cu + it.hbm_bytes / (
+        hbm_bytes_per_clk_per_cu(device)
+    )
+    return np.asarray(np.maximum(compute, r * memory))
 
 
 @dataclass(frozen=True)
@@ -140,18 +180,22 @@ def grid_cycles(
     slots = np.asarray(rocm.cu_count * workgroups_per_cu, dtype=np.int64)
     slots = np.maximum(slots, 1)
     waves = wave_schedule(groups, slots)
+    # the prologue's latency: the r resident workgroups wait for theirs together, once per slot
+    fill = DRAM_LATENCY_CYCLES
     if masked is not None:
         mask = masked.diagonal * scores * MASK_OPS / r_valu
-        work = heads_total * chunks * (masked.total * full_round / resident + mask + n_m * head_io)
-        longest = masked.longest * full_round + head_io
+        own = n_m * (head_io + fill / resident)
+        work = heads_total * chunks * (masked.total * full_round / resident + mask + own)
+        longest = masked.longest * full_round + head_io + fill
         uneven = 0.5 * longest if masked.imbalanced else 0.0
         kernel = np.maximum(work / rocm.cu_count + uneven, longest)
         iterations = masked.total / n_m
     elif problem.causal:
         total, diagonal = causal_iterations(n_m, bm, bn, n_kv, sk - sq)
         mask = diagonal * scores * MASK_OPS / r_valu
-        work = heads_total * chunks * (total * full_round / resident + mask + n_m * head_io)
-        longest = n_kv * full_round + head_io
+        own = n_m * (head_io + fill / resident)
+        work = heads_total * chunks * (total * full_round / resident + mask + own)
+        longest = n_kv * full_round + head_io + fill
         # blocks are launched in grid order, not balanced: the CUs finish unevenly, on average
         # half of a longest workgroup's time after the mean
         kernel = np.maximum(work / rocm.cu_count + 0.5 * longest, longest)
@@ -159,8 +203,8 @@ def grid_cycles(
     else:
         last = np.asarray(waves.last_wave_ctas, dtype=np.float64)
         last_resident = np.maximum(np.ceil(last / rocm.cu_count), 1.0)
-        per_group = n_kv * full_round + head_io * resident
-        last_group = n_kv * round_of(np.minimum(last_resident, resident)) + head_io
+        per_group = n_kv * full_round + head_io * resident + fill
+        last_group = n_kv * round_of(np.minimum(last_resident, resident)) + head_io + fill
         kernel = (waves.count - 1.0) * per_group + last_group
         iterations = n_kv.astype(np.float64)
     return Grid(
@@ -180,13 +224,82 @@ def head_io_cycles(
 ) -> FloatArray:
     """A workgroup's own DRAM traffic (its Q rows, its O columns, the LSE), in cycles of its
     share of the achievable bandwidth."""
-    rocm = device.rocm
-    per_cu = device.memory.achievable_dram_bytes_per_s / (
-        rocm.cu_count * rocm.engine_clock_mhz * 1e6
-    )
     return np.asarray(
-        (block_m * d * e + block_m * out_cols * e + block_m * LSE_BYTES_PER_ROW) / per_cu
+        (block_m * d * e + block_m * out_cols * e + block_m * LSE_BYTES_PER_ROW)
+        / hbm_bytes_per_clk_per_cu(device)
     )
+
+
+def mean_iterations(
+    problem: AttentionProblem,
+    block_m: IntArray,
+    block_n: IntArray,
+    masked: MaskedIterations | None = None,
+) -> tuple[IntArray, IntArray, FloatArray]:
+    """Query blocks of one head, key blocks, and the mean key blocks a workgroup walks (all of
+    K/V, the causal triangle's, or a block mask's)."""
+    sq, sk = problem.seq_len, problem.seq_len_kv_eff
+    n_m = np.asarray(ceil_div(sq, block_m))
+    n_kv = np.asarray(ceil_div(sk, block_n))
+    if masked is not None:
+        iterations = masked.total / n_m
+    elif problem.causal:
+        bm, bn = block_m.astype(np.float64), block_n.astype(np.float64)
+        iterations = causal_iterations(n_m, bm, bn, n_kv, sk - sq)[0] / n_m
+    else:
+        iterations = n_kv.astype(np.float64)
+    return n_m, n_kv, np.asarray(iterations)
+
+
+@dataclass(frozen=True)
+class KvTraffic:
+    """Where each candidate's K/V tiles come from."""
+
+    hbm_reads: FloatArray  # HBM reads of each KV head's K/V, in whole heads
+    hbm_share: FloatArray  # share of the K/V tile reads that HBM serves (the rest: L2, the IC)
+
+
+def kv_traffic(
+    device: RocmDevice,
+    problem: AttentionProblem,
+    e: float,
+    kv_tile_bytes: FloatArray,
+    block_m: IntArray,
+    block_n: IntArray,
+    workgroups_per_cu: IntArray,
+    masked: MaskedIterations | None = None,
+) -> KvTraffic:
+    """K/V reuse per XCD, the Infinity Cache across XCDs (module docstring); `kv_tile_bytes`
+    the bytes of one block of keys' K and V. The HBM share is the HBM reads over all the tile
+    reads of a KV head (its query heads' workgroups each walk their key blocks): about 1 /
+    (query blocks) for short sequences, where each XCD's workgroups of a head run out of step
+    with few tiles to share, near 0 for long ones."""
+    rocm = device.rocm
+    xcds = rocm.xcd_count
+    n_m, n_kv, iterations = mean_iterations(problem, block_m, block_n, masked)
+    slots = np.maximum(np.asarray(rocm.cu_count * workgroups_per_cu, dtype=np.int64), 1)
+    heads_total = problem.batch * problem.heads
+    group = problem.heads // problem.kv_heads_eff
+    kv_head_bytes = float(problem.seq_len_kv_eff) * (problem.head_dim + problem.head_dim_v_eff) * e
+    n_m_xcd = np.asarray(ceil_div(n_m, xcds), dtype=np.int64)
+    reuse = kv_reuse(
+        problem,
+        kv_head_bytes,
+        kv_tile_bytes,
+        n_m_xcd,
+        iterations * n_m_xcd / np.maximum(n_kv, 1),
+        np.maximum(slots // xcds, 1),
+        rocm.l2_per_xcd_bytes,
+    )
+    fetches = reuse.dram_reads_per_kv_head * np.minimum(n_m, xcds)
+    heads_in_flight = np.minimum(float(heads_total), np.ceil(slots / n_m) + 1.0)
+    ic_miss = np.clip(
+        1.0 - rocm.infinity_cache_bytes / np.maximum(heads_in_flight * kv_head_bytes, 1.0), 0.0, 1.0
+    )
+    hbm_reads = 1.0 + (np.maximum(fetches, 1.0) - 1.0) * ic_miss
+    tile_reads = group * iterations * n_m / np.maximum(n_kv, 1)
+    share = np.clip(hbm_reads / np.maximum(tile_reads, 1.0), 0.0, 1.0)
+    return KvTraffic(np.asarray(hbm_reads), np.asarray(share))
 
 
 @dataclass(frozen=True)
@@ -197,37 +310,13 @@ class Dram:
     cycles: FloatArray
 
 
-def dram_floor(
-    device: RocmDevice,
-    problem: AttentionProblem,
-    e: float,
-    kv_tile_bytes: FloatArray,
-    grid: Grid,
-) -> Dram:
-    """K/V reuse per XCD, the Infinity Cache across XCDs, and the HBM floor (module docstring);
-    `kv_tile_bytes` the bytes of one block of keys' K and V."""
+def dram_floor(device: RocmDevice, problem: AttentionProblem, traffic: KvTraffic) -> Dram:
+    """The HBM floor: Q read and O written once, each KV head's K/V `traffic.hbm_reads`
+    times, over the achievable HBM bandwidth."""
+    hbm_bytes = forward_hbm_bytes(
+        problem, problem.head_dim, problem.head_dim_v_eff, traffic.hbm_reads
+    )
     rocm = device.rocm
-    xcds = rocm.xcd_count
-    n_m, n_kv, slots = grid.n_m, grid.n_kv, grid.slots
-    heads_total = problem.batch * problem.heads
-    kv_head_bytes = float(problem.seq_len_kv_eff) * (problem.head_dim + problem.head_dim_v_eff) * e
-    n_m_xcd = np.asarray(ceil_div(n_m, xcds), dtype=np.int64)
-    reuse = kv_reuse(
-        problem,
-        kv_head_bytes,
-        kv_tile_bytes,
-        n_m_xcd,
-        grid.iterations * n_m_xcd / np.maximum(n_kv, 1),
-        np.maximum(slots // xcds, 1),
-        rocm.l2_per_xcd_bytes,
-    )
-    fetches = reuse.dram_reads_per_kv_head * np.minimum(n_m, xcds)
-    heads_in_flight = np.minimum(float(heads_total), np.ceil(slots / n_m) + 1.0)
-    ic_miss = np.clip(
-        1.0 - rocm.infinity_cache_bytes / np.maximum(heads_in_flight * kv_head_bytes, 1.0), 0.0, 1.0
-    )
-    dram_reads = 1.0 + (np.maximum(fetches, 1.0) - 1.0) * ic_miss
-    hbm_bytes = forward_hbm_bytes(problem, problem.head_dim, problem.head_dim_v_eff, dram_reads)
     cycles = hbm_bytes / device.memory.achievable_dram_bytes_per_s * rocm.engine_clock_mhz * 1e6
     return Dram(np.asarray(hbm_bytes), np.asarray(cycles))
 
@@ -236,7 +325,7 @@ def dram_floor(
 UNITS = ("MFMA (matrix cores)", "softmax on the VALU", "LDS bandwidth")
 MANNERS = (
     "",
-    ", with MFMA and softmax serialised (one wave per SIMD)",
+    ", with MFMA and softmax serialised (one workgroup's waves per SIMD)",
     ", with exposed barriers and loads",
 )
 WHOLE = ("HBM bandwidth", "too few workgroups to fill the CUs")
@@ -253,9 +342,9 @@ def bottlenecks(
 ) -> list[str]:
     """The dominant cost of each candidate, in words (one of `LABELS`)."""
     resident = grid.resident
-    stacked = np.stack([it.mfma, it.valu, it.lds])
+    stacked = np.stack([it.mfma, it.valu, it.lds / LDS_SUSTAINED])
     unit = stacked.argmax(axis=0)
-    serial = (resident * warps / device.rocm.simds_per_cu <= 1.0) & (
+    serial = (independent_streams(device, warps, resident) <= 1.0) & (
         np.minimum(it.mfma, it.valu) > 0.25 * np.maximum(it.mfma, it.valu)
     )
     exposed = resident * stacked.max(axis=0) < 0.8 * grid.full_round

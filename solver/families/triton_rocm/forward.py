@@ -42,6 +42,7 @@ from ..rocm.schedule import (
     dram_floor,
     grid_cycles,
     head_io_cycles,
+    kv_traffic,
     rocm_perf,
 )
 from ..triton_compiler.lds_amd import amd_lds_bytes, chain_crosses
@@ -383,7 +384,10 @@ def evaluate(
     over = res.regs.spilled.astype(np.float64)
     slots = over + over * over / SPILL_GROWTH_REGS
     spill = slots * SPILL_BYTES_PER_REGISTER * AMD_LANES * warps
-    it = Iteration(mfma, valu, lds, stall, kv_tile + spill)
+    traffic = kv_traffic(
+        device, problem, e, kv_tile, bm_i, bn_i, res.occupancy.workgroups_per_cu, masked
+    )
+    it = Iteration(mfma, valu, lds, stall, kv_tile + spill, traffic.hbm_share * kv_tile)
 
     # ---- the stream pipeliner: a tile's load issued num_stages - 1 iterations ahead ---------
     l2_per_cu = (
@@ -411,5 +415,5 @@ def evaluate(
         rates.valu,
         masked,
     )
-    dram = dram_floor(device, problem, e, kv_tile, grid)
+    dram = dram_floor(device, problem, traffic)
     return rocm_perf(device, problem, it, warps, bm_i, bn_i, ones, grid, dram, masked)
