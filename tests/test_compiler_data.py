@@ -184,10 +184,11 @@ SHORT_TODAY: dict[tuple[str, str, str], str] = {
     # issue 26: the AMD VGPR+AGPR estimate (triton_compiler/registers_amd.py) on the validation
     # split's 30 gfx942 and 27 gfx950 rows: median miss 11 and 10 (5-fold cross-validation
     # inside the fit split: 7 and 5). The compiler sits 18-48 registers above the estimate on
-    # a third of gfx942's rows (pipelined d 128/256 tiles, d 128 causal 8-wave tiles at one
-    # stage) and a quarter of gfx950's (pipelined causal tiles: the masked loop's indices
-    # hoisted or not as LLVM schedules it, 68 or 7 registers for one tile by stage count),
-    # while like rows of the fit split scatter either side. Structures and constants the
+    # a third of gfx942's rows (d 128/256: median -26, where the fit split leans the same way
+    # by -8 and -14.5; the 2-wave d 128 tile's peak holds Q twice over in part, a prologue term
+    # not modelled) and a quarter of gfx950's
+    # (pipelined causal tiles: the masked loop's indices hoisted or not as LLVM schedules it,
+    # 68 or 7 registers for one tile by stage count). Structures and constants the
     # cross-validation cannot tell apart give validation medians of 8-11 and 9-12
     # (docs/model.md 19.10)
     ("validation", "gfx942", "median_reg_error_at_most_8"): "issue 26",
