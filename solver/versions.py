@@ -70,4 +70,10 @@ CATALOG_VERSION = "2026.12.1"
 #        at the loop's sustained share of its peak, ck's register estimate follows CK's
 #        pipeline order and block GEMM, fp8 on qr_async: ck, triton and flex answers on mi300x,
 #        mi325x and mi355x move, every CUDA and Ascend answer unchanged.
-MODEL_VERSION = "0.22.0"
+# 0.23.0: the AMD VGPR+AGPR estimate (issue 26; docs/model.md 19.10): the count not rounded to
+#        the granule (`.vgpr_count` is not), the B operands' window per stage count, the staged
+#        tiles measured at the compiled peak, the state above 256 registers in AGPRs, the
+#        staged K/V tiles counted at the head dims the kernel loads (a padded head dim masks
+#        the rest), refitted on the grown fit split: triton and flex answers on mi300x, mi325x
+#        and mi355x move, every CUDA and Ascend answer unchanged.
+MODEL_VERSION = "0.23.0"
