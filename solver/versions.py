@@ -70,4 +70,8 @@ CATALOG_VERSION = "2026.12.1"
 #        at the loop's sustained share of its peak, ck's register estimate follows CK's
 #        pipeline order and block GEMM, fp8 on qr_async: ck, triton and flex answers on mi300x,
 #        mi325x and mi355x move, every CUDA and Ascend answer unchanged.
-MODEL_VERSION = "0.22.0"
+# 0.23.0: the ck softmax's row max and row sum cross the lanes of the MFMA result layout every
+#        iteration (issue 26; docs/model.md 19.5): X = 2 (kM0 / m) log2(64 / m) wave-wide
+#        ds_bpermute + VALU steps a workgroup, so a 16x16 MFMA tile costs 4x the 32x32's: ck
+#        answers on mi300x, mi325x and mi355x move, every other answer unchanged.
+MODEL_VERSION = "0.23.0"

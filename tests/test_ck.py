@@ -16,7 +16,7 @@ from tilesolve import wire
 from tilesolve.solver import AttentionProblem, InvalidRequestError, SolveOptions, solve
 from tilesolve.solver.candidates import CandidateTable, build_candidate_table
 from tilesolve.solver.cost import causal_iterations
-from tilesolve.solver.families.ck.cost import single_buffer_wait
+from tilesolve.solver.families.ck.cost import cross_lane_steps, single_buffer_wait
 from tilesolve.solver.families.ck.resources import CkResources, lds_bytes
 from tilesolve.solver.families.ck.shape import Dims, Pipeline, qualified_head_dim
 from tilesolve.solver.families.rocm.device import MFMA_SUSTAINED
@@ -302,6 +302,26 @@ def test_a_single_k_buffer_waits_out_the_latency_its_chunk_does_not_cover() -> N
     assert wait(Pipeline.QS, 64, 2) == pytest.approx(4 * (L2_LATENCY_CYCLES - 2 * cover))
     assert wait(Pipeline.QR_ASYNC, 64, 4) == 0.0
     assert wait(Pipeline.QR_ASYNC_TRLOAD, 128, 4) == 0.0
+
+
+def test_the_row_reductions_cross_lanes_as_the_mfma_layout_spreads_a_row() -> None:
+    """The softmax's row max and row sum, reduced across lanes every iteration (docs/model.md
+    19.5): a row of a 32x32 result tile spans 2 lanes (1 shuffle stage), of a 16x16 tile 4 (2
+    stages); a lane holds kM0 / (w m) rows of its wave. 128 rows, 32x32: 2 x 4 x 1 = 8 wave-wide
+    steps a workgroup; 16x16: 2 x 8 x 2 = 32, whatever the waves; each costs one VALU op and a
+    ds_bpermute_b32 of 256 bytes, so the 16x16 instruction costs more VALU and LDS per row."""
+    bm = np.array([128.0, 128.0, 64.0])
+    mfma = np.array([32.0, 16.0, 32.0])
+    assert cross_lane_steps(bm, mfma, 64).tolist() == [8.0, 32.0, 4.0]
+    table = _table("mi300x")
+    ev_valu = table.perf.figures["valu_us"]
+    cfg = table.cfg
+    same = (cfg["block_m"] == 128) & (cfg["block_n"] == 64) & (cfg["block_k0"] == 32)
+    same &= (cfg["block_n1"] == 128) & (cfg["num_warps"] == 4) & (cfg["pipeline"] == 1)
+    m32 = int(np.flatnonzero(same & (cfg["mfma"] == 32))[0])
+    m16 = int(np.flatnonzero(same & (cfg["mfma"] == 16))[0])
+    assert ev_valu[m16] > ev_valu[m32]
+    assert table.perf.time_us[m16] > table.perf.time_us[m32]
 
 
 def test_short_sequences_read_k_and_v_from_hbm_long_ones_from_l2() -> None:

@@ -8,7 +8,10 @@ rates per CU per cycle. One *iteration* is one kN0 block of keys for one workgro
     MFMA      M = (2 kM0 kN0 d + 2 kM0 kN0 kN1) / (R_mfma(dtype) x MFMA_SUSTAINED)
     VALU      V = kM0 kN0 SOFTMAX_VALU_OPS / R_valu + kM0 kN0 / R_exp
                   + kM0 kN1 / R_valu (rescale O) + kN0 kN1 V_SHUFFLE / R_valu (not trload)
-    LDS       L = ((w + 1) (kN0 d + kN0 kN1) e [+ 2 kM0 d e for qs]) / B_lds
+                  + 64 X / R_valu,  X = 2 (kM0 / m) log2(64 / m)   the row max and sum across
+                                     the lanes of an m x m MFMA result (`cross_lane_steps`)
+    LDS       L = ((w + 1) (kN0 d + kN0 kN1) e [+ 2 kM0 d e for qs] + 256 X) / B_lds
+                                     (X ds_bpermute_b32 of 64 lanes x 4 bytes)
     stalls    S = syncs x BARRIER_CYCLES + CHAIN_CYCLES + W
               W = (d / k) max(0, latency - cover) for one K buffer (qr, qs, trload: k = kK0,
                   or d for trload above 64 rows), 0 for qr_async (`single_buffer_wait`)
@@ -69,6 +72,12 @@ if TYPE_CHECKING:
 # VALU instructions per V element per iteration to lay V out as gemm1's B operand (a register
 # shuffle); gfx950's transpose loads (qr_async_trload) read it in place (estimate).
 V_SHUFFLE_OPS = 1.0
+# The softmax's row max and row sum, each reduced across the lanes that share a row of S every
+# iteration (`block_tile_reduce_sync` in both of CK's qr pipelines; ck_tile/ops/reduce/block/
+# block_reduce.hpp: log2(lanes per row) stages for every row a lane holds, each a ds_bpermute_b32
+# through the LDS, `warp_shuffle_down` in ck_tile/core/arch/utility.hpp, and one VALU op).
+ROW_REDUCTIONS = 2.0
+BPERMUTE_BYTES = 4.0  # ds_bpermute_b32: a dword a lane through the LDS crossbar
 
 
 def evaluate(ev: Evaluation) -> Perf:
@@ -96,9 +105,16 @@ def evaluate(ev: Evaluation) -> Perf:
     scores = bm * bn
     mfma = (2.0 * scores * d + 2.0 * scores * bn1) / (r_mfma * MFMA_SUSTAINED)
     shuffle = np.where(trload, 0.0, V_SHUFFLE_OPS) * bn * bn1
-    valu = (scores * SOFTMAX_VALU_OPS + bm * bn1 + shuffle) / r_valu + scores / r_exp
+    steps = cross_lane_steps(bm, cfg["mfma"].astype(np.float64), rocm.wavefront_lanes)
+    valu = (
+        scores * SOFTMAX_VALU_OPS + bm * bn1 + shuffle + steps * rocm.wavefront_lanes
+    ) / r_valu + scores / r_exp
     kv_tile = (bn * d + bn * bn1) * e
-    lds_bytes = (warps + 1.0) * kv_tile + np.where(qs, 2.0 * bm * d * e, 0.0)
+    lds_bytes = (
+        (warps + 1.0) * kv_tile
+        + np.where(qs, 2.0 * bm * d * e, 0.0)
+        + steps * rocm.wavefront_lanes * BPERMUTE_BYTES
+    )
     lds = lds_bytes / rocm.lds_bandwidth_bytes_per_clk_per_cu
     chunks = d / bk0 + bn / BLOCK_K1
     syncs = np.where(asynchronous, 1.0, 2.0) * chunks
@@ -123,6 +139,16 @@ def evaluate(ev: Evaluation) -> Perf:
     )
     dram = dram_floor(device, problem, traffic)
     return rocm_perf(device, problem, it, warps, bm_i, bn_i, n_n1, grid, dram)
+
+
+def cross_lane_steps(bm: FloatArray, mfma: FloatArray, lanes: int) -> FloatArray:
+    """Wave-wide cross-lane steps a workgroup issues per iteration for the softmax's row max
+    and row sum (docs/model.md 19.5). CK reads S in the MFMA's transposed C layout, a row of an
+    m x m result tile spread over lanes / m lanes (2 for 32x32, 4 for 16x16), each holding
+    m^2 / lanes of its values; a wave of r rows holds r / m rows a lane, and reduces each over
+    log2(lanes / m) shuffle stages: over the workgroup's kM0 rows, 2 (kM0 / m) log2(lanes / m)
+    steps, each one ds_bpermute_b32 and one VALU op of the whole wave."""
+    return np.asarray(ROW_REDUCTIONS * bm / mfma * np.log2(lanes / mfma))
 
 
 def single_buffer_wait(
