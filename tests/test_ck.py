@@ -17,7 +17,7 @@ from tilesolve.solver import AttentionProblem, InvalidRequestError, SolveOptions
 from tilesolve.solver.candidates import CandidateTable, build_candidate_table
 from tilesolve.solver.cost import causal_iterations
 from tilesolve.solver.families.ck.cost import cross_lane_steps, single_buffer_wait
-from tilesolve.solver.families.ck.resources import CkResources, lds_bytes
+from tilesolve.solver.families.ck.resources import CkResources, lds_bytes, registers
 from tilesolve.solver.families.ck.shape import Dims, Pipeline, qualified_head_dim
 from tilesolve.solver.families.rocm.device import MFMA_SUSTAINED
 from tilesolve.solver.families.rocm.schedule import (
@@ -153,20 +153,37 @@ def test_lds_of_each_pipeline_by_hand() -> None:
     assert _lds(dims, Pipeline.QR, 128, 128, 64, 128, 4) == 16512
 
 
-def test_trload_keeps_q_k_and_v_in_one_buffer_each() -> None:
-    """qr_async_trload's policy: max(Q, K + V), one buffer each; K over the whole head dim above
-    64 query rows (kKLoadOnce). bf16, d = dv = 128, kN0 64, kN1 128:
+def test_trload_keeps_one_buffer_each_when_decoding_two_when_prefilling() -> None:
+    """qr_async_trload (docs/model.md 19.4). Decode path (kM0 <= 64, or d 256): the policy's
+    max(Q, K + V), one buffer each; K over the whole head dim above 64 query rows (kKLoadOnce).
+    Prefill path (kM0 > 64 and d < 256, fmha_fwd_kernel.hpp's PrefillCase): two K buffers over
+    the whole head dim and two V buffers, Q read through the first before them.
+    bf16, d = dv = 128, kN0 64, kN1 128:
     kM0 64, kK0 32: max(64 x 128, 64 x 32 + 64 x 128) x 2 = max(8192, 10240) x 2 = 20480 B;
-    kM0 128: max(128 x 128, 64 x 128 + 64 x 128) x 2 = 32768 B (kK0 no longer matters);
-    kM0 256: the Q tile, 256 x 128 x 2 = 65536 B."""
+    kM0 128: max(128 x 128, 2 x 64 x 128 + 2 x 64 x 128) x 2 = 65536 B (kK0 does not matter);
+    kM0 256: the same 65536 B (Q, 256 x 128, fills it exactly);
+    d 256, kM0 128, kN0 64, kN1 256: max(128 x 256, 64 x 256 + 64 x 256) x 2 = 65536 B."""
     dims = Dims(128, 128, 2)
     assert _lds(dims, Pipeline.QR_ASYNC_TRLOAD, 64, 64, 32, 128, 4) == 20480
-    assert _lds(dims, Pipeline.QR_ASYNC_TRLOAD, 128, 64, 32, 128, 4) == 32768
-    assert _lds(dims, Pipeline.QR_ASYNC_TRLOAD, 128, 64, 64, 128, 4) == 32768
+    assert _lds(dims, Pipeline.QR_ASYNC_TRLOAD, 128, 64, 32, 128, 4) == 65536
+    assert _lds(dims, Pipeline.QR_ASYNC_TRLOAD, 128, 64, 64, 128, 4) == 65536
     assert _lds(dims, Pipeline.QR_ASYNC_TRLOAD, 256, 64, 32, 128, 8) == 65536
+    assert _lds(Dims(256, 256, 2), Pipeline.QR_ASYNC_TRLOAD, 128, 64, 32, 256, 4) == 65536
     table = _table("mi355x", pins={"pipeline": int(Pipeline.QR_ASYNC_TRLOAD)})
     stages = _family().common_fields(table.cfg)["num_stages"]
     assert np.all(stages[table.cfg["pipeline"] == Pipeline.QR_ASYNC_TRLOAD] == 1)
+
+
+def test_trloads_prefill_path_holds_its_b_operands_in_registers() -> None:
+    """trload's block GEMMs take B from registers (BlockGemmARegBRegCRegV1): each wave holds a
+    whole K chunk (kN0 x kK0) and V chunk (kK1 x kN1), two of each on the prefill path, and no
+    V prefetch (V goes straight to LDS). CK's gfx950 d 128 tile, 128 x 64, kK0 32, 4 waves, bf16:
+    O 128 x 128 / 256 = 64, Q 128 x 128 x 2 / 1024 = 32, max(S 32, P 16) = 32, B 2 x max(64 x
+    32, 32 x 128) x 2 / 256 = 64, 32 fixed: 224, two waves a SIMD (its kBlockPerCu 2)."""
+    dims = Dims(128, 128, 2)
+    rocm = get_hardware("mi355x").rocm  # type: ignore[union-attr]
+    cols = [np.array([x], dtype=np.int64) for x in (128, 64, 32, 128, 4, 3)]
+    assert int(registers(rocm, dims, *cols).demand[0]) == 224
 
 
 def test_lds_is_allocated_in_the_parts_granule() -> None:
@@ -282,8 +299,7 @@ def test_a_single_k_buffer_waits_out_the_latency_its_chunk_does_not_cover() -> N
     sustained. 64 x 64 tile, kK0 32, 4 waves: a chunk's gemm0 is 2 x 64 x 64 x 32 = 262144 FLOP,
     92 cycles; d / kK0 = 4 loads of an L2 hit (500 cycles): 4 x (500 - 92) = 1632 cycles. With
     2 waves the workgroup has half the CU's MFMA rate: 4 x (500 - 184) = 1264. kM0 128 trload
-    loads the whole head dim once, covered by gemm1 (2 x 128 x 64 x 128 = 2097152 FLOP, 737
-    cycles): no wait."""
+    runs the prefill path, its K loaded an iteration ahead into the second buffer: no wait."""
     device = get_hardware("mi355x")
     rocm = device.rocm  # type: ignore[union-attr]
     dims = Dims(128, 128, 2)
@@ -301,7 +317,20 @@ def test_a_single_k_buffer_waits_out_the_latency_its_chunk_does_not_cover() -> N
     assert wait(Pipeline.QR_ASYNC_TRLOAD, 64, 4) == pytest.approx(4 * (L2_LATENCY_CYCLES - cover))
     assert wait(Pipeline.QS, 64, 2) == pytest.approx(4 * (L2_LATENCY_CYCLES - 2 * cover))
     assert wait(Pipeline.QR_ASYNC, 64, 4) == 0.0
-    assert wait(Pipeline.QR_ASYNC_TRLOAD, 128, 4) == 0.0
+    assert wait(Pipeline.QR_ASYNC_TRLOAD, 128, 4) == 0.0  # the prefill path: loaded ahead
+    # d 256 keeps trload's single buffer: K's whole head dim, loaded after gemm0 and covered by
+    # gemm1 (2 x 128 x 64 x 256 = 4194304 FLOP, 1472 cycles): no wait either
+    d256 = Dims(256, 256, 2)
+    f = [np.full(1, x, dtype=np.float64) for x in (128.0, 64.0, 32.0, 256.0, 4.0)]
+    pipes = np.full(1, int(Pipeline.QR_ASYNC_TRLOAD), dtype=np.int64)
+    assert (
+        float(
+            single_buffer_wait(rocm, pipes, d256, *f, r_mfma, KvTraffic(np.zeros(1), np.zeros(1)))[
+                0
+            ]
+        )
+        == 0.0
+    )
 
 
 def test_the_row_reductions_cross_lanes_as_the_mfma_layout_spreads_a_row() -> None:

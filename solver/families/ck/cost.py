@@ -14,7 +14,8 @@ rates per CU per cycle. One *iteration* is one kN0 block of keys for one workgro
                                      (X ds_bpermute_b32 of 64 lanes x 4 bytes)
     stalls    S = syncs x BARRIER_CYCLES + CHAIN_CYCLES + W
               W = (d / k) max(0, latency - cover) for one K buffer (qr, qs, trload: k = kK0,
-                  or d for trload above 64 rows), 0 for qr_async (`single_buffer_wait`)
+                  or d for trload above 64 rows), 0 for qr_async and trload's prefill path
+                  (`single_buffer_wait`); trload's prefill path: 4 syncs an iteration
 
 With r workgroups resident per CU (occupancy, `resources.py`), wa = r w / SIMDs waves per SIMD
 and a share min(1, r w / SIMDs) of the SIMDs busy, the CU takes for one iteration of each:
@@ -60,7 +61,7 @@ from ..rocm.schedule import (
     kv_traffic,
     rocm_perf,
 )
-from .resources import CkResources, resources_of, trload_k_columns
+from .resources import CkResources, resources_of, trload_k_columns, trload_prefill
 from .shape import BLOCK_K1, Dims, Pipeline
 
 if TYPE_CHECKING:
@@ -77,6 +78,12 @@ V_SHUFFLE_OPS = 1.0
 # block_reduce.hpp: log2(lanes per row) stages for every row a lane holds, each a ds_bpermute_b32
 # through the LDS, `warp_shuffle_down` in ck_tile/core/arch/utility.hpp, and one VALU op).
 ROW_REDUCTIONS = 2.0
+# Workgroup synchronisations an iteration of qr_async_trload's prefill path: block_sync_lds
+# before V's next load and before K's, block_sync_lds_direct_load after gemm0 (V in) and after
+# gemm1 (K in); its gemm0 and gemm1 chunks run without one between them (the next chunk is
+# read into registers while the MFMAs run on this one; ROCm/composable_kernel@1d4e219
+# block_fmha_pipeline_qr_ks_vs_async_trload.hpp, "Prefill, double lds").
+TRLOAD_PREFILL_SYNCS = 4.0
 BPERMUTE_BYTES = 4.0  # ds_bpermute_b32: a dword a lane through the LDS crossbar
 
 
@@ -117,7 +124,8 @@ def evaluate(ev: Evaluation) -> Perf:
     )
     lds = lds_bytes / rocm.lds_bandwidth_bytes_per_clk_per_cu
     chunks = d / bk0 + bn / BLOCK_K1
-    syncs = np.where(asynchronous, 1.0, 2.0) * chunks
+    prefill = trload & trload_prefill(dims, bm_i)
+    syncs = np.where(prefill, TRLOAD_PREFILL_SYNCS, np.where(asynchronous, 1.0, 2.0) * chunks)
     traffic = kv_traffic(device, problem, e, kv_tile, bm_i, bn_i, res.occupancy.workgroups_per_cu)
     exposed_load = single_buffer_wait(rocm, pipe, dims, bm, bn, bk0, bn1, warps, r_mfma, traffic)
     stall = syncs * BARRIER_CYCLES + exposed_load + CHAIN_CYCLES
@@ -169,7 +177,8 @@ def single_buffer_wait(
     max(0, latency - cover). A load of one kK0 chunk is covered by gemm0 on the chunk before it
     (d / kK0 loads an iteration); trload's whole-head-dim K (kM0 > 64) is loaded once an
     iteration, after gemm0, and covered by gemm1. The latency is an L2 hit's, or HBM's for
-    the HBM share of the K/V reads. qr_async (three buffers) waits for none."""
+    the HBM share of the K/V reads. qr_async (three buffers) waits for none, nor does trload's
+    prefill path (K and V double-buffered, each loaded an iteration or two ahead)."""
     trload = pipe == Pipeline.QR_ASYNC_TRLOAD
     cols = np.where(trload, trload_k_columns(dims, bm.astype(np.int64), bk0.astype(np.int64)), bk0)
     once = trload & (cols == dims.d)
@@ -178,7 +187,8 @@ def single_buffer_wait(
     cover = np.where(once, 2.0 * bm * bn * bn1, 2.0 * bm * bn * cols) / rate
     latency = L2_LATENCY_CYCLES + traffic.hbm_share * (DRAM_LATENCY_CYCLES - L2_LATENCY_CYCLES)
     wait = dims.d / cols * np.maximum(latency - cover, 0.0)
-    return np.asarray(np.where(pipe == Pipeline.QR_ASYNC, 0.0, wait))
+    ahead = (pipe == Pipeline.QR_ASYNC) | (trload & trload_prefill(dims, bm.astype(np.int64)))
+    return np.asarray(np.where(ahead, 0.0, wait))
 
 
 def reason_lines(table: CandidateTable, i: int) -> list[str]:
