@@ -25,7 +25,6 @@ import csv
 import errno
 import os
 import re
-import secrets
 import stat
 from collections.abc import Callable, Iterator
 from functools import cache
@@ -240,7 +239,7 @@ def _temporary(folder: Path, name: str) -> tuple[BinaryIO, Path | None]:
 
 
 def _temporary_name(name: str) -> str:
-    return f".{name}.{secrets.token_hex(4)}.tmp"
+    return f".{name}.{os.urandom(4).hex()}.tmp"
 
 
 def _link_unnamed(fd: int, folder: Path, name: str) -> Path:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import sys
 from collections.abc import Sequence
 from functools import cache
@@ -56,6 +55,8 @@ def width() -> int:
     if columns.isdigit() and int(columns) > 0:
         return int(columns)
     if sys.stdout.isatty():
+        import shutil  # here: a pipe, the one-off question's usual reader, never needs it
+
         return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
     return DEFAULT_WIDTH
 

@@ -10,7 +10,7 @@ Units are part of every field name.
 import re
 import tomllib
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
@@ -747,7 +747,10 @@ def parse_hardware(data: Any) -> HardwareSpec:
 
 
 def _catalog_files() -> list[tuple[str, str]]:
-    folder = resources.files("tilesolve.solver").joinpath("catalog")
+    # The catalog ships as package data beside this module (a wheel and an editable install
+    # both put it on disk). A path, not importlib.resources, whose readers (zipfile, tempfile)
+    # a one-off CLI question would otherwise import: about 4 ms of its start-up.
+    folder = Path(__file__).with_name("catalog")
     out = []
     for entry in folder.iterdir():
         if entry.name.endswith(".toml"):

@@ -3,7 +3,6 @@ the standard library's difflib, the one place that decides how close is close en
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 
 # difflib's similarity ratio (0 to 1) a known name must reach to be suggested.
@@ -13,6 +12,8 @@ CUTOFF = 0.6
 def closest(word: str, choices: Iterable[str], meaning: Mapping[str, str] | None = None) -> str:
     """The known name closest to `word` (compared case-insensitively), or '' when none is
     close; `meaning` maps an alias to the name it stands for (the suggestion is that name)."""
+    import difflib  # here: only a mistyped name pays for it
+
     folded = {choice.lower(): choice for choice in choices}
     match = difflib.get_close_matches(word.strip().lower(), list(folded), n=1, cutoff=CUTOFF)
     if not match:
@@ -34,6 +35,8 @@ def close_names(
 ) -> list[str]:
     """Up to `n` known names close to `word` (case-insensitively; an alias counts as the name
     it stands for in `meaning`), closest first, each once."""
+    import difflib
+
     folded = {choice.lower(): choice for choice in choices}
     found: list[str] = []
     for match in difflib.get_close_matches(
