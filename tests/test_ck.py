@@ -226,8 +226,10 @@ def test_the_register_estimate_by_hand() -> None:
     O 32 x 128 / 64 = 64, Q 32 x 128 x 2 / 256 = 32, S 32 x 128 / 64 = 64 and P 32 (not live
     together: max 64), the B fragments 2 x 4, fixed 32; qr_async prefetches V through registers,
     128 x 32 x 2 / (4 x 256) = 8: 208 (CK's gfx942 d 128 tile, two workgroups a CU within its
-    launch bound of 256); qr prefetches K too, 8 more: 216. Model 0.21.0 counted S and P
-    together and every wave's whole K and V chunks as fragments: 296, one workgroup a CU."""
+    launch bound of 256); qr prefetches K too, 8 more: 216; qs holds no Q but prefetches Q's
+    kK0 chunk beside K's (its loop reads both from global through registers), 128 x 32 x 2 /
+    1024 = 8: 216 - 32 + 8 = 192. Model 0.21.0 counted S and P together and every wave's whole
+    K and V chunks as fragments: 296, one workgroup a CU."""
     table = _table("mi300x")
     res = _resources(table)
     cfg = table.cfg
@@ -237,6 +239,8 @@ def test_the_register_estimate_by_hand() -> None:
     qr = int(np.flatnonzero(tile & (cfg["pipeline"] == int(Pipeline.QR)))[0])
     assert res.regs.demand[qr_async] == 208
     assert res.regs.demand[qr] == 216
+    qs = int(np.flatnonzero(tile & (cfg["pipeline"] == int(Pipeline.QS)))[0])
+    assert res.regs.demand[qs] == 192
     assert res.occupancy.workgroups_per_cu[qr_async] == 2
 
 

@@ -23,7 +23,7 @@ warps owns kM0 / w rows; estimates of what the compiler keeps live, docs/model.m
 
     S (fp32)        kM0 kN0 / (64 w)               P (input dtype)  kM0 kN0 e / (256 w)
     O (fp32)        kM0 kN1 / (64 w)               Q (qr pipelines) kM0 d e / (256 w)
-    K/V prefetch    (kN0 kK0 [sync K] + kN1 kK1 [not trload]) e / (256 w)
+    K/V prefetch    (kN0 kK0 [sync K] + kM0 kK0 [qs: Q's chunk] + kN1 kK1 [not trload]) e / (256 w)
     B fragments     B_TILE_VGPRS x B_TILES_LIVE    one warp-GEMM B tile read from LDS at a time;
                     trload: n max(kN0 kK0, kK1 kN1) e / 256, its B operands in registers, a
                     whole chunk a wave, n = 2 on the prefill path, 1 on the decode path
@@ -156,6 +156,9 @@ def registers(
     sync_k = (pipe == Pipeline.QR) | (pipe == Pipeline.QS)
     trload = pipe == Pipeline.QR_ASYNC_TRLOAD
     k_prefetch = np.where(sync_k, bn * bk0, 0)
+    # qs reads Q from global in kK0 chunks each iteration, through registers as it reads K
+    # (`q_block_tile = load_tile(q_dram_window)` beside `k_block_tile`, "global read i + 2")
+    k_prefetch = k_prefetch + np.where(pipe == Pipeline.QS, bm * bk0, 0)
     # trload loads V, as K, straight into LDS (async_load_tile): no global prefetch in registers
     v_prefetch = np.where(trload, 0, bn1 * BLOCK_K1)
     prefetch = ceil_div((k_prefetch + v_prefetch) * e, 4 * per_lane)
