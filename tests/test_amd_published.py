@@ -22,11 +22,11 @@ CHECKED = [p for p in POINTS if p.checked]
 README = (ROOT / "benchmarks/data/README.md").read_text()
 
 D256 = (
-    "d 256 varlen s=5121: the model's pick (two workgroups a CU: 128 x 128 qs, which keeps Q in "
-    "LDS, or 64-row trload tiles) predicts 821-905 TFLOP/s where CK ran 436 and aiter's assembly "
-    "kernel 497-509; CK's own tile (128 x 64, kN1 256, qr, one workgroup a CU) is predicted at "
-    "449 and 418 (1.03, 0.96): the miss is the ranking of the two-workgroup d 256 tiles, which "
-    "neither CK nor the assembly kernels ship (docs/model.md 19.8, 19.11)"
+    "d 256 varlen s=5121: the model's pick (two workgroups a CU: 128 x 64 qs, kK0 64, which "
+    "keeps Q in LDS) predicts 765-858 TFLOP/s where CK ran 436 and aiter's assembly kernel "
+    "497-509; CK's own tile (128 x 64, kN1 256, qr, one workgroup a CU) is predicted at 448 and "
+    "417 (1.03, 0.96): the miss is the ranking of the two-workgroup d 256 tiles, which neither "
+    "CK nor the assembly kernels ship (docs/model.md 19.8, 19.11)"
 )
 TRITON = (
     "aiter's Triton MHA on gfx950 (part not named) at S 256 and S 1024 x 4096: the model's picks "
