@@ -343,9 +343,10 @@ def test_the_row_reductions_cross_lanes_as_the_mfma_layout_spreads_a_row() -> No
     stages); a lane holds kM0 / (w m) rows of its wave. 128 rows, 32x32: 2 x 4 x 1 = 8 wave-wide
     steps a workgroup; 16x16: 2 x 8 x 2 = 32, whatever the waves; each costs one VALU op and a
     ds_bpermute_b32 of 256 bytes, so the 16x16 instruction costs more VALU and LDS per row."""
-    bm = np.array([128.0, 128.0, 64.0])
-    mfma = np.array([32.0, 16.0, 32.0])
-    assert cross_lane_steps(bm, mfma, 64).tolist() == [8.0, 32.0, 4.0]
+    bm = np.array([128.0, 128.0, 64.0, 128.0])
+    mfma = np.array([32.0, 16.0, 32.0, 32.0])
+    warps = np.array([4.0, 4.0, 4.0, 2.0])
+    assert cross_lane_steps(bm, mfma, warps).tolist() == [8.0, 32.0, 4.0, 8.0]
     table = _table("mi300x")
     ev_valu = table.perf.figures["valu_us"]
     cfg = table.cfg

@@ -51,6 +51,7 @@ from ..rocm.schedule import (
     CHAIN_CYCLES,
     DRAM_LATENCY_CYCLES,
     L2_LATENCY_CYCLES,
+    SHUFFLE_BYTES_PER_LANE,
     SOFTMAX_VALU_OPS,
     Iteration,
     KvTraffic,
@@ -60,6 +61,7 @@ from ..rocm.schedule import (
     head_io_cycles,
     kv_traffic,
     rocm_perf,
+    row_reduction_steps,
 )
 from .resources import CkResources, resources_of, trload_k_columns, trload_prefill
 from .shape import BLOCK_K1, Dims, Pipeline
@@ -76,15 +78,14 @@ V_SHUFFLE_OPS = 1.0
 # The softmax's row max and row sum, each reduced across the lanes that share a row of S every
 # iteration (`block_tile_reduce_sync` in both of CK's qr pipelines; ck_tile/ops/reduce/block/
 # block_reduce.hpp: log2(lanes per row) stages for every row a lane holds, each a ds_bpermute_b32
-# through the LDS, `warp_shuffle_down` in ck_tile/core/arch/utility.hpp, and one VALU op).
-ROW_REDUCTIONS = 2.0
+# through the LDS, `warp_shuffle_down` in ck_tile/core/arch/utility.hpp, and one VALU op):
+# `rocm.schedule.row_reduction_steps`.
 # Workgroup synchronisations an iteration of qr_async_trload's prefill path: block_sync_lds
 # before V's next load and before K's, block_sync_lds_direct_load after gemm0 (V in) and after
 # gemm1 (K in); its gemm0 and gemm1 chunks run without one between them (the next chunk is
 # read into registers while the MFMAs run on this one; ROCm/composable_kernel@1d4e219
 # block_fmha_pipeline_qr_ks_vs_async_trload.hpp, "Prefill, double lds").
 TRLOAD_PREFILL_SYNCS = 4.0
-BPERMUTE_BYTES = 4.0  # ds_bpermute_b32: a dword a lane through the LDS crossbar
 
 
 def evaluate(ev: Evaluation) -> Perf:
@@ -112,7 +113,7 @@ def evaluate(ev: Evaluation) -> Perf:
     scores = bm * bn
     mfma = (2.0 * scores * d + 2.0 * scores * bn1) / (r_mfma * MFMA_SUSTAINED)
     shuffle = np.where(trload, 0.0, V_SHUFFLE_OPS) * bn * bn1
-    steps = cross_lane_steps(bm, cfg["mfma"].astype(np.float64), rocm.wavefront_lanes)
+    steps = cross_lane_steps(bm, cfg["mfma"].astype(np.float64), warps)
     valu = (
         scores * SOFTMAX_VALU_OPS + bm * bn1 + shuffle + steps * rocm.wavefront_lanes
     ) / r_valu + scores / r_exp
@@ -120,7 +121,7 @@ def evaluate(ev: Evaluation) -> Perf:
     lds_bytes = (
         (warps + 1.0) * kv_tile
         + np.where(qs, 2.0 * bm * d * e, 0.0)
-        + steps * rocm.wavefront_lanes * BPERMUTE_BYTES
+        + steps * rocm.wavefront_lanes * SHUFFLE_BYTES_PER_LANE
     )
     lds = lds_bytes / rocm.lds_bandwidth_bytes_per_clk_per_cu
     chunks = d / bk0 + bn / BLOCK_K1
@@ -149,14 +150,11 @@ def evaluate(ev: Evaluation) -> Perf:
     return rocm_perf(device, problem, it, warps, bm_i, bn_i, n_n1, grid, dram)
 
 
-def cross_lane_steps(bm: FloatArray, mfma: FloatArray, lanes: int) -> FloatArray:
-    """Wave-wide cross-lane steps a workgroup issues per iteration for the softmax's row max
-    and row sum (docs/model.md 19.5). CK reads S in the MFMA's transposed C layout, a row of an
-    m x m result tile spread over lanes / m lanes (2 for 32x32, 4 for 16x16), each holding
-    m^2 / lanes of its values; a wave of r rows holds r / m rows a lane, and reduces each over
-    log2(lanes / m) shuffle stages: over the workgroup's kM0 rows, 2 (kM0 / m) log2(lanes / m)
-    steps, each one ds_bpermute_b32 and one VALU op of the whole wave."""
-    return np.asarray(ROW_REDUCTIONS * bm / mfma * np.log2(lanes / mfma))
+def cross_lane_steps(bm: FloatArray, mfma: FloatArray, warps: FloatArray) -> FloatArray:
+    """Wave-wide cross-lane steps a CK workgroup issues per iteration for the softmax's row max
+    and row sum (docs/model.md 19.5): its w waves hold kM0 / w rows each, so 2 (kM0 / m)
+    log2(64 / m) (`rocm.schedule.row_reduction_steps`)."""
+    return row_reduction_steps(bm / warps, warps, mfma)
 
 
 def single_buffer_wait(
