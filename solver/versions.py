@@ -70,7 +70,13 @@ CATALOG_VERSION = "2026.12.1"
 #        at the loop's sustained share of its peak, ck's register estimate follows CK's
 #        pipeline order and block GEMM, fp8 on qr_async: ck, triton and flex answers on mi300x,
 #        mi325x and mi355x move, every CUDA and Ascend answer unchanged.
-# 0.23.0: the ck softmax's row max and row sum cross the lanes of the MFMA result layout every
+# 0.23.0: the AMD VGPR+AGPR estimate (issue 26; docs/model.md 19.10): the count not rounded to
+#        the granule (`.vgpr_count` is not), the B operands' window per stage count, the staged
+#        tiles measured at the compiled peak, the state above 256 registers in AGPRs, the
+#        staged K/V tiles counted at the head dims the kernel loads (a padded head dim masks
+#        the rest), refitted on the grown fit split: triton and flex answers on mi300x, mi325x
+#        and mi355x move, every CUDA and Ascend answer unchanged.
+# 0.24.0: the ck softmax's row max and row sum cross the lanes of the MFMA result layout every
 #        iteration (issue 26; docs/model.md 19.5): X = 2 (kM0 / m) log2(64 / m) wave-wide
 #        ds_bpermute + VALU steps a workgroup, so a 16x16 MFMA tile costs 4x the 32x32's (ck,
 #        and triton and flex on ROCm, whose chained dots take the same transposed layout);
@@ -78,4 +84,4 @@ CATALOG_VERSION = "2026.12.1"
 #        loaded ahead, 4 syncs an iteration, B operands in registers) and qs's Q chunk in
 #        registers (docs/model.md 19.4, 19.5): ck, triton and flex answers on mi300x, mi325x and
 #        mi355x move, every CUDA and Ascend answer unchanged.
-MODEL_VERSION = "0.23.0"
+MODEL_VERSION = "0.24.0"

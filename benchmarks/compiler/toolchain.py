@@ -302,6 +302,7 @@ class Compiler:
 
         self.triton = triton
         triton.knobs.nvidia.dump_ptxas_log = True
+        self.last_amdgcn = ""  # the AMDGCN assembly of the last AMD compile (amd_peak.py)
 
     def _log_size(self) -> int:
         return self.log_path.stat().st_size if self.log_path and self.log_path.exists() else 0
@@ -362,7 +363,8 @@ class Compiler:
             if out["status"] == "ok":
                 out.update(self.peak_live(compiled.asm["ptx"], target))
         else:
-            out.update(read_amdgcn(compiled.asm["amdgcn"]))
+            self.last_amdgcn = compiled.asm["amdgcn"]
+            out.update(read_amdgcn(self.last_amdgcn))
         return out
 
     def peak_live(self, ptx: str, target: Target) -> dict[str, Any]:

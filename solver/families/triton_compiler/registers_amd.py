@@ -30,29 +30,41 @@ MFMA edge is `matrix_instr_nonkdim` where set, else Triton's default for the dot
 
 **The live state** (registers per lane; e bytes an element, 4 / e elements a register):
 
-    base + O + S + Q + P + b (K + V) + t_s G + a G / 2 + c S [causal]
+    x = base + O + S + Q + P + b_s (K + V) + t_s G + a G_p / 2 + c S [causal]
+    live = x + h max(x - 256, 0)
 
 - O: the fp32 accumulator tile of the second dot, a wave's share;
 - S: the fp32 score tile of the first dot, a wave's share;
 - Q: the resident operand (loaded once, kept in registers as the first dot's A operand);
 - P: the chained tile in the input dtype, the second dot's A operand;
 - K + V: the streamed B operands as a wave reads them from LDS (all of K^T, its columns of V);
-  LLVM interleaves the `ds_read`s with the MFMAs that use them, so only a window is live: b;
+  LLVM interleaves the `ds_read`s with the MFMAs that use them, so only a window is live: b_1
+  at one stage, b_2 with the stream pipeliner, whose local loads of a dot's operand are issued
+  together ahead of the dot (read off the compiled code: `benchmarks/compiler/amd_peak.py`);
 - G: the wave's share of one K and one V tile in registers between the global load and the LDS
-  store, held t_1 at one stage and t_2 deep when the stream pipeliner loads a stage ahead
-  through registers (gfx942, where Triton also transposes V in registers before its LDS store:
+  store, at the head dims the kernel loads (`loaded`: the problem's head dims over the padded
+  ones of the tiles; the padded columns are masked, and the compiled d 96 kernels hold fewer
+  staged registers than their d 128 twins: docs/model.md 19.10), t_1 of it live at the peak
+  at one stage and t_2 when the stream pipeliner loads a stage ahead through registers
+  (gfx942, where Triton also transposes V in registers before its LDS store:
   `amdg.in_thread_transpose`); gfx950's asynchronous copies (`global_load_lds_dwordx4`,
-  Triton's `is_async_copy_enabled`) write LDS directly and hold none;
-- G / 2: the loads' addresses, one 64-bit per-lane pointer (2 registers) per 16-byte load
-  (`global_load_dwordx4 ..., v[n:n+1], off` and `v_lshl_add_u64` from a kept pair, in the
-  assembly of both targets), a of them live;
-- c S: the causal kernel's masked diagonal loop, which compares every score's row and column.
+  Triton's `is_async_copy_enabled`) write LDS directly and hold none. t_1 and t_2 are
+  measured at the register peak of the compiled fit rows, not fitted;
+- G_p / 2: the loads' addresses (G_p: G at the padded head dims), one 64-bit per-lane pointer
+  (2 registers) per 16-byte load (`global_load_dwordx4 ..., v[n:n+1], off` and
+  `v_lshl_add_u64` from a kept pair, in the assembly of both targets), a of them live;
+- c S: the causal kernel's masked diagonal loop, which compares every score's row and column
+  (the row and column indices of each score, hoisted out of the loop);
+- h: above the 256 architectural VGPRs the excess lives in AGPRs, which no VALU instruction
+  reads: each use is a `v_accvgpr_read` into an architectural register, and the allocator
+  takes AGPR tuples whole, so each register of state there costs 1 + h.
 
-The weights b, t_1, t_2, a, c and the base are free constants fitted per target on the compiled
+The weights b_1, b_2, a, c, h and the base are free constants fitted per target on the compiled
 data set's `fit` split (`benchmarks/compiler/fit_registers_amd.py`: the smallest mean miss over
 the forward rows the compiler did not cap, with spills agreeing on at least 90% of the rows) and
-checked on `validation`; the other terms count each register once. The allocation is the live
-state in LLVM's granule of 8 (`getVGPRAllocGranule`), or the cap where it spills.
+checked on `validation`; the other terms count each register once. The count is the live state
+as the code object's `.vgpr_count` states it (not rounded: the occupancy rounds it to LLVM's
+granule, `occupancy_rocm.wave_registers`), or the cap where it spills.
 """
 
 from __future__ import annotations
@@ -61,7 +73,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...space import BoolArray, FloatArray, IntArray, ceil_div
+from ...space import BoolArray, FloatArray, IntArray
 from .lds_amd import default_nonkdim
 from .loops import AttentionKernel, DotLoop, as_array
 from .target import AMD_VGPRS_PER_LANE, CompilerTarget
@@ -78,34 +90,40 @@ ASYNC_COPY_TARGETS = ("gfx950",)  # Triton 3.9's is_async_copy_enabled (compiler
 
 @dataclass(frozen=True)
 class AmdWeights:
-    """The fitted constants of the live-state estimate (the module docstring's b, t_1, t_2, a,
-    c)."""
+    """The fitted constants of the live-state estimate (the module docstring's b_1, b_2, t_1,
+    t_2, a, c, h and the base)."""
 
     base: float  # registers per lane the loop keeps whatever the tile
-    streamed: float  # b: the live window of the streamed B operands (K, V)
+    streamed_one_stage: float  # b_1: the live window of the streamed B operands, 1 stage
+    streamed_pipelined: float  # b_2: the same with the stream pipeliner's local loads
     staged_one_stage: float  # t_1: K and V tiles held between load and LDS store, 1 stage
     staged_pipelined: float  # t_2: the same, loaded a stage ahead through registers
     causal_mask: float  # c: per score element in the causal kernel's masked loop
     addresses: float  # a: the share of the loads' 64-bit pointers kept live
+    agpr_growth: float  # h: per register of the live state above the 256 architectural VGPRs
 
 
 # Fitted on the fit split (benchmarks/compiler/fit_registers_amd.py; docs/model.md 19.10).
 AMD_REGISTER_CONSTANTS: dict[str, AmdWeights] = {
     "gfx942": AmdWeights(
-        base=32.0,
-        streamed=0.375,
-        staged_one_stage=0.5,
-        staged_pipelined=1.5,
+        base=40.0,
+        streamed_one_stage=0.25,
+        streamed_pipelined=0.375,
+        staged_one_stage=0.0,
+        staged_pipelined=1.0,
         causal_mask=1.0,
-        addresses=0.5,
+        addresses=1.5,
+        agpr_growth=0.1,
     ),
     "gfx950": AmdWeights(
-        base=42.0,
-        streamed=0.25,
-        staged_one_stage=0.0,
+        base=46.0,
+        streamed_one_stage=0.0,
+        streamed_pipelined=0.25,
+        staged_one_stage=0.5,
         staged_pipelined=0.0,
-        causal_mask=0.5,
+        causal_mask=0.25,
         addresses=1.0,
+        agpr_growth=0.4,
     ),
 }
 
@@ -161,11 +179,13 @@ def loop_terms(
     warps: IntArray,
     stages: IntArray,
     nonkdim: IntArray,
+    loaded: float = 1.0,
 ) -> dict[str, FloatArray]:
     """The loop's terms of the estimate (the module docstring's), registers per lane: `O`, `S`,
     `Q`, `P`, `KV` (the streamed B operands as read), `G` (one K and V tile staged), `staged`
     (G where the tiles pass through registers, 0 with asynchronous copies; the weights t_1, t_2
-    apply in `live_estimate`) and `addresses` (the loads' 64-bit pointers, G / 2)."""
+    apply in `live_estimate`) and `addresses` (the loads' 64-bit pointers, G_p / 2). `loaded`: the
+    head dims the loads read over the padded ones of the tiles (G, not G_p, scales with it)."""
     n = len(warps)
     w = np.asarray(warps, dtype=np.float64)
     per_register = REGISTER_BYTES / loop.elem_bytes
@@ -197,8 +217,9 @@ def loop_terms(
         width = o_cols if 0 in o.plain_uses else np.minimum(o_cols, cols_second)
         read += o_rows * width / lane_regs
     tile = sum((as_array(o.rows, n) * as_array(o.cols, n) for o in streamed), zero)
-    staged_tile = tile / (w * lane_regs)
+    staged_tile = loaded * tile / (w * lane_regs)
     held = np.where(async_copies(target, stages), 0.0, 1.0)
+    pointers = POINTER_REGS * tile / (w * lane_regs) * REGISTER_BYTES / LOAD_BYTES
     return {
         "O": np.asarray(accumulators),
         "S": np.asarray(scores),
@@ -207,9 +228,7 @@ def loop_terms(
         "KV": np.asarray(read),
         "G": np.asarray(staged_tile),
         "staged": np.asarray(staged_tile * held),
-        "addresses": np.asarray(
-            POINTER_REGS * tile * loop.elem_bytes / (w * AMD_LANES * LOAD_BYTES)
-        ),
+        "addresses": np.asarray(pointers),
     }
 
 
@@ -219,25 +238,28 @@ def live_estimate(
     """The live state of a loop from its terms (`loop_terms`), registers per lane."""
     one_stage = np.asarray(stages, dtype=np.int64) <= 1
     staging = np.where(one_stage, weights.staged_one_stage, weights.staged_pipelined)
+    window = np.where(one_stage, weights.streamed_one_stage, weights.streamed_pipelined)
     mask = weights.causal_mask if causal else 0.0
-    return np.asarray(
+    state = (
         weights.base
         + terms["O"]
         + terms["S"]
         + terms["Q"]
         + terms["P"]
-        + weights.streamed * terms["KV"]
+        + window * terms["KV"]
         + staging * terms["staged"]
         + weights.addresses * terms["addresses"]
         + mask * terms["S"]
     )
+    return np.asarray(state + weights.agpr_growth * np.maximum(state - ARCH_VGPRS, 0.0))
 
 
 def allocation(live: IntArray, cap: IntArray) -> tuple[IntArray, IntArray]:
-    """(allocated, spilled) of a live state against the cap, registers per lane."""
+    """(allocated, spilled) of a live state against the cap, registers per lane. The count is
+    the registers the kernel uses, as the code object's `.vgpr_count` states it (not rounded to
+    the granule: the occupancy rounds it, `occupancy_rocm.wave_registers`)."""
     spilled = np.maximum(live - cap, 0)
-    rounded = ceil_div(live, VGPR_GRANULE) * VGPR_GRANULE
-    allocated = np.where(spilled > 0, cap, np.minimum(cap, rounded))
+    allocated = np.minimum(live, cap)
     return np.asarray(allocated, dtype=np.int64), np.asarray(spilled, dtype=np.int64)
 
 
@@ -250,15 +272,19 @@ def amd_register_estimate(
     nonkdim: IntArray,
     causal: bool,
     constants: dict[str, AmdWeights] | None = None,
+    loaded: float = 1.0,
 ) -> AmdRegisterEstimate:
     """VGPR+AGPR per lane, the cap and the spill of every candidate (the largest loop's).
     `nonkdim`: each candidate's matrix_instr_nonkdim (0: Triton's default MFMA); `causal`: the
-    kernel runs the masked diagonal loop."""
+    kernel runs the masked diagonal loop; `loaded`: the problem's head dims over the padded ones
+    of the kernel's tiles (`loop_terms`)."""
     if not target.is_amd:
         raise ValueError(f"{target.name} is not an AMD target")
     weights = (AMD_REGISTER_CONSTANTS if constants is None else constants)[target.name]
     per_loop = [
-        live_estimate(loop_terms(loop, target, warps, stages, nonkdim), stages, causal, weights)
+        live_estimate(
+            loop_terms(loop, target, warps, stages, nonkdim, loaded), stages, causal, weights
+        )
         for loop in kernel.loops
     ]
     live = np.ceil(np.maximum(np.max(per_loop, axis=0), 1.0)).astype(np.int64)

@@ -211,6 +211,7 @@ class TritonRocmForward(KernelFamily):
         lds = amd_lds_bytes(
             kernel, target, cfg["num_warps"], cfg["num_stages"], cfg["matrix_instr_nonkdim"]
         )
+        d, dv = self.kernel_head_dims(problem)
         regs = amd_register_estimate(
             kernel,
             target,
@@ -219,6 +220,7 @@ class TritonRocmForward(KernelFamily):
             cfg["waves_per_eu"],
             cfg["matrix_instr_nonkdim"],
             problem.causal,
+            loaded=(problem.head_dim + problem.head_dim_v_eff) / (d + dv),
         )
         threads = np.asarray(cfg["num_warps"] * rocm.wavefront_lanes, dtype=np.int64)
         sgprs = np.full_like(threads, KERNEL_SGPRS)
