@@ -76,4 +76,12 @@ CATALOG_VERSION = "2026.12.1"
 #        staged K/V tiles counted at the head dims the kernel loads (a padded head dim masks
 #        the rest), refitted on the grown fit split: triton and flex answers on mi300x, mi325x
 #        and mi355x move, every CUDA and Ascend answer unchanged.
-MODEL_VERSION = "0.23.0"
+# 0.24.0: the ck softmax's row max and row sum cross the lanes of the MFMA result layout every
+#        iteration (issue 26; docs/model.md 19.5): X = 2 (kM0 / m) log2(64 / m) wave-wide
+#        ds_bpermute + VALU steps a workgroup, so a 16x16 MFMA tile costs 4x the 32x32's (ck,
+#        and triton and flex on ROCm, whose chained dots take the same transposed layout);
+#        qr_async_trload's prefill path (kM0 > 64, d < 256: K and V double-buffered in LDS,
+#        loaded ahead, 4 syncs an iteration, B operands in registers) and qs's Q chunk in
+#        registers (docs/model.md 19.4, 19.5): ck, triton and flex answers on mi300x, mi325x and
+#        mi355x move, every CUDA and Ascend answer unchanged.
+MODEL_VERSION = "0.24.0"

@@ -100,21 +100,21 @@ def test_cks_tiles_fit_their_pipelines_launch_bound() -> None:
 
 
 FEW_TOP_CK = (
-    "CK's dispatched tile is in the model's top 5 on 9 of 66 shapes (0 on model 0.21.0, 18 of "
-    "them infeasible; docs/model.md 19.8): at d 64 and d 128 in the large grids it sits at 0.91 "
-    "to 1.0 of the pick's predicted TFLOP/s but behind dozens of near-equal variants (kK0, kN0, "
-    "the MFMA edge, the pipeline), CK's fp8 d 64 tile (2 waves of 64 rows) at 0.79-0.85, over "
-    "its launch bound's registers by the estimate; at d 256 on MI355X the model prefers tiles "
-    "that keep two "
-    "workgroups a CU (qs, which frees Q's registers, or head_dim_v split in two), 2x CK's "
-    "one-workgroup tile, which the published d 256 figures (CK 436, assembly 497-509 TFLOP/s) "
-    "do not bear out; at (1, 16, 1024) it fills the CUs with 64-row tiles"
+    "CK's dispatched tile is in the model's top 5 on 9 of 66 shapes and in the top 3 on 9 (0 "
+    "and 0 on model 0.21.0, 18 of them infeasible; 9 and 7 on 0.22.0; docs/model.md 19.8): at "
+    "d 64 and d 128 in the large grids it sits at 0.91 to 1.0 of the pick's predicted TFLOP/s "
+    "but behind near-equal variants within 1-4% (kK0, kN0, the pipeline; on MI355X d 128 "
+    "128 x 32 qr_async with three workgroups a CU), CK's fp8 d 64 tile (2 waves of 64 rows) at "
+    "0.78-0.85, over its launch bound's registers by the estimate; at d 256 on MI355X the model "
+    "prefers tiles that keep two workgroups a CU (128 x 64 qs, which frees Q's registers), 2x "
+    "CK's one-workgroup tile, which the published d 256 figures (CK 436, assembly 497-509 "
+    "TFLOP/s) do not bear out; at (1, 16, 1024) it fills the CUs with 64-row tiles"
 )
 FEW_TOP_TRITON = (
-    "aiter's Triton default (128 x 64, 4 waves, 1 or 3 stages, waves_per_eu 2) ranks 12 to 40 at "
-    "d 128 (0.91 to 0.95 of the pick, which takes 2 stages and no waves_per_eu) and past 300 at "
-    "d 256, where the Triton register estimate (registers_amd.py, not this change's) puts it "
-    "over waves_per_eu 2's cap of 256 and costs the spill (0.1 to 0.26 of the pick)"
+    "aiter's Triton default (128 x 64, 4 waves, 1 or 3 stages, waves_per_eu 2) ranks 7 to 29 at "
+    "d 128 (0.90 to 0.96 of the pick, which takes 2 stages; 14 to 45 on model 0.23.0) and past "
+    "300 at d 256, where the Triton register estimate (registers_amd.py, not this change's) puts "
+    "it over waves_per_eu 2's cap of 256 and costs the spill (0.1 to 0.26 of the pick)"
 )
 
 

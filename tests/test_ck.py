@@ -16,8 +16,8 @@ from tilesolve import wire
 from tilesolve.solver import AttentionProblem, InvalidRequestError, SolveOptions, solve
 from tilesolve.solver.candidates import CandidateTable, build_candidate_table
 from tilesolve.solver.cost import causal_iterations
-from tilesolve.solver.families.ck.cost import single_buffer_wait
-from tilesolve.solver.families.ck.resources import CkResources, lds_bytes
+from tilesolve.solver.families.ck.cost import cross_lane_steps, single_buffer_wait
+from tilesolve.solver.families.ck.resources import CkResources, lds_bytes, registers
 from tilesolve.solver.families.ck.shape import Dims, Pipeline, qualified_head_dim
 from tilesolve.solver.families.rocm.device import MFMA_SUSTAINED
 from tilesolve.solver.families.rocm.schedule import (
@@ -153,20 +153,37 @@ def test_lds_of_each_pipeline_by_hand() -> None:
     assert _lds(dims, Pipeline.QR, 128, 128, 64, 128, 4) == 16512
 
 
-def test_trload_keeps_q_k_and_v_in_one_buffer_each() -> None:
-    """qr_async_trload's policy: max(Q, K + V), one buffer each; K over the whole head dim above
-    64 query rows (kKLoadOnce). bf16, d = dv = 128, kN0 64, kN1 128:
+def test_trload_keeps_one_buffer_each_when_decoding_two_when_prefilling() -> None:
+    """qr_async_trload (docs/model.md 19.4). Decode path (kM0 <= 64, or d 256): the policy's
+    max(Q, K + V), one buffer each; K over the whole head dim above 64 query rows (kKLoadOnce).
+    Prefill path (kM0 > 64 and d < 256, fmha_fwd_kernel.hpp's PrefillCase): two K buffers over
+    the whole head dim and two V buffers, Q read through the first before them.
+    bf16, d = dv = 128, kN0 64, kN1 128:
     kM0 64, kK0 32: max(64 x 128, 64 x 32 + 64 x 128) x 2 = max(8192, 10240) x 2 = 20480 B;
-    kM0 128: max(128 x 128, 64 x 128 + 64 x 128) x 2 = 32768 B (kK0 no longer matters);
-    kM0 256: the Q tile, 256 x 128 x 2 = 65536 B."""
+    kM0 128: max(128 x 128, 2 x 64 x 128 + 2 x 64 x 128) x 2 = 65536 B (kK0 does not matter);
+    kM0 256: the same 65536 B (Q, 256 x 128, fills it exactly);
+    d 256, kM0 128, kN0 64, kN1 256: max(128 x 256, 64 x 256 + 64 x 256) x 2 = 65536 B."""
     dims = Dims(128, 128, 2)
     assert _lds(dims, Pipeline.QR_ASYNC_TRLOAD, 64, 64, 32, 128, 4) == 20480
-    assert _lds(dims, Pipeline.QR_ASYNC_TRLOAD, 128, 64, 32, 128, 4) == 32768
-    assert _lds(dims, Pipeline.QR_ASYNC_TRLOAD, 128, 64, 64, 128, 4) == 32768
+    assert _lds(dims, Pipeline.QR_ASYNC_TRLOAD, 128, 64, 32, 128, 4) == 65536
+    assert _lds(dims, Pipeline.QR_ASYNC_TRLOAD, 128, 64, 64, 128, 4) == 65536
     assert _lds(dims, Pipeline.QR_ASYNC_TRLOAD, 256, 64, 32, 128, 8) == 65536
+    assert _lds(Dims(256, 256, 2), Pipeline.QR_ASYNC_TRLOAD, 128, 64, 32, 256, 4) == 65536
     table = _table("mi355x", pins={"pipeline": int(Pipeline.QR_ASYNC_TRLOAD)})
     stages = _family().common_fields(table.cfg)["num_stages"]
     assert np.all(stages[table.cfg["pipeline"] == Pipeline.QR_ASYNC_TRLOAD] == 1)
+
+
+def test_trloads_prefill_path_holds_its_b_operands_in_registers() -> None:
+    """trload's block GEMMs take B from registers (BlockGemmARegBRegCRegV1): each wave holds a
+    whole K chunk (kN0 x kK0) and V chunk (kK1 x kN1), two of each on the prefill path, and no
+    V prefetch (V goes straight to LDS). CK's gfx950 d 128 tile, 128 x 64, kK0 32, 4 waves, bf16:
+    O 128 x 128 / 256 = 64, Q 128 x 128 x 2 / 1024 = 32, max(S 32, P 16) = 32, B 2 x max(64 x
+    32, 32 x 128) x 2 / 256 = 64, 32 fixed: 224, two waves a SIMD (its kBlockPerCu 2)."""
+    dims = Dims(128, 128, 2)
+    rocm = get_hardware("mi355x").rocm  # type: ignore[union-attr]
+    cols = [np.array([x], dtype=np.int64) for x in (128, 64, 32, 128, 4, 3)]
+    assert int(registers(rocm, dims, *cols).demand[0]) == 224
 
 
 def test_lds_is_allocated_in_the_parts_granule() -> None:
@@ -209,8 +226,10 @@ def test_the_register_estimate_by_hand() -> None:
     O 32 x 128 / 64 = 64, Q 32 x 128 x 2 / 256 = 32, S 32 x 128 / 64 = 64 and P 32 (not live
     together: max 64), the B fragments 2 x 4, fixed 32; qr_async prefetches V through registers,
     128 x 32 x 2 / (4 x 256) = 8: 208 (CK's gfx942 d 128 tile, two workgroups a CU within its
-    launch bound of 256); qr prefetches K too, 8 more: 216. Model 0.21.0 counted S and P
-    together and every wave's whole K and V chunks as fragments: 296, one workgroup a CU."""
+    launch bound of 256); qr prefetches K too, 8 more: 216; qs holds no Q but prefetches Q's
+    kK0 chunk beside K's (its loop reads both from global through registers), 128 x 32 x 2 /
+    1024 = 8: 216 - 32 + 8 = 192. Model 0.21.0 counted S and P together and every wave's whole
+    K and V chunks as fragments: 296, one workgroup a CU."""
     table = _table("mi300x")
     res = _resources(table)
     cfg = table.cfg
@@ -220,6 +239,8 @@ def test_the_register_estimate_by_hand() -> None:
     qr = int(np.flatnonzero(tile & (cfg["pipeline"] == int(Pipeline.QR)))[0])
     assert res.regs.demand[qr_async] == 208
     assert res.regs.demand[qr] == 216
+    qs = int(np.flatnonzero(tile & (cfg["pipeline"] == int(Pipeline.QS)))[0])
+    assert res.regs.demand[qs] == 192
     assert res.occupancy.workgroups_per_cu[qr_async] == 2
 
 
@@ -282,8 +303,7 @@ def test_a_single_k_buffer_waits_out_the_latency_its_chunk_does_not_cover() -> N
     sustained. 64 x 64 tile, kK0 32, 4 waves: a chunk's gemm0 is 2 x 64 x 64 x 32 = 262144 FLOP,
     92 cycles; d / kK0 = 4 loads of an L2 hit (500 cycles): 4 x (500 - 92) = 1632 cycles. With
     2 waves the workgroup has half the CU's MFMA rate: 4 x (500 - 184) = 1264. kM0 128 trload
-    loads the whole head dim once, covered by gemm1 (2 x 128 x 64 x 128 = 2097152 FLOP, 737
-    cycles): no wait."""
+    runs the prefill path, its K loaded an iteration ahead into the second buffer: no wait."""
     device = get_hardware("mi355x")
     rocm = device.rocm  # type: ignore[union-attr]
     dims = Dims(128, 128, 2)
@@ -301,7 +321,41 @@ def test_a_single_k_buffer_waits_out_the_latency_its_chunk_does_not_cover() -> N
     assert wait(Pipeline.QR_ASYNC_TRLOAD, 64, 4) == pytest.approx(4 * (L2_LATENCY_CYCLES - cover))
     assert wait(Pipeline.QS, 64, 2) == pytest.approx(4 * (L2_LATENCY_CYCLES - 2 * cover))
     assert wait(Pipeline.QR_ASYNC, 64, 4) == 0.0
-    assert wait(Pipeline.QR_ASYNC_TRLOAD, 128, 4) == 0.0
+    assert wait(Pipeline.QR_ASYNC_TRLOAD, 128, 4) == 0.0  # the prefill path: loaded ahead
+    # d 256 keeps trload's single buffer: K's whole head dim, loaded after gemm0 and covered by
+    # gemm1 (2 x 128 x 64 x 256 = 4194304 FLOP, 1472 cycles): no wait either
+    d256 = Dims(256, 256, 2)
+    f = [np.full(1, x, dtype=np.float64) for x in (128.0, 64.0, 32.0, 256.0, 4.0)]
+    pipes = np.full(1, int(Pipeline.QR_ASYNC_TRLOAD), dtype=np.int64)
+    assert (
+        float(
+            single_buffer_wait(rocm, pipes, d256, *f, r_mfma, KvTraffic(np.zeros(1), np.zeros(1)))[
+                0
+            ]
+        )
+        == 0.0
+    )
+
+
+def test_the_row_reductions_cross_lanes_as_the_mfma_layout_spreads_a_row() -> None:
+    """The softmax's row max and row sum, reduced across lanes every iteration (docs/model.md
+    19.5): a row of a 32x32 result tile spans 2 lanes (1 shuffle stage), of a 16x16 tile 4 (2
+    stages); a lane holds kM0 / (w m) rows of its wave. 128 rows, 32x32: 2 x 4 x 1 = 8 wave-wide
+    steps a workgroup; 16x16: 2 x 8 x 2 = 32, whatever the waves; each costs one VALU op and a
+    ds_bpermute_b32 of 256 bytes, so the 16x16 instruction costs more VALU and LDS per row."""
+    bm = np.array([128.0, 128.0, 64.0, 128.0])
+    mfma = np.array([32.0, 16.0, 32.0, 32.0])
+    warps = np.array([4.0, 4.0, 4.0, 2.0])
+    assert cross_lane_steps(bm, mfma, warps).tolist() == [8.0, 32.0, 4.0, 8.0]
+    table = _table("mi300x")
+    ev_valu = table.perf.figures["valu_us"]
+    cfg = table.cfg
+    same = (cfg["block_m"] == 128) & (cfg["block_n"] == 64) & (cfg["block_k0"] == 32)
+    same &= (cfg["block_n1"] == 128) & (cfg["num_warps"] == 4) & (cfg["pipeline"] == 1)
+    m32 = int(np.flatnonzero(same & (cfg["mfma"] == 32))[0])
+    m16 = int(np.flatnonzero(same & (cfg["mfma"] == 16))[0])
+    assert ev_valu[m16] > ev_valu[m32]
+    assert table.perf.time_us[m16] > table.perf.time_us[m32]
 
 
 def test_short_sequences_read_k_and_v_from_hbm_long_ones_from_l2() -> None:

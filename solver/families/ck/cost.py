@@ -8,10 +8,14 @@ rates per CU per cycle. One *iteration* is one kN0 block of keys for one workgro
     MFMA      M = (2 kM0 kN0 d + 2 kM0 kN0 kN1) / (R_mfma(dtype) x MFMA_SUSTAINED)
     VALU      V = kM0 kN0 SOFTMAX_VALU_OPS / R_valu + kM0 kN0 / R_exp
                   + kM0 kN1 / R_valu (rescale O) + kN0 kN1 V_SHUFFLE / R_valu (not trload)
-    LDS       L = ((w + 1) (kN0 d + kN0 kN1) e [+ 2 kM0 d e for qs]) / B_lds
+                  + 64 X / R_valu,  X = 2 (kM0 / m) log2(64 / m)   the row max and sum across
+                                     the lanes of an m x m MFMA result (`cross_lane_steps`)
+    LDS       L = ((w + 1) (kN0 d + kN0 kN1) e [+ 2 kM0 d e for qs] + 256 X) / B_lds
+                                     (X ds_bpermute_b32 of 64 lanes x 4 bytes)
     stalls    S = syncs x BARRIER_CYCLES + CHAIN_CYCLES + W
               W = (d / k) max(0, latency - cover) for one K buffer (qr, qs, trload: k = kK0,
-                  or d for trload above 64 rows), 0 for qr_async (`single_buffer_wait`)
+                  or d for trload above 64 rows), 0 for qr_async and trload's prefill path
+                  (`single_buffer_wait`); trload's prefill path: 4 syncs an iteration
 
 With r workgroups resident per CU (occupancy, `resources.py`), wa = r w / SIMDs waves per SIMD
 and a share min(1, r w / SIMDs) of the SIMDs busy, the CU takes for one iteration of each:
@@ -47,6 +51,7 @@ from ..rocm.schedule import (
     CHAIN_CYCLES,
     DRAM_LATENCY_CYCLES,
     L2_LATENCY_CYCLES,
+    SHUFFLE_BYTES_PER_LANE,
     SOFTMAX_VALU_OPS,
     Iteration,
     KvTraffic,
@@ -56,8 +61,9 @@ from ..rocm.schedule import (
     head_io_cycles,
     kv_traffic,
     rocm_perf,
+    row_reduction_steps,
 )
-from .resources import CkResources, resources_of, trload_k_columns
+from .resources import CkResources, resources_of, trload_k_columns, trload_prefill
 from .shape import BLOCK_K1, Dims, Pipeline
 
 if TYPE_CHECKING:
@@ -69,6 +75,17 @@ if TYPE_CHECKING:
 # VALU instructions per V element per iteration to lay V out as gemm1's B operand (a register
 # shuffle); gfx950's transpose loads (qr_async_trload) read it in place (estimate).
 V_SHUFFLE_OPS = 1.0
+# The softmax's row max and row sum, each reduced across the lanes that share a row of S every
+# iteration (`block_tile_reduce_sync` in both of CK's qr pipelines; ck_tile/ops/reduce/block/
+# block_reduce.hpp: log2(lanes per row) stages for every row a lane holds, each a ds_bpermute_b32
+# through the LDS, `warp_shuffle_down` in ck_tile/core/arch/utility.hpp, and one VALU op):
+# `rocm.schedule.row_reduction_steps`.
+# Workgroup synchronisations an iteration of qr_async_trload's prefill path: block_sync_lds
+# before V's next load and before K's, block_sync_lds_direct_load after gemm0 (V in) and after
+# gemm1 (K in); its gemm0 and gemm1 chunks run without one between them (the next chunk is
+# read into registers while the MFMAs run on this one; ROCm/composable_kernel@1d4e219
+# block_fmha_pipeline_qr_ks_vs_async_trload.hpp, "Prefill, double lds").
+TRLOAD_PREFILL_SYNCS = 4.0
 
 
 def evaluate(ev: Evaluation) -> Perf:
@@ -96,12 +113,20 @@ def evaluate(ev: Evaluation) -> Perf:
     scores = bm * bn
     mfma = (2.0 * scores * d + 2.0 * scores * bn1) / (r_mfma * MFMA_SUSTAINED)
     shuffle = np.where(trload, 0.0, V_SHUFFLE_OPS) * bn * bn1
-    valu = (scores * SOFTMAX_VALU_OPS + bm * bn1 + shuffle) / r_valu + scores / r_exp
+    steps = cross_lane_steps(bm, cfg["mfma"].astype(np.float64), warps)
+    valu = (
+        scores * SOFTMAX_VALU_OPS + bm * bn1 + shuffle + steps * rocm.wavefront_lanes
+    ) / r_valu + scores / r_exp
     kv_tile = (bn * d + bn * bn1) * e
-    lds_bytes = (warps + 1.0) * kv_tile + np.where(qs, 2.0 * bm * d * e, 0.0)
+    lds_bytes = (
+        (warps + 1.0) * kv_tile
+        + np.where(qs, 2.0 * bm * d * e, 0.0)
+        + steps * rocm.wavefront_lanes * SHUFFLE_BYTES_PER_LANE
+    )
     lds = lds_bytes / rocm.lds_bandwidth_bytes_per_clk_per_cu
     chunks = d / bk0 + bn / BLOCK_K1
-    syncs = np.where(asynchronous, 1.0, 2.0) * chunks
+    prefill = trload & trload_prefill(dims, bm_i)
+    syncs = np.where(prefill, TRLOAD_PREFILL_SYNCS, np.where(asynchronous, 1.0, 2.0) * chunks)
     traffic = kv_traffic(device, problem, e, kv_tile, bm_i, bn_i, res.occupancy.workgroups_per_cu)
     exposed_load = single_buffer_wait(rocm, pipe, dims, bm, bn, bk0, bn1, warps, r_mfma, traffic)
     stall = syncs * BARRIER_CYCLES + exposed_load + CHAIN_CYCLES
@@ -125,6 +150,13 @@ def evaluate(ev: Evaluation) -> Perf:
     return rocm_perf(device, problem, it, warps, bm_i, bn_i, n_n1, grid, dram)
 
 
+def cross_lane_steps(bm: FloatArray, mfma: FloatArray, warps: FloatArray) -> FloatArray:
+    """Wave-wide cross-lane steps a CK workgroup issues per iteration for the softmax's row max
+    and row sum (docs/model.md 19.5): its w waves hold kM0 / w rows each, so 2 (kM0 / m)
+    log2(64 / m) (`rocm.schedule.row_reduction_steps`)."""
+    return row_reduction_steps(bm / warps, warps, mfma)
+
+
 def single_buffer_wait(
     rocm: RocmCompute,
     pipe: IntArray,
@@ -143,7 +175,8 @@ def single_buffer_wait(
     max(0, latency - cover). A load of one kK0 chunk is covered by gemm0 on the chunk before it
     (d / kK0 loads an iteration); trload's whole-head-dim K (kM0 > 64) is loaded once an
     iteration, after gemm0, and covered by gemm1. The latency is an L2 hit's, or HBM's for
-    the HBM share of the K/V reads. qr_async (three buffers) waits for none."""
+    the HBM share of the K/V reads. qr_async (three buffers) waits for none, nor does trload's
+    prefill path (K and V double-buffered, each loaded an iteration or two ahead)."""
     trload = pipe == Pipeline.QR_ASYNC_TRLOAD
     cols = np.where(trload, trload_k_columns(dims, bm.astype(np.int64), bk0.astype(np.int64)), bk0)
     once = trload & (cols == dims.d)
@@ -152,7 +185,8 @@ def single_buffer_wait(
     cover = np.where(once, 2.0 * bm * bn * bn1, 2.0 * bm * bn * cols) / rate
     latency = L2_LATENCY_CYCLES + traffic.hbm_share * (DRAM_LATENCY_CYCLES - L2_LATENCY_CYCLES)
     wait = dims.d / cols * np.maximum(latency - cover, 0.0)
-    return np.asarray(np.where(pipe == Pipeline.QR_ASYNC, 0.0, wait))
+    ahead = (pipe == Pipeline.QR_ASYNC) | (trload & trload_prefill(dims, bm.astype(np.int64)))
+    return np.asarray(np.where(ahead, 0.0, wait))
 
 
 def reason_lines(table: CandidateTable, i: int) -> list[str]:

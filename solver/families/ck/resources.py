@@ -11,18 +11,22 @@ block_fmha_pipeline_qx_ks_vs_custom_policy.hpp, GetSmemSizeKV and GetSingleSmemE
     one buffer            max(K chunk, V chunk)             K and V share it
     qr                    1 buffer;   qr_async: 3 buffers (NumPrefetchK = 3)
     qs                    + ceil16(kK0 x (kM0 + 1) x e) bytes of Q
-    qr_async_trload       max(kM0 x d, K + kN0 x kN1): Q, K and V all in LDS, one buffer each
-                          (its policy: QLoadOnce, NumPrefetchK = NumPrefetchV = 1, GetSmemSize =
-                          max(Q, K + S + V), S = 0 with the warps along M); K = kN0 x d when
-                          kM0 > 64 (kKLoadOnce), else one kK0 chunk kN0 x kK0
+    qr_async_trload       decode path: max(kM0 x d, K + kN0 x kN1): Q, K and V all in LDS, one
+                          buffer each (its policy: QLoadOnce, NumPrefetchK = NumPrefetchV = 1,
+                          GetSmemSize = max(Q, K + S + V), S = 0 with the warps along M);
+                          K = kN0 x d when kM0 > 64 (kKLoadOnce), else one kK0 chunk kN0 x kK0;
+                          prefill path (kM0 > 64 and d < 256, the kernel's PrefillCase):
+                          max(kM0 x d, 2 kN0 x d + 2 kN0 x kN1), K and V double-buffered
 
 VGPRs per lane (fp32 accumulators and fragments spread over a wave's 64 lanes; each of the w
 warps owns kM0 / w rows; estimates of what the compiler keeps live, docs/model.md 19.4):
 
     S (fp32)        kM0 kN0 / (64 w)               P (input dtype)  kM0 kN0 e / (256 w)
     O (fp32)        kM0 kN1 / (64 w)               Q (qr pipelines) kM0 d e / (256 w)
-    K/V prefetch    (kN0 kK0 [sync K] + kN1 kK1) e / (256 w)
-    B fragments     B_TILE_VGPRS x B_TILES_LIVE    one warp-GEMM B tile read from LDS at a time
+    K/V prefetch    (kN0 kK0 [sync K] + kM0 kK0 [qs: Q's chunk] + kN1 kK1 [not trload]) e / (256 w)
+    B fragments     B_TILE_VGPRS x B_TILES_LIVE    one warp-GEMM B tile read from LDS at a time;
+                    trload: n max(kN0 kK0, kK1 kN1) e / 256, its B operands in registers, a
+                    whole chunk a wave, n = 2 on the prefill path, 1 on the decode path
     fixed           ADDRESS_VGPRS (row statistics, pointers, loop state)
 
     live = O + Q + K/V prefetch + max(S, P) + B fragments + fixed
@@ -63,6 +67,14 @@ ASYNC_BUFFERS = 3  # NumPrefetchK of the qr_async default policy
 # qr_async_trload loads K over the whole head dim at once above this many query rows
 # (`kKLoadOnce = kM0 > 64`, block_fmha_pipeline_qr_ks_vs_async_trload.hpp, rocm-libraries@2bc5627).
 TRLOAD_LOAD_ONCE_ROWS = 64
+# The kernel runs qr_async_trload's prefill path, K and V double-buffered in LDS, when
+# `PrefillCase = kM0 > 64 && kQKHeaddim < 256` (fmha_fwd_kernel.hpp,
+# ROCm/composable_kernel@0282f870: four __shared__ arrays, two of GetSmemSizeK<Problem, true>
+# -- K over the whole head dim -- and two of GetSmemSizeV; the pipeline's "Prefill, double lds"
+# operator, block_fmha_pipeline_qr_ks_vs_async_trload.hpp, ROCm/composable_kernel@1d4e219);
+# else the single-buffer decode path.
+TRLOAD_PREFILL_MAX_HEAD_DIM = 256  # exclusive
+TRLOAD_PREFILL_BUFFERS = 2
 LDS_ALIGNMENT = 16  # bytes, GetSmemSizeQ's alignment of the Q buffer
 # A block GEMM with B in LDS reads one warp-GEMM B tile at a time and runs its MFMAs on it
 # (BlockGemmARegBSmemCRegV2's hot loop: `load_tile(b_warp_windows(nIter)(kIter))` inside the
@@ -95,9 +107,18 @@ def lds_bytes(
     q_bytes = ceil_div(bk0 * (bm + 1) * e, LDS_ALIGNMENT) * LDS_ALIGNMENT
     q = np.where(pipe == Pipeline.QS, q_bytes, 0)
     k_trload = bn * trload_k_columns(dims, bm, bk0)
-    trload = np.maximum(bm * dims.d, k_trload + bn * bn1) * e
+    single = k_trload + bn * bn1
+    double = TRLOAD_PREFILL_BUFFERS * (bn * dims.d + bn * bn1)
+    kv_trload = np.where(trload_prefill(dims, bm), double, single)
+    trload = np.maximum(bm * dims.d, kv_trload) * e
     out = np.where(pipe == Pipeline.QR_ASYNC_TRLOAD, trload, buffers * buffer * e + q)
     return np.asarray(out, dtype=np.int64)
+
+
+def trload_prefill(dims: Dims, bm: IntArray) -> IntArray:
+    """Whether a qr_async_trload tile runs the kernel's prefill path (`PrefillCase`): K and V
+    double-buffered in LDS, K over the whole head dim, loaded an iteration ahead."""
+    return np.asarray((bm > TRLOAD_LOAD_ONCE_ROWS) & (dims.d < TRLOAD_PREFILL_MAX_HEAD_DIM))
 
 
 def trload_k_columns(dims: Dims, bm: IntArray, bk0: IntArray) -> IntArray:
@@ -133,10 +154,21 @@ def registers(
     p = ceil_div(bm * bn * e, 4 * per_lane)
     q = np.where(pipe == Pipeline.QS, 0, ceil_div(bm * dims.d * e, 4 * per_lane))
     sync_k = (pipe == Pipeline.QR) | (pipe == Pipeline.QS)
+    trload = pipe == Pipeline.QR_ASYNC_TRLOAD
     k_prefetch = np.where(sync_k, bn * bk0, 0)
-    prefetch = ceil_div((k_prefetch + bn1 * BLOCK_K1) * e, 4 * per_lane)
+    # qs reads Q from global in kK0 chunks each iteration, through registers as it reads K
+    # (`q_block_tile = load_tile(q_dram_window)` beside `k_block_tile`, "global read i + 2")
+    k_prefetch = k_prefetch + np.where(pipe == Pipeline.QS, bm * bk0, 0)
+    # trload loads V, as K, straight into LDS (async_load_tile): no global prefetch in registers
+    v_prefetch = np.where(trload, 0, bn1 * BLOCK_K1)
+    prefetch = ceil_div((k_prefetch + v_prefetch) * e, 4 * per_lane)
     # S is consumed into P before gemm1 starts: the two phases' live sets, not their sum
-    fragments = B_TILE_VGPRS * B_TILES_LIVE
+    # trload's block GEMMs take B from registers (BlockGemmARegBRegCRegV1): every wave holds a
+    # whole K chunk (kN0 x kK0) in gemm0 and V chunk (kK1 x kN1) in gemm1, two of each on the
+    # prefill path (the next chunk is read while the MFMAs run on this one)
+    tiles = np.where(trload_prefill(dims, bm), TRLOAD_PREFILL_BUFFERS, 1)
+    b_regs = tiles * ceil_div(np.maximum(bn * bk0, BLOCK_K1 * bn1) * e, 4 * LANES)
+    fragments = np.where(trload, b_regs, B_TILE_VGPRS * B_TILES_LIVE)
     demand = o_acc + q + prefetch + np.maximum(s_acc, p) + fragments + ADDRESS_VGPRS
     arch = np.minimum(demand, rocm.max_arch_vgprs_per_wave)
     agpr = np.maximum(demand - arch, 0)

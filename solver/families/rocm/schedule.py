@@ -50,6 +50,14 @@ from .device import LDS_SUSTAINED, MFMA_SUSTAINED, ROCM_LAUNCH_US
 # VALU instructions per score besides the exp: scale and subtract the max (one FMA), the row
 # max, the row sum, the conversion of P to the input dtype (the online softmax's steps).
 SOFTMAX_VALU_OPS = 4.0
+# The online softmax's two row reductions an iteration (max before the exp, sum after), each
+# across the lanes that share a row of S in the MFMA's transposed result layout (docs/model.md
+# 19.5, `row_reduction_steps`).
+ROW_REDUCTIONS = 2.0
+# Bytes a lane one cross-lane shuffle moves through the LDS unit (ds_bpermute_b32 /
+# ds_swizzle_b32: a dword a lane).
+SHUFFLE_BYTES_PER_LANE = 4.0
+WAVE_LANES = 64  # the wavefront of CDNA3/CDNA4 (the catalog's wavefront_lanes)
 # Cost of one workgroup barrier (s_waitcnt lgkmcnt(0) + s_barrier), cycles (estimate).
 BARRIER_CYCLES = 64.0
 L2_LATENCY_CYCLES = 500.0  # an L2 hit's latency, cycles (estimate; no AMD figure retrieved)
@@ -98,6 +106,18 @@ def independent_streams(device: RocmDevice, warps: FloatArray, r: FloatArray) ->
     19.5)."""
     simds = device.rocm.simds_per_cu
     return np.asarray(r * np.minimum(warps, simds) / simds)
+
+
+def row_reduction_steps(
+    rows_per_wave: FloatArray, warps: FloatArray, mfma: FloatArray
+) -> FloatArray:
+    """Wave-wide cross-lane shuffle steps a workgroup issues per iteration for the softmax's row
+    max and row sum (docs/model.md 19.5): in the MFMA's transposed result layout (CK's gemm0,
+    Triton's chained dots) a row of an m x m tile lies in 64 / m lanes (2 for 32x32, 4 for
+    16x16), so each of the rows_per_wave / m rows a lane holds takes log2(64 / m) shuffle stages
+    per reduction, each one shuffle through the LDS unit and one VALU op of the whole wave:
+    2 w (rows_per_wave / m) log2(64 / m)."""
+    return np.asarray(ROW_REDUCTIONS * warps * rows_per_wave / mfma * np.log2(WAVE_LANES / mfma))
 
 
 def cu_round(device: RocmDevice, it: Iteration, warps: FloatArray, r: FloatArray) -> FloatArray:

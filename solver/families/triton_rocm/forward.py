@@ -35,6 +35,7 @@ from ..rocm.schedule import (
     BARRIER_CYCLES,
     CHAIN_CYCLES,
     L2_LATENCY_CYCLES,
+    SHUFFLE_BYTES_PER_LANE,
     SOFTMAX_VALU_OPS,
     Iteration,
     MaskedIterations,
@@ -44,6 +45,7 @@ from ..rocm.schedule import (
     head_io_cycles,
     kv_traffic,
     rocm_perf,
+    row_reduction_steps,
 )
 from ..triton_compiler.lds_amd import amd_lds_bytes, chain_crosses
 from ..triton_compiler.loops import AttentionKernel
@@ -372,12 +374,22 @@ def evaluate(
     # ---- one iteration of one workgroup, cycles -------------------------------------------
     scores = bm * bn
     mfma = (2.0 * scores * d + 2.0 * scores * dv) / (rates.mfma * MFMA_SUSTAINED)
-    valu = (scores * (SOFTMAX_VALU_OPS + score_ops) + bm * dv) / rates.valu + scores / rates.exp
+    # the row max and sum across the lanes of the chained dots' transposed MFMA layout: a wave
+    # holds max(bm / w, m) rows of S (waves past bm / m hold copies; docs/model.md 19.5, 19.10)
+    edge = cfg["matrix_instr_nonkdim"].astype(np.float64)
+    shuffles = row_reduction_steps(np.maximum(bm / warps, edge), warps, edge) * AMD_LANES
+    valu = (
+        scores * (SOFTMAX_VALU_OPS + score_ops) + bm * dv + shuffles
+    ) / rates.valu + scores / rates.exp
     kv_tile = bn * (d + dv) * e
     crossing = chain_crossing(kernel, cfg)
     narrow = (cfg["kpack"] == 1) & (rocm.gfx_target == "gfx942")
     efficiency = np.where(narrow, NARROW_READ_EFFICIENCY, 1.0)
-    lds_traffic = (warps + 1.0) * kv_tile + np.where(crossing, 2.0 * scores * e, 0.0)
+    lds_traffic = (
+        (warps + 1.0) * kv_tile
+        + np.where(crossing, 2.0 * scores * e, 0.0)
+        + shuffles * SHUFFLE_BYTES_PER_LANE
+    )
     lds = lds_traffic / (rocm.lds_bandwidth_bytes_per_clk_per_cu * efficiency)
     result = np.where(
         cfg["matrix_instr_nonkdim"] == 16, MFMA_RESULT_CYCLES[16], MFMA_RESULT_CYCLES[32]
