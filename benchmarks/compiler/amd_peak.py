@@ -23,9 +23,12 @@ fragmentation: tuples are allocated whole and aligned) and its parts:
 
 `--summary` prints, per target and stage group, the median share of the staged tiles (K and V,
 one of each, a wave's share: `registers_amd` G) live at the peak: what `fit_registers_amd.py`
-takes as t_1 and t_2. A value copied (v_mov, v_accvgpr_read/write) counts as what its source
-is. The analysis is of the final code: a value whose register holds it over a partial-exec
-region is counted as live there too.
+takes as t_1 and t_2; and the median share of the mask's indices in S, causal rows and the
+others apart (the causal mask's c). The control-flow graph takes every branch of a block: a
+loop's back edge is an `s_cbranch` before the block's closing `s_branch` out of the loop. A
+value copied (v_mov, v_accvgpr_read/write) counts as what its source is. The analysis is of the
+final code: a value whose register holds it over a partial-exec region is counted as live there
+too.
 """
 
 from __future__ import annotations
