@@ -187,7 +187,7 @@ SHORT_TODAY: dict[tuple[str, str, str], str] = {
     # a third of gfx942's rows (d 128/256: median -26, where the fit split leans the same way
     # by -8 and -14.5; at the fit rows' peaks, amd_peak.py with the loops' back edges restored,
     # half of that lean is the live window and addresses and half the allocator's
-    # fragmentation, which grows with d; the 2-wave tile's Q "twice over" is AGPR copies of Q
+    # fragmentation, which no term models; the 2-wave tile's Q "twice over" is AGPR copies of Q
     # inside the loop, not a prologue term) and a quarter of gfx950's (pipelined causal tiles:
     # the mask's indices are a median 1.0 S pipelined and 0.34 S at one stage; c per stage
     # count gains in cross-validation, 11.9 -> 9.1 mean, but validation gives 11 and spills
