@@ -185,12 +185,14 @@ SHORT_TODAY: dict[tuple[str, str, str], str] = {
     # split's 30 gfx942 and 27 gfx950 rows: median miss 11 and 10 (5-fold cross-validation
     # inside the fit split: 7 and 5). The compiler sits 18-48 registers above the estimate on
     # a third of gfx942's rows (d 128/256: median -26, where the fit split leans the same way
-    # by -8 and -14.5; the 2-wave d 128 tile's peak holds Q twice over in part, a prologue term
-    # not modelled) and a quarter of gfx950's
-    # (pipelined causal tiles: the masked loop's indices hoisted or not as LLVM schedules it,
-    # 68 or 7 registers for one tile by stage count). Structures and constants the
-    # cross-validation cannot tell apart give validation medians of 8-11 and 9-12
-    # (docs/model.md 19.10)
+    # by -8 and -14.5; at the fit rows' peaks, amd_peak.py with the loops' back edges restored,
+    # half of that lean is the live window and addresses and half the allocator's
+    # fragmentation, which no term models; the 2-wave tile's Q "twice over" is AGPR copies of Q
+    # inside the loop, not a prologue term) and a quarter of gfx950's (pipelined causal tiles:
+    # the mask's indices are a median 1.0 S pipelined and 0.34 S at one stage; c per stage
+    # count gains in cross-validation, 11.9 -> 9.1 mean, but validation gives 11 and spills
+    # 89%). Structures and constants the cross-validation cannot tell apart give validation
+    # medians of 8-11 and 8-12 (docs/model.md 19.10, "The peak analysis corrected")
     ("validation", "gfx942", "median_reg_error_at_most_8"): "issue 26",
     ("validation", "gfx950", "median_reg_error_at_most_8"): "issue 26",
 }

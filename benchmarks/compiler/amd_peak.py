@@ -23,9 +23,12 @@ fragmentation: tuples are allocated whole and aligned) and its parts:
 
 `--summary` prints, per target and stage group, the median share of the staged tiles (K and V,
 one of each, a wave's share: `registers_amd` G) live at the peak: what `fit_registers_amd.py`
-takes as t_1 and t_2. A value copied (v_mov, v_accvgpr_read/write) counts as what its source
-is. The analysis is of the final code: a value whose register holds it over a partial-exec
-region is counted as live there too.
+takes as t_1 and t_2; and the median share of the mask's indices in S, causal rows and the
+others apart (the causal mask's c). The control-flow graph takes every branch of a block: a
+loop's back edge is an `s_cbranch` before the block's closing `s_branch` out of the loop. A
+value copied (v_mov, v_accvgpr_read/write) counts as what its source is. The analysis is of the
+final code: a value whose register holds it over a partial-exec region is counted as live there
+too.
 """
 
 from __future__ import annotations
@@ -130,11 +133,14 @@ def successors(blocks: list[Block]) -> list[list[int]]:
     out = []
     for i, b in enumerate(blocks):
         last = b.instructions[-1] if b.instructions else None
+        # every branch of the block: a loop's back edge is often `s_cbranch_scc1 .LBBn` followed
+        # by an `s_branch` out of it, so the last instruction alone misses the back edge
         nxt = []
-        if last is not None and last.target in index:
-            nxt.append(index[last.target])
+        for ins in b.instructions:
+            if ins.target in index and index[ins.target] not in nxt:
+                nxt.append(index[ins.target])
         ends = last is not None and last.mnemonic in ("s_branch", "s_endpgm")
-        if not ends and i + 1 < len(blocks):
+        if not ends and i + 1 < len(blocks) and i + 1 not in nxt:
             nxt.append(i + 1)
         out.append(nxt)
     return out
@@ -251,8 +257,9 @@ def _part(ins: Instruction | None, lines: dict[str, set[int]]) -> str:
     return "other"
 
 
-def staged_registers(row: dict[str, str]) -> float:
-    """G of `registers_amd.loop_terms`: a wave's share of one K and one V tile, registers."""
+def row_terms(row: dict[str, str]) -> dict[str, float]:
+    """The terms of `registers_amd.loop_terms` for a row (G: a wave's share of one K and one V
+    tile at the head dims the loads read; S: the wave's scores), registers."""
     target = TARGETS[row["target"]].compiler_target()
     one = {k: np.array([int(row[k])]) for k in ("block_m", "block_n", "num_warps")}
     d = max(16, 1 << (int(row["head_dim"]) - 1).bit_length())
@@ -260,7 +267,7 @@ def staged_registers(row: dict[str, str]) -> float:
     stages = np.array([int(row["num_stages"])])
     loaded = int(row["head_dim"]) / d  # the staged tiles at the head dim the loads read
     terms = loop_terms(loop, target, one["num_warps"], stages, np.zeros(1, int), loaded)
-    return float(terms["G"][0])
+    return {k: float(v[0]) for k, v in terms.items()}
 
 
 def row_of(key: str) -> dict[str, str]:
@@ -302,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
             ]
     lines = source_lines()
     shares: dict[tuple[str, bool], list[float]] = {}
+    masked: dict[tuple[str, bool], list[float]] = {}
+    unmasked: dict[tuple[str, bool], list[float]] = {}
     with tempfile.TemporaryDirectory() as scratch:
         compiler = toolchain.Compiler(Path(scratch))
         for row in rows:
@@ -312,15 +321,21 @@ def main(argv: list[str] | None = None) -> int:
             found = peak(compiler.last_amdgcn, lines)
             parts = " ".join(f"{p} {v}" for p, v in found.parts.items())
             print(f"{row['key']}: {measured['total_vgprs']} allocated, {found.live} live: {parts}")
-            g = staged_registers(row)
-            if g > 0:
-                key = (row["target"], int(row["num_stages"]) > 1)
-                shares.setdefault(key, []).append(found.parts["staged"] / g)
+            terms = row_terms(row)
+            key = (row["target"], int(row["num_stages"]) > 1)
+            if terms["G"] > 0:
+                shares.setdefault(key, []).append(found.parts["staged"] / terms["G"])
+            masks = masked if row["causal"] == "1" else unmasked
+            masks.setdefault(key, []).append(found.parts["mask"] / terms["S"])
     if args.summary:
         for (target, pipelined), values in sorted(shares.items()):
+            causal = masked.get((target, pipelined), [0.0])
+            plain = unmasked.get((target, pipelined), [0.0])
             print(
                 f"{target} {'pipelined' if pipelined else 'one stage'}: {len(values)} rows, "
-                f"staged tiles live at the peak: median {statistics.median(values):.2f} of G"
+                f"staged tiles live at the peak: median {statistics.median(values):.2f} of G; "
+                f"the mask's indices: median {statistics.median(causal):.2f} of S causal "
+                f"({len(causal)} rows), {statistics.median(plain):.2f} not ({len(plain)} rows)"
             )
     return 0
 

@@ -57,9 +57,13 @@ RESTARTS = 64
 SEED = 26
 WINDOW = tuple(x / 8 for x in range(9))  # 0 to 1
 # t_1, t_2 are not searched: they are what the compiled code holds at its peak (the loop's most
-# live registers, read off the fit split's AMDGCN by `amd_peak.py`): on gfx942 both tiles from
-# the global load to the LDS store when pipelined, none at one stage; on gfx950 one of the two
-# at one stage, none with the asynchronous copies.
+# live registers, read off the fit split's AMDGCN by `amd_peak.py --split fit --summary`): on
+# gfx942 both tiles from the global load to the LDS store when pipelined, none at one stage; on
+# gfx950 none with the asynchronous copies, and at one stage one of the two (the V tile, its
+# global load issued ahead of the first dot) or none: 0.5 in 7 of the fit split's 13 uncapped
+# one-stage rows at head dims 128 and 256, 0 in all 17 at 64 and 96 (median of the 30: 0).
+# 0.5 is kept: the share where the tile is held, and cross-validation prefers it to 0 and to
+# 0.5 at head dims >= 128 only (docs/model.md 19.10, "The peak analysis corrected").
 STAGED = {"gfx942": (0.0, 1.0), "gfx950": (0.5, 0.0)}
 GRID: dict[str, tuple[float, ...]] = {
     "base": tuple(float(b) for b in range(0, 101, 2)),
