@@ -36,6 +36,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from configs import TARGETS, from_row
@@ -191,6 +192,12 @@ def predict(rows: Rows, live: np.ndarray, count: np.ndarray, mask: np.ndarray) -
     return np.where(spills, cap, counted)
 
 
+def _weighted(path: int, term: str) -> bool:
+    """Whether loop path `path` has a weight for `term` (a warpgroup path loads no A or B
+    fragments into registers)."""
+    return not (PATHS[path] == "warpgroup" and term in ("a_fragments", "b_fragments"))
+
+
 def descend(
     score: Callable[[np.ndarray], float],
     start: np.ndarray,
@@ -207,9 +214,7 @@ def descend(
     for _ in range(ROUNDS):
         for p in used:
             for j, term in enumerate(TERMS):
-                if PATHS[p] == "warpgroup" and term in ("a_fragments", "b_fragments"):
-                    continue
-                if term in excluded:
+                if not _weighted(p, term) or term in excluded:
                     continue
                 for value in GRID[term]:
                     trial = best.copy()
@@ -268,6 +273,21 @@ def heaviest_slot(rows: Rows, live: np.ndarray) -> np.ndarray:
     return np.argmax(np.array(values), axis=0)
 
 
+def _row_estimate(weights: dict[tuple[int, int], Any], rows: Rows, slot: int, i: int) -> Any:
+    """Row `i`'s estimate from its loop `slot` as a linear expression of the LP's `weights`
+    ((path, term index) -> variable): the base, each weighted term, and the accumulators and
+    the chain at weight 1."""
+    t = rows.terms[slot][i]
+    p = int(rows.paths[slot][i])
+    # t = accumulators, scores, chain, a, b, staging, addresses; TERMS[0] is the base
+    linear = weights[(p, 0)] + sum(
+        weights[(p, j)] * float(t[j + 1 if j >= 2 else j])
+        for j in range(1, len(TERMS))
+        if (p, j) in weights
+    )
+    return linear + float(t[0] + t[2])
+
+
 def fit_count(rows: Rows, live: np.ndarray, fit: np.ndarray, used: list[int]) -> np.ndarray:
     """The count's weights that minimise the sum of |count - ptxas| over the fit rows ptxas
     compiled without spilling, each row's count taken from its heaviest loop (`heaviest_slot`),
@@ -278,23 +298,15 @@ def fit_count(rows: Rows, live: np.ndarray, fit: np.ndarray, used: list[int]) ->
         (p, j): solver.NumVar(min(GRID[t]), max(GRID[t]), f"w{p}_{t}")
         for p in used
         for j, t in enumerate(TERMS)
-        if not (PATHS[p] == "warpgroup" and t in ("a_fragments", "b_fragments"))
+        if _weighted(p, t)
     }
     slot = heaviest_slot(rows, live)
     errors = []
     for i in np.flatnonzero(fit & ~rows.spills):
-        t = rows.terms[slot[i]][i]
-        p = int(rows.paths[slot[i]][i])
-        # t = accumulators, scores, chain, a, b, staging, addresses; TERMS[0] is the base
-        linear = weights[(p, 0)] + sum(
-            weights[(p, j)] * float(t[j + 1 if j >= 2 else j])
-            for j in range(1, len(TERMS))
-            if (p, j) in weights
-        )
-        fixed = float(t[0] + t[2])  # accumulators and chain count at weight 1
+        estimated = _row_estimate(weights, rows, int(slot[i]), i)
         e = solver.NumVar(0, solver.infinity(), f"e{i}")
-        solver.Add(e >= linear + fixed - float(rows.regs[i]))
-        solver.Add(e >= float(rows.regs[i]) - linear - fixed)
+        solver.Add(e >= estimated - float(rows.regs[i]))
+        solver.Add(e >= float(rows.regs[i]) - estimated)
         errors.append(e)
     return _solved(solver, errors, weights, "the count")
 
@@ -368,25 +380,18 @@ def fit_live_regression(
             (p, TERMS.index(t)): solver.NumVar(*PEAK_FREE_BOUNDS[t], f"w{p}_{t}")
             for p in used
             for t in free
-            if not (PATHS[p] == "warpgroup" and t in ("a_fragments", "b_fragments"))
+            if _weighted(p, t)
         }
         errors = []
         for i in np.flatnonzero(measured):
-            t = rows.terms[slots[i]][i]
-            p = int(rows.paths[slots[i]][i])
-            linear = weights[(p, 0)] + sum(
-                weights[(p, j)] * float(t[j + 1 if j >= 2 else j])
-                for j in range(1, len(TERMS))
-                if (p, j) in weights
-            )
-            fixed = float(t[0] + t[2])  # accumulators and chain at weight 1
+            estimated = _row_estimate(weights, rows, int(slots[i]), i)
             e = solver.NumVar(0, solver.infinity(), f"e{i}")
             if rows.spills[i]:
-                solver.Add(e >= float(rows.cap[i]) + 1.0 - linear - fixed)
+                solver.Add(e >= float(rows.cap[i]) + 1.0 - estimated)
             else:
                 target = float(rows.peak[i]) + margin
-                solver.Add(e >= linear + fixed - target)
-                solver.Add(e >= target - linear - fixed)
+                solver.Add(e >= estimated - target)
+                solver.Add(e >= target - estimated)
             errors.append(e)
         live = _solved(solver, errors, weights, "the live regression")
     return live
