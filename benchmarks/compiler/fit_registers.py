@@ -248,14 +248,11 @@ def fit_family(
 ) -> tuple[np.ndarray, np.ndarray]:
     fit = np.array([s == "fit" for s in rows.splits])
     used = sorted({int(p) for paths in rows.paths for p in paths[fit]})
-    measured = fit & ~rows.spills & ~np.isnan(rows.peak)
     if method == "agreement":
         live = fit_live_agreement(rows, fit, used, rng)
-    elif not measured.any():  # no peak measured for this family: today's live state stays
-        live = current_live(family_of(rows))
-    else:
-        margin = allocation_margin(rows, fit)
-        live = fit_live_regression(rows, fit, used, margin, current_live(family_of(rows)))
+    else:  # no peak measured near the cap for this family: today's live state stays
+        regressed = regressed_live(rows, fit, used)
+        live = current_live(family_of(rows)) if regressed is None else regressed[0]
     return live, fit_count(rows, live, fit, used)
 
 
@@ -346,10 +343,27 @@ def allocation_margin(rows: Rows, mask: np.ndarray) -> float:
     spilling (ptxas aligns 64- and 128-bit register tuples and keeps values of different live
     ranges apart, so a kernel that needs all of its cap has fewer values live at its peak
     instruction). A live estimate in peak units meets the cap that much early."""
-    near = mask & ~rows.spills & (rows.regs >= rows.cap - MARGIN_WINDOW) & ~np.isnan(rows.peak)
+    near = near_cap(rows, mask)
     if not near.any():
         raise ValueError("no measured row near its cap without spilling")
     return float(np.median(rows.regs[near] - rows.peak[near]))
+
+
+def near_cap(rows: Rows, mask: np.ndarray) -> np.ndarray:
+    """The `mask` rows with a measured peak that allocate within MARGIN_WINDOW of their cap
+    without spilling: the rows `allocation_margin` is measured on."""
+    return mask & ~rows.spills & (rows.regs >= rows.cap - MARGIN_WINDOW) & ~np.isnan(rows.peak)
+
+
+def regressed_live(
+    rows: Rows, mask: np.ndarray, used: list[int]
+) -> tuple[np.ndarray, float] | None:
+    """`fit_live_regression` on the `mask` rows and the margin it used, or None where none of
+    them is measured near its cap (the margin, and so the regression, is then undefined)."""
+    if not near_cap(rows, mask).any():
+        return None
+    margin = allocation_margin(rows, mask)
+    return fit_live_regression(rows, mask, used, margin, current_live(family_of(rows))), margin
 
 
 def fit_live_regression(
@@ -436,8 +450,11 @@ def cross_validate(
             if method == "agreement":
                 live = fit_live_agreement(rows, train, used, rng)
             else:
-                margin = allocation_margin(rows, train)
-                live = fit_live_regression(rows, train, used, margin, current_live(family_of(rows)))
+                regressed = regressed_live(rows, train, used)
+                if regressed is None:  # as fit_family: today's live state stays
+                    live, margin = current_live(family_of(rows)), 0.0
+                else:
+                    live, margin = regressed
                 clean = test & ~rows.spills & ~np.isnan(rows.peak)
                 if clean.any():
                     errors += list(np.abs(estimate(rows, live, clean) - rows.peak[clean] - margin))
@@ -594,8 +611,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.cross_validate:
         for family in sorted(groups):
-            for method in ("agreement", "regression"):
-                right, total, error = cross_validate(groups[family], method, args.cross_validate)
+            rows = groups[family]
+            methods: tuple[str, ...] = ("agreement", "regression")
+            if not near_cap(rows, np.array([s == "fit" for s in rows.splits])).any():
+                print(f"{family} regression: no fit row's peak measured near its cap")
+                methods = ("agreement",)
+            for method in methods:
+                right, total, error = cross_validate(rows, method, args.cross_validate)
                 detail = "" if error is None else f"; held-out peak error median {error:.1f}"
                 print(
                     f"{family} {method}: {right} of {total} spill verdicts right "
