@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, field_validator
 
 from .problem import AttentionProblem, SolveOptions
-from .schema_config import FROZEN_SCHEMA
+from .schema_config import FROZEN_SCHEMA, empty_list
 from .space import COMMON_FIELDS
 
 
@@ -167,10 +167,10 @@ class Infeasibility(BaseModel):
     nearest_relaxation: str
     relaxation: RelaxationStep | None = None
     padding: list[PaddingOption] = Field(
-        default_factory=list, description="with --require-divisible: padded lengths per tile"
+        default_factory=empty_list, description="with --require-divisible: padded lengths per tile"
     )
     divisible_lengths: list[DivisibleLength] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description="with --require-divisible: the nearest lengths below and above the request "
         "that a tile satisfying every other constraint divides",
     )
@@ -198,4 +198,4 @@ class SolveAnswer(BaseModel):
     catalog_version: str
     problem: AttentionProblem = Field(description="the problem, defaults resolved")
     options: SolveOptions
-    notes: list[str] = Field(default_factory=list, description="remarks on the whole answer")
+    notes: list[str] = Field(default_factory=empty_list, description="remarks on the whole answer")

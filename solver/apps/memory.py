@@ -74,7 +74,7 @@ from ..errors import FieldViolation, InvalidRequestError
 from ..hardware import CudaDevice, HardwareSpec, RocmDevice, get_hardware
 from ..problem import MAX_SEQ_LEN, AttentionProblem, DType, Phase, SolveOptions
 from ..registry import family_names, find_family, with_alternatives
-from ..schema_config import FROZEN_SCHEMA
+from ..schema_config import FROZEN_SCHEMA, empty_list
 from ..space import ConfigArrays, Param, ceil_div
 
 if TYPE_CHECKING:
@@ -157,7 +157,7 @@ class MemoryEstimate(BaseModel):
         description="why family_smem_bytes is None (None when it is given)"
     )
     family_resources: list[ResourceUse] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description="the family's use of each of its resources for this tile, with capacity and "
         "unit (Ascend: l1, l0a, l0b, l0c, ub, workspace), at family_parameters; empty when the "
         "family cannot run the problem",

@@ -44,7 +44,7 @@ from ..candidates import CandidateTable
 from ..errors import DeadlineExceededError, FieldViolation, InvalidRequestError, TilesolveError
 from ..hardware import CATALOG_VERSION, HardwareSpec
 from ..problem import MIN_TIME_LIMIT_S, AttentionProblem, ParamName, PinValue, SolveOptions
-from ..schema_config import FROZEN_SCHEMA
+from ..schema_config import FROZEN_SCHEMA, empty_list
 from ..solve import MODEL_VERSION, prepare, resolve_hardware
 from ..space import COMMON_FIELDS
 
@@ -102,7 +102,9 @@ class PortfolioRequest(BaseModel):
         description="resource name -> the most any assignment may use (the footprint)",
     )
     pinned: list[dict[ParamName, PinValue]] = Field(
-        default_factory=list, max_length=64, description="configurations that must be included"
+        default_factory=empty_list,
+        max_length=64,
+        description="configurations that must be included",
     )
     work_limit_s: float = Field(
         60.0,
@@ -260,7 +262,7 @@ class PortfolioAnswer(BaseModel):
         None, description="infeasible: the smallest K that meets the bound; null if none does"
     )
     unserved_problems: list[int] = Field(
-        default_factory=list, description="problems no allowed configuration serves at all"
+        default_factory=empty_list, description="problems no allowed configuration serves at all"
     )
     explanation: str = Field("", description="why it is infeasible, in words")
     candidate_configs: int = Field(description="distinct feasible configurations considered")
