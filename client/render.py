@@ -29,7 +29,7 @@ def table(
     shrink: int | frozenset[int] | None = None,
     max_width: int | None = None,
 ) -> list[str]:
-    """An aligned table: a header row, a rule, then each row on one line or more (rich).
+    """An aligned table: a header row, a rule, then each row on one line or more (`table_layout`).
 
     Columns in `right` are right-aligned (numbers). If the table is wider than `max_width`
     (default: the terminal's width, `terminal.width()`), column `shrink` (a free-text column,
