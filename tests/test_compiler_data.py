@@ -192,7 +192,12 @@ SHORT_TODAY: dict[tuple[str, str, str], str] = {
     # the mask's indices are a median 1.0 S pipelined and 0.34 S at one stage; c per stage
     # count gains in cross-validation, 11.9 -> 9.1 mean, but validation gives 11 and spills
     # 89%). Structures and constants the cross-validation cannot tell apart give validation
-    # medians of 8-11 and 8-12 (docs/model.md 19.10, "The peak analysis corrected")
+    # medians of 8-11 and 8-12 (docs/model.md 19.10, "The peak analysis corrected"). Third
+    # pass: held out, gfx942's pipelined kernels at loaded d 128/256 sit 13-20 above the
+    # estimate and those at d 64/96 5-6 below (fit_registers_amd.py --groups; masked loads at
+    # padded head dims become exec-masked branches the scheduler does not cross), and 10 of
+    # gfx950's 27 validation rows are top-5 tiles, its worst (19.10, "Where the validation
+    # medians come from")
     ("validation", "gfx942", "median_reg_error_at_most_8"): "issue 26",
     ("validation", "gfx950", "median_reg_error_at_most_8"): "issue 26",
 }

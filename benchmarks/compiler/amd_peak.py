@@ -23,12 +23,13 @@ fragmentation: tuples are allocated whole and aligned) and its parts:
 
 `--summary` prints, per target and stage group, the median share of the staged tiles (K and V,
 one of each, a wave's share: `registers_amd` G) live at the peak: what `fit_registers_amd.py`
-takes as t_1 and t_2; and the median share of the mask's indices in S, causal rows and the
-others apart (the causal mask's c). The control-flow graph takes every branch of a block: a
-loop's back edge is an `s_cbranch` before the block's closing `s_branch` out of the loop. A
-value copied (v_mov, v_accvgpr_read/write) counts as what its source is. The analysis is of the
-final code: a value whose register holds it over a partial-exec region is counted as live there
-too.
+takes as t_1 and t_2; the median share of the mask's indices in S, causal rows and the others
+apart (the causal mask's c); and, per stage group and head dim, the median share of each B
+operand live at the peak (K: all of K^T as a wave reads it; V: its columns of V). The
+control-flow graph takes every branch of a block: a loop's back edge is an `s_cbranch` before
+the block's closing `s_branch` out of the loop. A value copied (v_mov, v_accvgpr_read/write)
+counts as what its source is. The analysis is of the final code: a value whose register holds it
+over a partial-exec region is counted as live there too.
 """
 
 from __future__ import annotations
@@ -270,6 +271,15 @@ def row_terms(row: dict[str, str]) -> dict[str, float]:
     return {k: float(v[0]) for k, v in terms.items()}
 
 
+def window_terms(row: dict[str, str], terms: dict[str, float]) -> tuple[float, float]:
+    """(K, V) of a row, registers: the first dot's B operand as every wave reads it (all of K^T,
+    padded head dim x block_n) and the rest of `registers_amd`'s KV (a wave's columns of V)."""
+    d = max(16, 1 << (int(row["head_dim"]) - 1).bit_length())
+    elem_bytes = 1 if row["dtype"].startswith("fp8") else 2
+    k_term = d * int(row["block_n"]) * elem_bytes / 256
+    return k_term, terms["KV"] - k_term
+
+
 def row_of(key: str) -> dict[str, str]:
     target, kernel, d, dtype, c, tile, w, s = key.split("/")[:8]
     m, n = tile.split("x")
@@ -311,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     shares: dict[tuple[str, bool], list[float]] = {}
     masked: dict[tuple[str, bool], list[float]] = {}
     unmasked: dict[tuple[str, bool], list[float]] = {}
+    windows: dict[tuple[str, bool, int], list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory() as scratch:
         compiler = toolchain.Compiler(Path(scratch))
         for row in rows:
@@ -327,6 +338,10 @@ def main(argv: list[str] | None = None) -> int:
                 shares.setdefault(key, []).append(found.parts["staged"] / terms["G"])
             masks = masked if row["causal"] == "1" else unmasked
             masks.setdefault(key, []).append(found.parts["mask"] / terms["S"])
+            k_term, v_term = window_terms(row, terms)
+            windows.setdefault((*key, int(row["head_dim"])), []).append(
+                (found.parts["K"] / k_term, found.parts["V"] / v_term)
+            )
     if args.summary:
         for (target, pipelined), values in sorted(shares.items()):
             causal = masked.get((target, pipelined), [0.0])
@@ -336,6 +351,13 @@ def main(argv: list[str] | None = None) -> int:
                 f"staged tiles live at the peak: median {statistics.median(values):.2f} of G; "
                 f"the mask's indices: median {statistics.median(causal):.2f} of S causal "
                 f"({len(causal)} rows), {statistics.median(plain):.2f} not ({len(plain)} rows)"
+            )
+        for (target, pipelined, head_dim), found_windows in sorted(windows.items()):
+            print(
+                f"{target} {'pipelined' if pipelined else 'one stage'} head dim {head_dim}: "
+                f"{len(found_windows)} rows, the B operands' windows live at the peak: median "
+                f"{statistics.median(k for k, _ in found_windows):.2f} of K, "
+                f"{statistics.median(v for _, v in found_windows):.2f} of V"
             )
     return 0
 
