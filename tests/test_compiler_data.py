@@ -179,7 +179,10 @@ SHORT_TODAY: dict[tuple[str, str, str], str] = {
     # split or on fresh compiles, and moves 108 triton/flex picks to one stage: not kept.
     # Measured (16.11): ptxas's own demand (peak live + spilled registers) predicts 19 of 21 at
     # its best threshold, and a live estimate fitted to the peaks predicts fewer spills in
-    # cross-validation than today's; the check turns on ptxas's choices at its limit
+    # cross-validation than today's; the check turns on ptxas's choices at its limit. Tried
+    # again (16.11's last paragraph): the loop's program points (s1 against s2), a base of its
+    # own at the 16-warp 128-register cap, an exact fit with a margin; none gains beyond the
+    # fitting's own spread in cross-validation
     ("validation", "sm86", "spills_agree_90pct"): "issue 21",
     # issue 26: the AMD VGPR+AGPR estimate (triton_compiler/registers_amd.py) on the validation
     # split's 30 gfx942 and 27 gfx950 rows: median miss 11 and 10 (5-fold cross-validation
