@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 import toolchain
-from configs import TARGETS
+from configs import TARGETS, padded_head_dim
 
 from tilesolve.solver.families.triton_compiler.flash_loops import forward_kernel
 from tilesolve.solver.families.triton_compiler.registers_amd import loop_terms
@@ -263,7 +263,7 @@ def row_terms(row: dict[str, str]) -> dict[str, float]:
     tile at the head dims the loads read; S: the wave's scores), registers."""
     target = TARGETS[row["target"]].compiler_target()
     one = {k: np.array([int(row[k])]) for k in ("block_m", "block_n", "num_warps")}
-    d = max(16, 1 << (int(row["head_dim"]) - 1).bit_length())
+    d = padded_head_dim(int(row["head_dim"]))
     loop = forward_kernel(one["block_m"], one["block_n"], d, d, 2).loops[0]
     stages = np.array([int(row["num_stages"])])
     loaded = int(row["head_dim"]) / d  # the staged tiles at the head dim the loads read
@@ -274,7 +274,7 @@ def row_terms(row: dict[str, str]) -> dict[str, float]:
 def window_terms(row: dict[str, str], terms: dict[str, float]) -> tuple[float, float]:
     """(K, V) of a row, registers: the first dot's B operand as every wave reads it (all of K^T,
     padded head dim x block_n) and the rest of `registers_amd`'s KV (a wave's columns of V)."""
-    d = max(16, 1 << (int(row["head_dim"]) - 1).bit_length())
+    d = padded_head_dim(int(row["head_dim"]))
     elem_bytes = 1 if row["dtype"].startswith("fp8") else 2
     k_term = d * int(row["block_n"]) * elem_bytes / 256
     return k_term, terms["KV"] - k_term

@@ -45,6 +45,11 @@ TARGETS: dict[str, Target] = {
 }
 
 
+def padded_head_dim(head_dim: int) -> int:
+    """tl.arange needs a power of two >= 16: the head dim the kernel's tiles use."""
+    return max(16, 1 << (head_dim - 1).bit_length())
+
+
 @dataclass(frozen=True)
 class Variant:
     """The problem as the kernel sees it: head dim (before padding), dtype, causal mask."""
@@ -55,8 +60,8 @@ class Variant:
 
     @property
     def padded_head_dim(self) -> int:
-        """tl.arange needs a power of two >= 16: the head dim the kernel's tiles use."""
-        return max(16, 1 << (self.head_dim - 1).bit_length())
+        """The head dim the kernel's tiles use (`padded_head_dim`)."""
+        return padded_head_dim(self.head_dim)
 
 
 @dataclass(frozen=True)

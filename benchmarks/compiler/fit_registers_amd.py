@@ -40,7 +40,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
-from configs import TARGETS
+from configs import TARGETS, padded_head_dim
 
 from tilesolve.solver.families.triton_compiler.flash_loops import forward_kernel
 from tilesolve.solver.families.triton_compiler.registers_amd import (
@@ -83,10 +83,6 @@ GRID: dict[str, tuple[float, ...]] = {
 }
 
 
-def padded(head_dim: int) -> int:
-    return max(16, 1 << (head_dim - 1).bit_length())
-
-
 @dataclass(frozen=True)
 class Rows:
     """The terms of each row (causal and not apart), and what the compiler allocated."""
@@ -105,7 +101,7 @@ class Rows:
         terms: dict[str, list[float]] = {}
         for r in rows:
             one = {k: np.array([int(r[k])]) for k in ("block_m", "block_n", "num_warps")}
-            d = padded(int(r["head_dim"]))
+            d = padded_head_dim(int(r["head_dim"]))
             kernel = forward_kernel(one["block_m"], one["block_n"], d, d, 2)
             stages = np.array([int(r["num_stages"])])
             loaded = int(r["head_dim"]) / d  # the head dim the loads read, of the padded one
