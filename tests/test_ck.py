@@ -346,7 +346,8 @@ def test_the_row_reductions_cross_lanes_as_the_mfma_layout_spreads_a_row() -> No
     bm = np.array([128.0, 128.0, 64.0, 128.0])
     mfma = np.array([32.0, 16.0, 32.0, 32.0])
     warps = np.array([4.0, 4.0, 4.0, 2.0])
-    assert cross_lane_steps(bm, mfma, warps).tolist() == [8.0, 32.0, 4.0, 8.0]
+    lanes = get_hardware("mi300x").rocm.wavefront_lanes  # 64
+    assert cross_lane_steps(bm, mfma, warps, lanes).tolist() == [8.0, 32.0, 4.0, 8.0]
     table = _table("mi300x")
     ev_valu = table.perf.figures["valu_us"]
     cfg = table.cfg

@@ -113,7 +113,7 @@ def evaluate(ev: Evaluation) -> Perf:
     scores = bm * bn
     mfma = (2.0 * scores * d + 2.0 * scores * bn1) / (r_mfma * MFMA_SUSTAINED)
     shuffle = np.where(trload, 0.0, V_SHUFFLE_OPS) * bn * bn1
-    steps = cross_lane_steps(bm, cfg["mfma"].astype(np.float64), warps)
+    steps = cross_lane_steps(bm, cfg["mfma"].astype(np.float64), warps, rocm.wavefront_lanes)
     valu = (
         scores * SOFTMAX_VALU_OPS + bm * bn1 + shuffle + steps * rocm.wavefront_lanes
     ) / r_valu + scores / r_exp
@@ -150,11 +150,11 @@ def evaluate(ev: Evaluation) -> Perf:
     return rocm_perf(device, problem, it, warps, bm_i, bn_i, n_n1, grid, dram)
 
 
-def cross_lane_steps(bm: FloatArray, mfma: FloatArray, warps: FloatArray) -> FloatArray:
+def cross_lane_steps(bm: FloatArray, mfma: FloatArray, warps: FloatArray, lanes: int) -> FloatArray:
     """Wave-wide cross-lane steps a CK workgroup issues per iteration for the softmax's row max
     and row sum (docs/model.md 19.5): its w waves hold kM0 / w rows each, so 2 (kM0 / m)
-    log2(64 / m) (`rocm.schedule.row_reduction_steps`)."""
-    return row_reduction_steps(bm / warps, warps, mfma)
+    log2(lanes / m) for a wavefront of `lanes` (`rocm.schedule.row_reduction_steps`)."""
+    return row_reduction_steps(bm / warps, warps, mfma, lanes)
 
 
 def single_buffer_wait(

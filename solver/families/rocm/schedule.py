@@ -57,7 +57,6 @@ ROW_REDUCTIONS = 2.0
 # Bytes a lane one cross-lane shuffle moves through the LDS unit (ds_bpermute_b32 /
 # ds_swizzle_b32: a dword a lane).
 SHUFFLE_BYTES_PER_LANE = 4.0
-WAVE_LANES = 64  # the wavefront of CDNA3/CDNA4 (the catalog's wavefront_lanes)
 # Cost of one workgroup barrier (s_waitcnt lgkmcnt(0) + s_barrier), cycles (estimate).
 BARRIER_CYCLES = 64.0
 L2_LATENCY_CYCLES = 500.0  # an L2 hit's latency, cycles (estimate; no AMD figure retrieved)
@@ -109,15 +108,15 @@ def independent_streams(device: RocmDevice, warps: FloatArray, r: FloatArray) ->
 
 
 def row_reduction_steps(
-    rows_per_wave: FloatArray, warps: FloatArray, mfma: FloatArray
+    rows_per_wave: FloatArray, warps: FloatArray, mfma: FloatArray, lanes: int
 ) -> FloatArray:
     """Wave-wide cross-lane shuffle steps a workgroup issues per iteration for the softmax's row
     max and row sum (docs/model.md 19.5): in the MFMA's transposed result layout (CK's gemm0,
-    Triton's chained dots) a row of an m x m tile lies in 64 / m lanes (2 for 32x32, 4 for
-    16x16), so each of the rows_per_wave / m rows a lane holds takes log2(64 / m) shuffle stages
-    per reduction, each one shuffle through the LDS unit and one VALU op of the whole wave:
-    2 w (rows_per_wave / m) log2(64 / m)."""
-    return np.asarray(ROW_REDUCTIONS * warps * rows_per_wave / mfma * np.log2(WAVE_LANES / mfma))
+    Triton's chained dots) a row of an m x m tile lies in lanes / m lanes of the wavefront (64
+    lanes on CDNA3/CDNA4: 2 for 32x32, 4 for 16x16), so each of the rows_per_wave / m rows a
+    lane holds takes log2(lanes / m) shuffle stages per reduction, each one shuffle through the
+    LDS unit and one VALU op of the whole wave: 2 w (rows_per_wave / m) log2(lanes / m)."""
+    return np.asarray(ROW_REDUCTIONS * warps * rows_per_wave / mfma * np.log2(lanes / mfma))
 
 
 def cu_round(device: RocmDevice, it: Iteration, warps: FloatArray, r: FloatArray) -> FloatArray:

@@ -377,7 +377,8 @@ def evaluate(
     # the row max and sum across the lanes of the chained dots' transposed MFMA layout: a wave
     # holds max(bm / w, m) rows of S (waves past bm / m hold copies; docs/model.md 19.5, 19.10)
     edge = cfg["matrix_instr_nonkdim"].astype(np.float64)
-    shuffles = row_reduction_steps(np.maximum(bm / warps, edge), warps, edge) * AMD_LANES
+    lanes = rocm.wavefront_lanes
+    shuffles = row_reduction_steps(np.maximum(bm / warps, edge), warps, edge, lanes) * lanes
     valu = (
         scores * (SOFTMAX_VALU_OPS + score_ops) + bm * dv + shuffles
     ) / rates.valu + scores / rates.exp
