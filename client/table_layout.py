@@ -52,7 +52,7 @@ def narrowed_widths(
     widths = list(natural)
     excess = table_width(widths) - width
     while excess > 0:
-        movable = [i for i in sorted(wrap) if widths[i] > floors[i]]
+        movable = [i for i in wrap if widths[i] > floors[i]]
         if not movable:
             break
         widest = max(movable, key=lambda i: (widths[i], -i))
