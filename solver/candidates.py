@@ -4,6 +4,7 @@ constraint results and objective key. Both engines read the same table.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -80,10 +81,32 @@ class CandidateTable(Evaluation):
 def tie_break_order(keys: Sequence[IntArray], n: int) -> IntArray:
     """Position of each configuration in the fixed total order for equal times: by `keys`,
     most significant first (smaller first), then enumeration order."""
-    order = np.lexsort([*reversed(keys), *([] if keys else [np.arange(n)])])
+    order = _combined_order(keys, n)
+    if order is None:
+        order = np.lexsort([*reversed(keys), *([] if keys else [np.arange(n)])])
     position = np.empty(n, dtype=np.int64)
     position[order] = np.arange(n, dtype=np.int64)
     return position
+
+
+def _combined_order(keys: Sequence[IntArray], n: int) -> IntArray | None:
+    """`np.lexsort`'s order of `keys` and then the enumeration order, from one argsort of a
+    single int64 key (each key offset to start at 0, packed in mixed radix, most significant
+    first, the enumeration index last, so that no two packed keys are equal): several times
+    faster than a lexsort over tens of thousands of configurations. None where a key is not an
+    integer column or the packed key would not fit in 62 bits."""
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    if not all(np.issubdtype(np.asarray(k).dtype, np.integer) for k in keys):
+        return None
+    offsets = [int(k.min()) for k in keys]
+    spans = [int(k.max()) - low + 1 for k, low in zip(keys, offsets, strict=True)]
+    if math.prod(spans) * n >= 1 << 62:
+        return None
+    packed = np.zeros(n, dtype=np.int64)
+    for key, low, span in zip(keys, offsets, spans, strict=True):
+        packed = packed * span + (np.asarray(key, dtype=np.int64) - low)
+    return np.asarray(np.argsort(packed * n + np.arange(n, dtype=np.int64)), dtype=np.int64)
 
 
 def ordered_constraints(

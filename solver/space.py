@@ -10,6 +10,7 @@ no change outside its own module.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, overload
@@ -36,6 +37,14 @@ def ceil_div(x: int, y: IntArray) -> IntArray: ...
 def ceil_div(x: Any, y: Any) -> Any:
     """Integer ceiling division: of ints, or elementwise of int64 arrays."""
     return -(-x // y)
+
+
+def align_up(x: IntArray, align: int) -> IntArray:
+    """Each value rounded up to a multiple of `align`, a power of two: a bit mask, a few times
+    faster than `ceil_div(x, align) * align` over tens of thousands of configurations."""
+    if align <= 0 or align & (align - 1):
+        raise ValueError(f"align_up: {align} is not a power of two")
+    return np.asarray((x + (align - 1)) & -align, dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -83,7 +92,7 @@ class Config:
 class ConfigArrays:
     """N configurations as one int64 column per parameter, in the space's fixed order."""
 
-    def __init__(self, columns: Mapping[str, IntArray]):
+    def __init__(self, columns: Mapping[str, IntArray], product_of: tuple[Param, ...] = ()):
         lengths = {len(v) for v in columns.values()}
         if len(lengths) > 1:
             raise ValueError("parameter columns must have equal lengths")
@@ -91,6 +100,8 @@ class ConfigArrays:
             k: np.asarray(v, dtype=np.int64) for k, v in columns.items()
         }
         self._len = lengths.pop() if lengths else 0
+        # the parameters whose whole product these columns are (set by `product` only)
+        self.product_of = product_of
 
     @classmethod
     def product(cls, params: Iterable[Param]) -> ConfigArrays:
@@ -98,9 +109,17 @@ class ConfigArrays:
         params = list(params)
         if not params:
             return cls({})
-        # numpy's "ij" grid in C order is itertools.product's order: the last varies fastest
-        grids = np.meshgrid(*(np.asarray(p.domain, dtype=np.int64) for p in params), indexing="ij")
-        return cls({p.name: grid.reshape(-1) for p, grid in zip(params, grids, strict=True)})
+        # itertools.product's order, the last varying fastest: each value of a domain repeated
+        # once per combination of the later domains, that run tiled once per combination of
+        # the earlier ones
+        total = math.prod(len(p.domain) for p in params)
+        columns = {}
+        later = total
+        for p in params:
+            later //= len(p.domain)
+            run = np.repeat(np.asarray(p.domain, dtype=np.int64), later)
+            columns[p.name] = np.tile(run, total // len(run))
+        return cls(columns, tuple(params))
 
     @classmethod
     def from_configs(cls, names: Iterable[str], configs: list[Config]) -> ConfigArrays:
@@ -155,6 +174,22 @@ class ConfigArrays:
             hit &= self.columns[name] == value
         found = np.flatnonzero(hit)
         return int(found[0]) if len(found) else None
+
+    def leading(self, trailing: Iterable[str]) -> tuple[ConfigArrays, IntArray] | None:
+        """For the whole product of some parameters (`product`) whose last ones are `trailing`:
+        the product of the others and, for each configuration here, the index of its own in
+        that smaller product. A quantity that does not read the trailing columns can then be
+        derived once per configuration of the smaller product and taken at those indices.
+        None for any other set of configurations."""
+        names = set(trailing)
+        count = len(names)
+        if not 0 < count < len(self.product_of):
+            return None
+        if {p.name for p in self.product_of[-count:]} != names:
+            return None
+        lead = ConfigArrays.product(self.product_of[:-count])
+        repeat = len(self) // len(lead)
+        return lead, np.repeat(np.arange(len(lead), dtype=np.int64), repeat)
 
     def take(self, indices: IntArray) -> ConfigArrays:
         """The configurations at `indices`, in that order."""

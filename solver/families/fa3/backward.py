@@ -190,7 +190,7 @@ class Fa3Backward(CudaBackwardFamily):
         legal = np.flatnonzero(structure.ok)
         sub = cfg.take(legal)
         perf = _scatter(
-            backward_perf(device, problem, sub, backward_structure(sub, d), d), legal, len(cfg)
+            backward_perf(device, problem, sub, structure.take(legal), d), legal, len(cfg)
         )
         fits = backward_fits(base, options, self.max_spill_regs)
         rank = inner_rank(cfg, self.inner_params, options, structure.ok, fits, perf.time_us)

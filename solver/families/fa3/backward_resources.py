@@ -17,7 +17,7 @@ import numpy as np
 
 from ...constraints import Constraint, ConstraintKind, Rule
 from ...family import CapacityUse
-from ...space import BoolArray, ConfigArrays, IntArray, ceil_div
+from ...space import BoolArray, ConfigArrays, IntArray, align_up, ceil_div
 from ..cuda.backward import BackwardResources
 from .backward_shape import (
     SHAPE_RULE,
@@ -57,9 +57,10 @@ BARRIER_BYTES = 8
 PIPELINE_SLOT_BYTES = 16
 
 
-def _place(offset: IntArray, size: IntArray, align: IntArray | int) -> IntArray:
-    """The end of a buffer of `size` bytes placed after `offset` at the given alignment."""
-    return np.asarray(ceil_div(offset, align) * align + size, dtype=np.int64)
+def _place(offset: IntArray, size: IntArray, align: int) -> IntArray:
+    """The end of a buffer of `size` bytes placed after `offset` at the given alignment (a
+    power of two, bytes)."""
+    return np.asarray(align_up(offset, align) + size, dtype=np.int64)
 
 
 @dataclass(frozen=True)

@@ -185,6 +185,10 @@ class GemmLayout:
     wg_n: IntArray
     ok: BoolArray
 
+    def take(self, rows: IntArray) -> GemmLayout:
+        """The layouts of the candidates at `rows`, in that order."""
+        return GemmLayout(self.wg_m[rows], self.wg_n[rows], self.ok[rows])
+
 
 def gemm_layout(m: IntArray | int, n: IntArray | int, wg_m: IntArray, wg_n: IntArray) -> GemmLayout:
     """A wgmma tiling of an M x N result: M a multiple of 64 per warpgroup along it, and each
@@ -219,10 +223,42 @@ class BackwardStructure:
     sliced: BoolArray  # Slice_dQKV_Mma: dQ (and dK/dV) issued in two halves
     ok: BoolArray  # every rule holds
 
+    def take(self, rows: IntArray) -> BackwardStructure:
+        """The structure of the candidates at `rows`, in that order (what
+        `backward_structure` gives for `cfg.take(rows)`, without deriving it again)."""
+        return BackwardStructure(
+            warpgroups=self.warpgroups[rows],
+            atom_sdp=self.atom_sdp[rows],
+            atom_dkv=self.atom_dkv[rows],
+            atom_dq=self.atom_dq[rows],
+            sdp=self.sdp.take(rows),
+            dkv=self.dkv.take(rows),
+            dq=self.dq.take(rows),
+            mma_dkv_rs=self.mma_dkv_rs[rows],
+            mma_dq_rs=self.mma_dq_rs[rows],
+            dq_through_smem=self.dq_through_smem,
+            sliced=self.sliced[rows],
+            ok=self.ok[rows],
+        )
+
+
+# The parameters the structure does not read (the last ones the family declares).
+STAGE_PARAMS = ("stages_do", "stages_ds")
+
 
 def backward_structure(cfg: ConfigArrays, head_dim: int) -> BackwardStructure:
     """FA3's layouts, its derived RS choices and its rules for every candidate
-    (mainloop_bwd_sm90_tma_gmma_ws.hpp lines 72-134, 264-267)."""
+    (mainloop_bwd_sm90_tma_gmma_ws.hpp lines 72-134, 264-267). Over the family's whole
+    space, derived once per choice of the parameters before the stages (a quarter of it)."""
+    reduced = cfg.leading(STAGE_PARAMS)
+    if reduced is None:
+        return _derive_structure(cfg, head_dim)
+    lead, rows = reduced
+    return _derive_structure(lead, head_dim).take(rows)
+
+
+def _derive_structure(cfg: ConfigArrays, head_dim: int) -> BackwardStructure:
+    """`backward_structure` of each configuration."""
     w = cfg["num_warps"] // WARPS_PER_WARPGROUP - 1
     bm, bn = cfg["block_m"], cfg["block_n"]
     sdp_swap = cfg["sdp_swap_ab"] == 1
