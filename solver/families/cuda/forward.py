@@ -363,9 +363,22 @@ class FlashForwardFamily(CudaFamily):
         configs: list[Config],
     ) -> list[list[str]]:
         """`check` of each configuration, the CUDA rules evaluated once over all of them
-        (`cuda_checks`), unless a subclass states more rules in its own `check`."""
+        (`forward_checks`), unless a subclass states more rules in its own `check`."""
         if type(self).check is not FlashForwardFamily.check or not configs:
             return super().check_all(hardware, problem, options, configs)
+        return self.forward_checks(hardware, problem, options, configs)
+
+    def forward_checks(
+        self,
+        hardware: HardwareSpec,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        configs: list[Config],
+    ) -> list[list[str]]:
+        """What `FlashForwardFamily.check` says of each of `configs`, the CUDA rules evaluated
+        once over all of them (`cuda_checks`)."""
+        if not configs:
+            return []
         out = []
         for config, found in zip(
             configs, self.cuda_checks(hardware, problem, options, configs), strict=True

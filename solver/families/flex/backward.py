@@ -128,3 +128,21 @@ class FlexAttentionBackward(FlexTemplateRules, TritonBackwardFamily):
             *sparse_block_problems(size, config.as_dict(), BACKWARD_TILES),
             *super().check(hardware, problem, options, config),
         ]
+
+    def check_all(
+        self,
+        hardware: HardwareSpec,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        configs: list[Config],
+    ) -> list[list[str]]:
+        """`check` of each configuration: the block mask's rules one by one, the backward rules
+        and the inner choice once over all of them (`backward_checks`)."""
+        if type(self).check is not FlexAttentionBackward.check:
+            return super().check_all(hardware, problem, options, configs)
+        size = sparse_block_size(options)
+        rules = self.backward_checks(hardware, problem, options, configs)
+        return [
+            [*sparse_block_problems(size, config.as_dict(), BACKWARD_TILES), *found]
+            for config, found in zip(configs, rules, strict=True)
+        ]

@@ -149,3 +149,21 @@ class FlexAttention(FlexTemplateRules, TritonForwardFamily):
             *sparse_block_problems(size, config.as_dict(), self.mask_tiles),
             *super().check(hardware, problem, options, config),
         ]
+
+    def check_all(
+        self,
+        hardware: HardwareSpec,
+        problem: AttentionProblem,
+        options: SolveOptions,
+        configs: list[Config],
+    ) -> list[list[str]]:
+        """`check` of each configuration: the block mask's rules one by one, the CUDA rules
+        once over all of them (`forward_checks`)."""
+        if type(self).check is not FlexAttention.check:
+            return super().check_all(hardware, problem, options, configs)
+        size = sparse_block_size(options)
+        rules = self.forward_checks(hardware, problem, options, configs)
+        return [
+            [*sparse_block_problems(size, config.as_dict(), self.mask_tiles), *found]
+            for config, found in zip(configs, rules, strict=True)
+        ]
