@@ -53,6 +53,10 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from callgrind import instructions
+
 QUESTION = ["solve", "--hardware", "a100", "--head-dim", "128", "--seq-len", "4096"]
 TARGETS = {"first": 2.5, "repeated": 1.5}
 PACKAGES = ("tilesolve", "tilesolve.solver", "tilesolve.client", "tilesolve.server")
@@ -165,29 +169,13 @@ def import_breakdown(runs: int) -> None:
     print(f"  {rest:7.1f} ms  (packages under 0.5 ms each)")
 
 
-def _instructions(argv: list[str], env: dict[str, str]) -> int:
-    """Instructions `argv` executes, counted by callgrind (all threads)."""
-    done = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
-        env=env,
-        check=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    for line in done.stderr.splitlines():
-        if "Collected :" in line:
-            return int(line.rsplit(":", 1)[1].strip())
-    raise RuntimeError("callgrind reported no instruction count")
-
-
 def instruction_counts() -> dict[str, int]:
     """The baseline's and a first question's instruction counts (`--instructions`)."""
     with tempfile.TemporaryDirectory() as cache:
         env = os.environ | {"XDG_CACHE_HOME": cache}
         return {
-            "baseline": _instructions([sys.executable, "-c", "import numpy, pydantic"], env),
-            "first": _instructions([*_cli(), *QUESTION], env),
+            "baseline": instructions([sys.executable, "-c", "import numpy, pydantic"], env),
+            "first": instructions([*_cli(), *QUESTION], env),
         }
 
 

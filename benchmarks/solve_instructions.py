@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import solve_latency as latency
+from callgrind import instructions
 
 import tilesolve.solver
 
@@ -59,26 +59,7 @@ def solve_block(name: str, count: int) -> None:
 
 def counted(name: str, count: int) -> int:
     """Instructions of a run of this script that solves `count` problems after the warm-up."""
-    done = subprocess.run(
-        [
-            "valgrind",
-            "--tool=callgrind",
-            "--callgrind-out-file=/dev/null",
-            sys.executable,
-            __file__,
-            name,
-            "--solve",
-            str(count),
-        ],
-        check=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    for line in done.stderr.splitlines():
-        if "Collected :" in line:
-            return int(line.rsplit(":", 1)[1].strip())
-    raise RuntimeError(f"callgrind reported no instruction count:\n{done.stderr[-2000:]}")
+    return instructions([sys.executable, __file__, name, "--solve", str(count)])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,7 +29,7 @@ from ..triton_cuda.backward import TritonBackwardFamily
 from .backward_cost import BACKWARD_TILES, flex_backward_perf
 from .mask import sparse_block_size
 from .precision import dots_on_fma, precision_params, requested_precision
-from .sparse import SparseBlocks, sparse_block_problems
+from .sparse import SparseBlocks, sparse_block_problems, with_block_mask_rules
 from .template import FlexTemplateRules, flex_violations
 
 WARPS = pow2_range(2, 8)
@@ -140,9 +140,5 @@ class FlexAttentionBackward(FlexTemplateRules, TritonBackwardFamily):
         and the inner choice once over all of them (`backward_checks`)."""
         if type(self).check is not FlexAttentionBackward.check:
             return super().check_all(hardware, problem, options, configs)
-        size = sparse_block_size(options)
         rules = self.backward_checks(hardware, problem, options, configs)
-        return [
-            [*sparse_block_problems(size, config.as_dict(), BACKWARD_TILES), *found]
-            for config, found in zip(configs, rules, strict=True)
-        ]
+        return with_block_mask_rules(options, configs, BACKWARD_TILES, rules)

@@ -39,7 +39,7 @@ from .precision import (
     precision_params,
     requested_precision,
 )
-from .sparse import SparseBlocks, sparse_block_problems
+from .sparse import SparseBlocks, sparse_block_problems, with_block_mask_rules
 from .template import FlexTemplateRules, flex_violations
 
 if TYPE_CHECKING:
@@ -161,9 +161,5 @@ class FlexAttention(FlexTemplateRules, TritonForwardFamily):
         once over all of them (`forward_checks`)."""
         if type(self).check is not FlexAttention.check:
             return super().check_all(hardware, problem, options, configs)
-        size = sparse_block_size(options)
         rules = self.forward_checks(hardware, problem, options, configs)
-        return [
-            [*sparse_block_problems(size, config.as_dict(), self.mask_tiles), *found]
-            for config, found in zip(configs, rules, strict=True)
-        ]
+        return with_block_mask_rules(options, configs, self.mask_tiles, rules)

@@ -30,7 +30,7 @@ from ..triton_compiler.loops import AttentionKernel
 from ..triton_rocm.forward import TritonRocmForward
 from .forward import FORWARD_TILES, FlexAttention
 from .mask import block_mask_line, iterations_for, sparse_block_size
-from .sparse import SparseBlocks, sparse_block_problems
+from .sparse import SparseBlocks, sparse_block_problems, with_block_mask_rules
 from .template import MAX_HEAD_DIM, MIN_HEAD_DIM, flex_head_dims, mask_option_violations
 
 if TYPE_CHECKING:
@@ -147,12 +147,8 @@ class FlexRocm(TritonRocmForward):
         options: SolveOptions,
         configs: list[Config],
     ) -> list[list[str]]:
-        size = sparse_block_size(options)
-        rest = super().check_all(hardware, problem, options, configs)
-        return [
-            [*sparse_block_problems(size, c.as_dict(), self.mask_tiles), *found]
-            for c, found in zip(configs, rest, strict=True)
-        ]
+        rules = super().check_all(hardware, problem, options, configs)
+        return with_block_mask_rules(options, configs, self.mask_tiles, rules)
 
 
 class FlexForward(ByDevice):

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...constraints import Constraint, ConstraintKind, Rule
-from ...space import IntArray
+from ...problem import SolveOptions
+from ...space import Config, IntArray
 from .mask import sparse_block_size
 
 if TYPE_CHECKING:
@@ -50,4 +51,19 @@ def sparse_block_problems(size: int, fields: dict[str, int], tiles: tuple[str, .
         f"sparse_block: {tile} {fields[tile]} does not divide the block size {size}"
         for tile in tiles
         if size % fields[tile]
+    ]
+
+
+def with_block_mask_rules(
+    options: SolveOptions,
+    configs: list[Config],
+    tiles: tuple[str, ...],
+    rules: list[list[str]],
+) -> list[list[str]]:
+    """Each configuration's block-mask rules (`sparse_block_problems`), then the family's other
+    rules found for it (`rules`, one list per configuration): a flex template's `check_all`."""
+    size = sparse_block_size(options)
+    return [
+        [*sparse_block_problems(size, config.as_dict(), tiles), *found]
+        for config, found in zip(configs, rules, strict=True)
     ]
