@@ -351,7 +351,10 @@ def split_kv_perf(
     splits = cfg["num_splits"] if "num_splits" in cfg else np.ones(n, dtype=np.int64)
     pack = cfg["pack_gqa"] if "pack_gqa" in cfg else np.zeros(n, dtype=np.int64)
     parts: list[tuple[IntArray, Perf]] = []
-    for s, p in sorted({(int(a), int(b)) for a, b in zip(splits, pack, strict=True)}):
+    # the (num_splits, pack_gqa) groups in increasing order, from one key per configuration
+    radix = int(pack.max(initial=0)) + 1
+    for key in np.unique(splits * radix + pack).tolist():
+        s, p = divmod(key, radix)
         indices = np.flatnonzero((splits == s) & (pack == p))
         parts.append((indices, forward(split_problem(problem, s, bool(p)), indices)))
     base = gather_perf(parts, n)
@@ -382,14 +385,11 @@ def split_kv_perf(
     keys = ceil_div(visible_keys(problem), splits)
     computed_pairs = (heads * splits * ceil_div(rows, bm) * bm) * (ceil_div(keys, bn) * bn)
     per_head = computed_pairs.astype(np.float64) / (problem.batch * problem.heads)
-    bottleneck = []
-    for i in range(n):
-        if combine.time_us[i] > 0.5 * time_us[i]:
-            bottleneck.append("split-KV combine")
-        elif busy[i] < 1.0 and busy_bound_us[i] >= computed_us[i]:
-            bottleneck.append("HBM bandwidth of the busy SMs (too few blocks)")
-        else:
-            bottleneck.append(base.bottleneck[i])
+    words = np.array(base.bottleneck, dtype=object)
+    busy_bound = (busy < 1.0) & (busy_bound_us >= computed_us)
+    words[busy_bound] = "HBM bandwidth of the busy SMs (too few blocks)"
+    words[combine.time_us > 0.5 * time_us] = "split-KV combine"
+    bottleneck = list(words.tolist())
     figures = dict(base.figures)
     figures.update(
         main_kernel_us=main_us,

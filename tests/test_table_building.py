@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import fields
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
 
 from tilesolve.solver.candidates import _combined_order, tie_break_order
+from tilesolve.solver.families.ascend.cost import _bottlenecks as ascend_bottlenecks
 from tilesolve.solver.families.cuda.backward import inner_rank
 from tilesolve.solver.families.fa3.backward_shape import (
     STAGE_PARAMS,
@@ -20,6 +22,7 @@ from tilesolve.solver.families.fa3.backward_shape import (
     backward_params,
     backward_structure,
 )
+from tilesolve.solver.families.fa3.cost import _bottlenecks as fa3_bottlenecks
 from tilesolve.solver.problem import SolveOptions
 from tilesolve.solver.space import ConfigArrays, Param, align_up, ceil_div
 
@@ -161,3 +164,84 @@ def test_fa3_backward_structure_over_its_space_is_the_rowwise_derivation(head_di
     taken, derived = plain.take(rows), _derive_structure(cfg.take(rows), head_dim)
     assert np.array_equal(taken.ok, derived.ok)
     assert np.array_equal(taken.dkv.wg_n, derived.dkv.wg_n)
+
+
+def _grid(rng: np.random.Generator, n: int, scale: float = 1.0) -> Any:
+    """Values on a coarse grid, so that the comparisons meet ties and near-ties."""
+    return np.round(rng.random(n) * 8.0) * scale
+
+
+def test_fa3_bottleneck_words_are_the_first_rule_that_holds() -> None:
+    rng = np.random.default_rng(21)
+    n = 3000
+    tensor, softmax, fixed = _grid(rng, n), _grid(rng, n), _grid(rng, n)
+    smem, core = _grid(rng, n), _grid(rng, n)
+    rounds, compute, cycles = _grid(rng, n), _grid(rng, n), _grid(rng, n) + 1.0
+    dram, waves = _grid(rng, n), _grid(rng, n, 0.125)
+    got = fa3_bottlenecks(tensor, softmax, fixed, smem, core, rounds, compute, cycles, dram, waves)
+    names = (
+        "tensor cores (wgmma)",
+        "softmax exp (SFU) not hidden by the GEMMs",
+        "per-iteration overhead",
+    )
+    expected = []
+    for i in range(n):
+        if dram[i] >= cycles[i] * 0.999:
+            expected.append("HBM bandwidth")
+        elif waves[i] < 0.5:
+            expected.append("too few query tiles to fill the SMs")
+        elif rounds[i] > compute[i] * 1.0001:
+            expected.append("K/V load latency")
+        elif smem[i] > core[i]:
+            expected.append("shared-memory bandwidth")
+        else:
+            expected.append(names[int(np.argmax([tensor[i], softmax[i], fixed[i]]))])
+    assert got == expected
+    assert len(set(got)) == 7  # every rule was reached
+
+
+def test_ascend_bottleneck_words_are_the_first_rule_that_holds() -> None:
+    rng = np.random.default_rng(22)
+    n = 4000
+    rd = SimpleNamespace(
+        **{f: _grid(rng, n) for f in ("cube", "mte2", "mte1", "fix", "vload", "vec", "vstore")},
+        aic=_grid(rng, n),
+        aiv=_grid(rng, n),
+        chain=_grid(rng, n, 2.0),
+        l2_bytes=_grid(rng, n),
+    )
+    rates = SimpleNamespace(l2_total=2.0)
+    period, stages = _grid(rng, n) + 1.0, rng.integers(1, 4, n).astype(np.float64)
+    active, kernel, dram = _grid(rng, n, 0.25), _grid(rng, n) + 1.0, _grid(rng, n)
+    waves = _grid(rng, n, 0.125)
+    got = ascend_bottlenecks(rd, period, stages, active, rates, kernel, dram, waves)  # type: ignore[arg-type]
+    aic_names = (
+        "MTE2 loads into L1 (K, V, P)",
+        "MTE1 (L1 -> L0A/L0B)",
+        "cube unit",
+        "FIXPIPE (S and O out of L0C)",
+    )
+    aiv_names = ("vector loads (S, O into UB)", "vector unit (softmax)", "vector stores (P)")
+    expected = []
+    for i in range(n):
+        l2 = rd.l2_bytes[i] * active[i] / rates.l2_total
+        if dram[i] >= kernel[i] * 0.999:
+            expected.append("HBM bandwidth")
+        elif waves[i] < 0.5:
+            expected.append("too few blocks to fill the AI cores")
+        elif stages[i] < 2:
+            expected.append("no pipelining (single-buffered): cube and vector wait on each other")
+        elif l2 >= period[i] * 0.999:
+            expected.append("L2 bandwidth (the cube-vector exchange)")
+        elif rd.chain[i] / stages[i] >= period[i] * 0.999 and rd.chain[i] / stages[i] > max(
+            rd.aic[i], rd.aiv[i]
+        ):
+            expected.append("cube-vector hand-off latency")
+        elif rd.aic[i] >= rd.aiv[i]:
+            pipes = [rd.mte2[i], rd.mte1[i], rd.cube[i], rd.fix[i]]
+            expected.append(aic_names[int(np.argmax(pipes))])
+        else:
+            pipes = [rd.vload[i], rd.vec[i], rd.vstore[i]]
+            expected.append(aiv_names[int(np.argmax(pipes))])
+    assert got == expected
+    assert len(set(got)) >= 10

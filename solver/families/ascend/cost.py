@@ -386,25 +386,33 @@ def _bottlenecks(
     aic_pipe = np.stack([rd.mte2, rd.mte1, rd.cube, rd.fix]).argmax(axis=0)
     aiv_pipe = np.stack([rd.vload, rd.vec, rd.vstore]).argmax(axis=0)
     l2 = rd.l2_bytes * active / r.l2_total
-    out = []
-    for i in range(len(period)):
-        if dram_ns[i] >= kernel_ns[i] * 0.999:
-            out.append("HBM bandwidth")
-        elif waves[i] < 0.5:
-            out.append("too few blocks to fill the AI cores")
-        elif stages[i] < 2:
-            out.append("no pipelining (single-buffered): cube and vector wait on each other")
-        elif l2[i] >= period[i] * 0.999:
-            out.append("L2 bandwidth (the cube-vector exchange)")
-        elif rd.chain[i] / stages[i] >= period[i] * 0.999 and rd.chain[i] / stages[i] > max(
-            rd.aic[i], rd.aiv[i]
-        ):
-            out.append("cube-vector hand-off latency")
-        elif rd.aic[i] >= rd.aiv[i]:
-            out.append(names_aic[int(aic_pipe[i])])
-        else:
-            out.append(names_aiv[int(aiv_pipe[i])])
-    return out
+    hand_off = rd.chain / np.maximum(stages, 1)  # read only where stages >= 2
+    a, v = len(names_aic), len(names_aiv)
+    words = np.array(
+        [
+            *names_aic,
+            *names_aiv,
+            "HBM bandwidth",
+            "too few blocks to fill the AI cores",
+            "no pipelining (single-buffered): cube and vector wait on each other",
+            "L2 bandwidth (the cube-vector exchange)",
+            "cube-vector hand-off latency",
+        ]
+    )
+    # the first that holds, in this order; the busier core's busiest pipe otherwise
+    code = np.select(
+        [
+            dram_ns >= kernel_ns * 0.999,
+            waves < 0.5,
+            stages < 2,
+            l2 >= period * 0.999,
+            (hand_off >= period * 0.999) & (hand_off > np.maximum(rd.aic, rd.aiv)),
+            rd.aic >= rd.aiv,
+        ],
+        [a + v, a + v + 1, a + v + 2, a + v + 3, a + v + 4, aic_pipe],
+        default=a + aiv_pipe,
+    )
+    return list(words[code].tolist())
 
 
 def reason_lines(table: CandidateTable, i: int) -> list[str]:

@@ -263,21 +263,29 @@ def _bottlenecks(
         "softmax exp (SFU) not hidden by the GEMMs",
         "per-iteration overhead",
     )
-    parts = np.stack([tensor, exposed_softmax, fixed])
-    largest = parts.argmax(axis=0)
-    out = []
-    for i in range(len(tensor)):
-        if dram_bound[i] >= cycles[i] * 0.999:
-            out.append("HBM bandwidth")
-        elif waves[i] < 0.5:
-            out.append("too few query tiles to fill the SMs")
-        elif round_cycles[i] > compute[i] * 1.0001:
-            out.append("K/V load latency")
-        elif smem_pipe[i] > core[i]:
-            out.append("shared-memory bandwidth")
-        else:
-            out.append(names[int(largest[i])])
-    return out
+    largest = np.stack([tensor, exposed_softmax, fixed]).argmax(axis=0)
+    k = len(names)
+    words = np.array(
+        [
+            *names,
+            "HBM bandwidth",
+            "too few query tiles to fill the SMs",
+            "K/V load latency",
+            "shared-memory bandwidth",
+        ]
+    )
+    # the first that holds, in this order; the largest part otherwise
+    code = np.select(
+        [
+            dram_bound >= cycles * 0.999,
+            waves < 0.5,
+            round_cycles > compute * 1.0001,
+            smem_pipe > core,
+        ],
+        [k, k + 1, k + 2, k + 3],
+        default=largest,
+    )
+    return list(words[code].tolist())
 
 
 def reason_lines(table: CandidateTable, i: int) -> list[str]:
