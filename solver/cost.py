@@ -94,14 +94,14 @@ def gather_perf(parts: list[tuple[IntArray, Perf]], n: int) -> Perf:
         for indices, perf in parts:
             column[indices] = getattr(perf, f.name)
         arrays[f.name] = column
-    words = np.full(n, "", dtype=object)
+    bottleneck = [""] * n
     figures = {name: np.zeros(n, dtype=np.float64) for name in first.figures}
     for indices, perf in parts:
-        if len(indices):
-            words[indices] = np.array(perf.bottleneck, dtype=object)
+        for i, word in zip(indices.tolist(), perf.bottleneck, strict=True):
+            bottleneck[i] = word
         for name, values in perf.figures.items():
             figures[name][indices] = values
-    return Perf(**arrays, bottleneck=list(words.tolist()), figures=figures)
+    return Perf(**arrays, bottleneck=bottleneck, figures=figures)
 
 
 def causal_iterations(
