@@ -8,12 +8,13 @@ Units: times in microseconds, bytes in bytes, FLOPs in FLOPs. Formulas and sourc
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
 import numpy as np
 
 from .problem import AttentionProblem
-from .space import FloatArray, IntArray, ceil_div
+from .space import BoolArray, FloatArray, IntArray, ceil_div
 
 LSE_BYTES_PER_ROW = 4  # the FP32 log-sum-exp the forward kernel writes per query row
 L2_USABLE_FRACTION = 0.5  # share of L2 that holds K/V of the concurrently running heads
@@ -102,6 +103,18 @@ def gather_perf(parts: list[tuple[IntArray, Perf]], n: int) -> Perf:
         for name, values in perf.figures.items():
             figures[name][indices] = values
     return Perf(**arrays, bottleneck=bottleneck, figures=figures)
+
+
+def first_rule_words(
+    rules: Sequence[tuple[BoolArray, str]], names: Sequence[str], busiest: IntArray
+) -> list[str]:
+    """Each candidate's bottleneck in words: the word of the first of `rules` (a condition over
+    the candidates and its word) that holds for it, in their order; where none holds, the name
+    of its busiest unit (`names[busiest]`)."""
+    k = len(names)
+    words = np.array([*names, *(word for _, word in rules)])
+    code = np.select([holds for holds, _ in rules], list(range(k, k + len(rules))), default=busiest)
+    return list(words[code].tolist())
 
 
 def causal_iterations(

@@ -27,6 +27,7 @@ from ...cost import (
     LSE_BYTES_PER_ROW,
     Perf,
     causal_iterations,
+    first_rule_words,
     forward_hbm_bytes,
     kv_reuse,
     perf,
@@ -387,32 +388,19 @@ def _bottlenecks(
     aiv_pipe = np.stack([rd.vload, rd.vec, rd.vstore]).argmax(axis=0)
     l2 = rd.l2_bytes * active / r.l2_total
     hand_off = rd.chain / np.maximum(stages, 1)  # read only where stages >= 2
-    a, v = len(names_aic), len(names_aiv)
-    words = np.array(
-        [
-            *names_aic,
-            *names_aiv,
-            "HBM bandwidth",
-            "too few blocks to fill the AI cores",
-            "no pipelining (single-buffered): cube and vector wait on each other",
-            "L2 bandwidth (the cube-vector exchange)",
-            "cube-vector hand-off latency",
-        ]
-    )
-    # the first that holds, in this order; the busier core's busiest pipe otherwise
-    code = np.select(
-        [
-            dram_ns >= kernel_ns * 0.999,
-            waves < 0.5,
-            stages < 2,
-            l2 >= period * 0.999,
+    rules = [
+        (dram_ns >= kernel_ns * 0.999, "HBM bandwidth"),
+        (waves < 0.5, "too few blocks to fill the AI cores"),
+        (stages < 2, "no pipelining (single-buffered): cube and vector wait on each other"),
+        (l2 >= period * 0.999, "L2 bandwidth (the cube-vector exchange)"),
+        (
             (hand_off >= period * 0.999) & (hand_off > np.maximum(rd.aic, rd.aiv)),
-            rd.aic >= rd.aiv,
-        ],
-        [a + v, a + v + 1, a + v + 2, a + v + 3, a + v + 4, aic_pipe],
-        default=a + aiv_pipe,
-    )
-    return list(words[code].tolist())
+            "cube-vector hand-off latency",
+        ),
+    ]
+    # the busier core's busiest pipe
+    busiest = np.where(rd.aic >= rd.aiv, aic_pipe, len(names_aic) + aiv_pipe)
+    return first_rule_words(rules, (*names_aic, *names_aiv), busiest)
 
 
 def reason_lines(table: CandidateTable, i: int) -> list[str]:

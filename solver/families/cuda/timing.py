@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...cost import Perf, Waves, perf
+from ...cost import Perf, Waves, first_rule_words, perf
 from ...hardware import CudaDevice
 from ...model_constants import model_constants
 from ...problem import AttentionProblem
@@ -142,15 +142,12 @@ def bottleneck_words(
     """The dominant cost of each candidate in words: HBM bandwidth when the DRAM floor sets
     the time, too few blocks under half a wave, `load_words` where a round has idle time
     (`load_bound`), otherwise the name of the busiest pipe."""
-    busiest = np.stack(pipes).argmax(axis=0)
-    k = len(names)
-    words = np.array([*names, "HBM bandwidth", "too few blocks to fill the SMs", load_words])
-    code = np.where(
-        dram_bound >= cycles * 0.999,
-        k,
-        np.where(waves < 0.5, k + 1, np.where(load_bound, k + 2, busiest)),
-    )
-    return list(words[code].tolist())
+    rules = [
+        (dram_bound >= cycles * 0.999, "HBM bandwidth"),
+        (waves < 0.5, "too few blocks to fill the SMs"),
+        (load_bound, load_words),
+    ]
+    return first_rule_words(rules, names, np.stack(pipes).argmax(axis=0))
 
 
 def cuda_rates(device: CudaDevice) -> UnitRates:

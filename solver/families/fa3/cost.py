@@ -28,6 +28,7 @@ from ...cost import (
     LSE_BYTES_PER_ROW,
     Perf,
     causal_iterations,
+    first_rule_words,
     forward_hbm_bytes,
     kv_reuse,
     wave_schedule,
@@ -263,29 +264,14 @@ def _bottlenecks(
         "softmax exp (SFU) not hidden by the GEMMs",
         "per-iteration overhead",
     )
+    rules = [
+        (dram_bound >= cycles * 0.999, "HBM bandwidth"),
+        (waves < 0.5, "too few query tiles to fill the SMs"),
+        (round_cycles > compute * 1.0001, "K/V load latency"),
+        (smem_pipe > core, "shared-memory bandwidth"),
+    ]
     largest = np.stack([tensor, exposed_softmax, fixed]).argmax(axis=0)
-    k = len(names)
-    words = np.array(
-        [
-            *names,
-            "HBM bandwidth",
-            "too few query tiles to fill the SMs",
-            "K/V load latency",
-            "shared-memory bandwidth",
-        ]
-    )
-    # the first that holds, in this order; the largest part otherwise
-    code = np.select(
-        [
-            dram_bound >= cycles * 0.999,
-            waves < 0.5,
-            round_cycles > compute * 1.0001,
-            smem_pipe > core,
-        ],
-        [k, k + 1, k + 2, k + 3],
-        default=largest,
-    )
-    return list(words[code].tolist())
+    return first_rule_words(rules, names, largest)
 
 
 def reason_lines(table: CandidateTable, i: int) -> list[str]:
