@@ -360,6 +360,17 @@ def test_the_build_context_holds_what_pip_install_needs(tmp_path: Path) -> None:
         "tilesolve/solver/catalog/h100-sxm.toml",
     } <= names
     assert "tilesolve-server = tilesolve.server.main:main" in scripts
+    # Every module of every package folder: a family folder missing from pyproject's package
+    # list (the ck, rocm and triton_rocm folders were, until 2026-12-07) installs from a
+    # checkout in editable mode but not from the wheel, and its hardware then fails to solve.
+    modules = set()
+    for package, folder in pyproject["tool"]["setuptools"]["package-dir"].items():
+        prefix = package.replace(".", "/")
+        for source in (ROOT / folder).rglob("*.py"):
+            relative = source.relative_to(ROOT / folder)
+            if "__pycache__" not in relative.parts:
+                modules.add(f"{prefix}/{relative.as_posix()}")
+    assert modules - names == set()
 
 
 # ---- Kubernetes: probes, drain, selectors, scaling ----------------------------------------
