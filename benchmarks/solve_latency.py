@@ -25,6 +25,10 @@ the main set, which stays unchanged so that old figures remain comparable: Ascen
 (`build_ascend_cases`) and backward-pass problems (`build_backward_cases`: fa2 and triton,
 `phase="backward"`, against their own targets: median < 20 ms, p95 < 50 ms).
 
+The process keeps its C heap between solves as `tilesolve-server` does (server/heap.py: glibc's
+mmap and trim thresholds raised, so that a solve's arrays reuse the pages the last one freed);
+`--default-heap` measures with glibc's defaults instead. The machine lines say which.
+
 A decode block (`build_decode_cases`, its own set and fingerprint) times the decode phase, where
 num_splits enlarges the space, against its own target: cold CP-SAT top-5 median under 20 ms and
 p95 under 50 ms. An fa4 block (`build_fa4_cases`, its own set and fingerprint: issue 25) times
@@ -65,6 +69,7 @@ from typing import Any
 import numpy as np
 
 from tilesolve.client.progress import add_quiet_argument, tracked
+from tilesolve.server.heap import MMAP_THRESHOLD_BYTES, TRIM_THRESHOLD_BYTES, keep_heap
 from tilesolve.solver import (
     AttentionProblem,
     Phase,
@@ -501,6 +506,13 @@ def fingerprint(cases: list[Case]) -> str:
 
 # ---- measuring ---------------------------------------------------------------------------------
 
+HEAP_KEPT = (
+    f"kept between solves, as tilesolve-server's (glibc mmap threshold "
+    f"{MMAP_THRESHOLD_BYTES >> 20} MiB, trim threshold {TRIM_THRESHOLD_BYTES >> 20} MiB)"
+)
+# what main() did to the process's C heap: the default, or kept as the server keeps it
+HEAP_STATE = ["glibc's defaults (--default-heap, or not glibc)"]
+
 
 @dataclass
 class EngineRuns:
@@ -634,6 +646,7 @@ def context(cases: list[Case], repeats: int) -> dict[str, Any]:
         "top_k": TOP_K,
         "git": _git_state(),
         "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "heap": HEAP_STATE[0],
     }
 
 
@@ -716,6 +729,7 @@ def print_machine(ctx: dict[str, Any]) -> None:
     print(f"  platform  {ctx['platform']}")
     print(f"  date      {ctx['date_utc']}")
     print(f"  tree      {ctx['git']}")
+    print(f"  C heap    {ctx['heap']}")
 
 
 def print_tables(
@@ -990,8 +1004,16 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="only the first N problems of every set: a smoke run, not a measurement",
     )
+    parser.add_argument(
+        "--default-heap",
+        action="store_true",
+        help="leave glibc's malloc at its defaults (without: as tilesolve-server keeps its heap, "
+        "server/heap.py)",
+    )
     add_quiet_argument(parser)
     args = parser.parse_args(argv)
+    if not args.default_heap and keep_heap():
+        HEAP_STATE[0] = HEAP_KEPT
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
     if args.sample is not None and args.sample < 1:

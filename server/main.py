@@ -24,6 +24,7 @@ from typing import NoReturn
 
 from .config import MIB, ServerConfig, available_cpus
 
+logger = logging.getLogger(__name__)
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 EXIT_CANNOT_LISTEN = 1
 
@@ -325,6 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
     try:
         from .app import serve
+        from .heap import keep_heap
 
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -334,6 +336,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             stream=sys.stderr,
             format="%(asctime)s %(levelname)s %(name)s %(message)s",
         )
+        # Before the solver allocates: the heap a solve frees is kept for the next (heap.py).
+        logger.debug("C heap kept between solves: %s", keep_heap())
         try:
             if args.processes > 1:
                 from .supervisor import supervise
