@@ -12,9 +12,21 @@ import sys
 
 import pytest
 
+from tilesolve.server.heap import USER_VARIABLES
+
 from harness import ServerProcess
 
 pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's mallopt")
+
+
+@pytest.fixture(autouse=True)
+def no_malloc_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The processes below start without a MALLOC_ variable: dask's nanny (the Dask tests'
+    clusters) sets MALLOC_TRIM_THRESHOLD_ in this process's environment, which keep_heap
+    rightly leaves in charge."""
+    for name in USER_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
 
 # 60 arrays of 46,080 float64 (fa3 backward's columns: 368,640 bytes each), freed and made again
 CHURN = """
@@ -37,7 +49,7 @@ print(kept, faults)
 def _churn(mode: str, **env: str) -> tuple[bool, float]:
     out = subprocess.run(
         [sys.executable, "-c", CHURN, mode],
-        env={**os.environ, **env},
+        env={**os.environ, **env},  # without MALLOC_ variables but `env` (no_malloc_variables)
         capture_output=True,
         text=True,
         check=True,
