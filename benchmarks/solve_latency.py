@@ -25,9 +25,9 @@ the main set, which stays unchanged so that old figures remain comparable: Ascen
 (`build_ascend_cases`) and backward-pass problems (`build_backward_cases`: fa2 and triton,
 `phase="backward"`, against their own targets: median < 20 ms, p95 < 50 ms).
 
-The process keeps its C heap between solves as `tilesolve-server` does (server/heap.py: glibc's
-mmap and trim thresholds raised, so that a solve's arrays reuse the pages the last one freed);
-`--default-heap` measures with glibc's defaults instead. The machine lines say which.
+The process keeps its C heap between solves as `tilesolve-server` does (`tilesolve.heap`:
+glibc's mmap and trim thresholds raised, so that a solve's arrays reuse the pages the last one
+freed); `--default-heap` measures with glibc's defaults instead. The machine lines say which.
 
 A decode block (`build_decode_cases`, its own set and fingerprint) times the decode phase, where
 num_splits enlarges the space, against its own target: cold CP-SAT top-5 median under 20 ms and
@@ -69,7 +69,7 @@ from typing import Any
 import numpy as np
 
 from tilesolve.client.progress import add_quiet_argument, tracked
-from tilesolve.server.heap import MMAP_THRESHOLD_BYTES, TRIM_THRESHOLD_BYTES, keep_heap
+from tilesolve.heap import MMAP_THRESHOLD_BYTES, TRIM_THRESHOLD_BYTES, keep_heap
 from tilesolve.solver import (
     AttentionProblem,
     Phase,
@@ -1008,7 +1008,7 @@ def main(argv: list[str] | None = None) -> int:
         "--default-heap",
         action="store_true",
         help="leave glibc's malloc at its defaults (without: as tilesolve-server keeps its heap, "
-        "server/heap.py)",
+        "tilesolve.heap)",
     )
     add_quiet_argument(parser)
     args = parser.parse_args(argv)

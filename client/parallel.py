@@ -19,6 +19,8 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from tilesolve.heap import keep_heap
+
 from .cli_common import EXIT_UNAVAILABLE, CliExit, CliInputError, ErrorLine
 from .progress import Meter
 
@@ -46,6 +48,11 @@ def _chunks(items: Sequence[T], count: int) -> list[list[T]]:
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
 
 
+def _keep_heap() -> None:
+    """A worker's initializer (`keep_heap`, its result dropped)."""
+    keep_heap()
+
+
 def run_chunk(fn: Callable[[T], R], chunk: list[T]) -> list[R]:
     """Evaluate one chunk in order (what each worker runs)."""
     return [fn(item) for item in chunk]
@@ -69,7 +76,10 @@ class ProcessMap:
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
             context = multiprocessing.get_context("spawn")
-            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+            # each worker solves many problems: its C heap is kept between them (tilesolve.heap)
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=context, initializer=_keep_heap
+            )
         return self._pool
 
     def __call__(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:

@@ -58,6 +58,9 @@ from typing import Any
 YOUNG_COLLECTION_THRESHOLD = 100_000
 # The commands whose numpy work multiplies matrices large enough for BLAS's threads.
 BLAS_THREADED_COMMANDS = frozenset({"simulate"})
+# The commands that solve many problems in one process: their C heap is kept between solves
+# (`tilesolve.heap`), in their `--workers` processes too (client/parallel.py).
+MANY_SOLVES_COMMANDS = frozenset({"table", "portfolio"})
 
 
 def settings_for(command: str | None) -> dict[str, str]:
@@ -74,6 +77,11 @@ def configure_process(command: str | None) -> None:
     parsing its arguments, before a command's handler imports the solver."""
     for name, value in settings_for(command).items():
         os.environ.setdefault(name, value)
+    if command in MANY_SOLVES_COMMANDS:
+        # imported here: a one-off question's start-up loads neither ctypes nor platform
+        from tilesolve.heap import keep_heap
+
+        keep_heap()
     skip_plugin_discovery()
     gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *gc.get_threshold()[1:])
 

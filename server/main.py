@@ -325,8 +325,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # inherits the mask, and only `serve`'s sigwait takes SIGTERM/SIGINT (see app.serve).
     previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
     try:
+        from tilesolve.heap import keep_heap
+
         from .app import serve
-        from .heap import keep_heap
 
         parser = build_parser()
         args = parser.parse_args(argv)

@@ -1,7 +1,8 @@
-"""The server's C heap kept between solves (server/heap.py): with glibc's thresholds raised, a
-process that frees and again allocates a solve's worth of large numpy arrays reuses its pages
-instead of faulting fresh ones in; a user's MALLOC_ variable stays in charge; the server sets
-it as it starts. Minor page faults are counted by the kernel (getrusage), not timed."""
+"""The C heap kept between solves (`tilesolve.heap`, proto/tilesolve/heap.py): with glibc's
+thresholds raised, a process that frees and again allocates a solve's worth of large numpy
+arrays reuses its pages instead of faulting fresh ones in; a user's MALLOC_ variable stays in
+charge; the server sets it as it starts, the CLI for `table` and `portfolio` only. Minor page
+faults are counted by the kernel (getrusage), not timed."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import os
 import platform
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from tilesolve.server.heap import USER_VARIABLES
+from tilesolve.heap import USER_VARIABLES
 
+import heap_churn
 from harness import ServerProcess
 
 pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's mallopt")
@@ -28,27 +31,26 @@ def no_malloc_variables(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-# 60 arrays of 46,080 float64 (fa3 backward's columns: 368,640 bytes each), freed and made again
+TESTS = Path(__file__).resolve().parent
+# In a fresh process: the CLI's set-up for a command, or keep_heap, or nothing; then the churn
 CHURN = """
-import resource, sys
-import numpy as np
-from tilesolve.server.heap import keep_heap
-kept = keep_heap() if sys.argv[1] == "keep" else False
-def solve_like():
-    arrays = [np.ones(46080) for _ in range(60)]
-    return sum(float(a[0]) for a in arrays)
-solve_like()
-before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-for _ in range(20):
-    solve_like()
-faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 20
-print(kept, faults)
+import sys
+from tilesolve.heap import keep_heap
+if sys.argv[1].startswith("cli-"):  # the console script's set-up for a command
+    from tilesolve.client import startup
+    startup.configure_process(sys.argv[1][4:])
+    kept = sys.argv[1] in ("cli-table", "cli-portfolio")
+else:
+    kept = keep_heap() if sys.argv[1] == "keep" else False
+sys.path.insert(0, sys.argv[2])
+from heap_churn import churn_faults
+print(kept, churn_faults(20))
 """
 
 
 def _churn(mode: str, **env: str) -> tuple[bool, float]:
     out = subprocess.run(
-        [sys.executable, "-c", CHURN, mode],
+        [sys.executable, "-c", CHURN, mode, str(TESTS)],
         env={**os.environ, **env},  # without MALLOC_ variables but `env` (no_malloc_variables)
         capture_output=True,
         text=True,
@@ -74,3 +76,27 @@ def test_a_users_malloc_variable_is_left_in_charge() -> None:
 def test_the_server_keeps_its_heap_as_it_starts() -> None:
     with ServerProcess("--log-level", "debug") as server:
         assert server.log(r"C heap kept between solves: True"), "".join(server.lines)
+
+
+@pytest.mark.parametrize("command", ["table", "portfolio"])
+def test_the_clis_batch_commands_keep_the_heap(command: str) -> None:
+    _, faults = _churn(f"cli-{command}")
+    assert faults < 50, faults
+
+
+def test_a_one_off_cli_question_leaves_the_heap_alone() -> None:
+    _, faults = _churn("cli-solve")
+    assert faults > 2000, faults
+
+
+def test_the_clis_worker_processes_keep_the_heap() -> None:
+    """`table --workers N` and `portfolio --workers N` evaluate in spawned processes, each
+    started with the heap kept (client/parallel.py's initializer)."""
+    from tilesolve.client.parallel import ProcessMap
+
+    pool = ProcessMap(workers=2, min_items_per_worker=1)
+    try:
+        faults = pool(heap_churn.churn_faults, [20, 20])
+    finally:
+        pool.close()
+    assert max(faults) < 50, faults

@@ -34,7 +34,9 @@ def test_mypy_strict_is_clean(tmp_path: Path) -> None:
     package.mkdir()
     (package / "__init__.py").symlink_to(ROOT / "proto/tilesolve/__init__.py")
     (package / "py.typed").write_text("")
-    (package / "wire.py").symlink_to(ROOT / "proto/tilesolve/wire.py")
+    for module in (ROOT / "proto/tilesolve").glob("*.py"):  # wire.py, heap.py
+        if module.name != "__init__.py":
+            (package / module.name).symlink_to(module)
     (package / "v1").symlink_to(ROOT / "proto/tilesolve/v1")
     for name, folder in (("solver", "solver"), ("client", "client"), ("server", "server")):
         (package / name).symlink_to(ROOT / folder)

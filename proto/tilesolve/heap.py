@@ -1,4 +1,6 @@
-"""The server's C heap: kept, not handed back to the kernel between solves (glibc only).
+"""The C heap of a process that solves problem after problem: kept, not handed back to the
+kernel between solves (glibc only). Shared by the server and the CLI (`tilesolve.heap`, beside
+`tilesolve.wire`).
 
 A solve allocates and frees numpy arrays of the whole candidate table: fa3's backward builds
 46,080-row columns (368,640 bytes of int64 each), hundreds of them a solve. glibc's malloc serves
@@ -11,11 +13,12 @@ ms median, benchmarks/README.md, "The C heap kept between solves"). With the mma
 glibc's own ceiling and a trim threshold of `TRIM_THRESHOLD_BYTES`, the heap keeps the pages a
 solve freed for the next one: the faults fall to a few hundred over the whole block.
 
-`tilesolve-server` calls `keep_heap()` as it starts, in every worker process: a server solves
-problem after problem. The solver itself never changes its host process's allocator (a library
-in a training process has no business there), nor does the CLI, whose one-off question starts
-from an empty heap either way. `benchmarks/solve_latency.py` measures as the server runs
-(`--default-heap`: without).
+Who calls `keep_heap()`: `tilesolve-server` as it starts, in every worker process; the CLI's
+console script for the commands that solve many problems (`table` and `portfolio`: its own
+process, and each `--workers` process as it starts). A one-off CLI question starts from an empty
+heap either way and is left alone, and the solver itself never changes its host process's
+allocator (a library in a training process has no business there).
+`benchmarks/solve_latency.py` measures as the server runs (`--default-heap`: without).
 The parameters are glibc's `mallopt(3)` ones; a `MALLOC_*_` environment variable of the user's
 is left in charge (glibc reads those at start), and off glibc nothing changes.
 """
