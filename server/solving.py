@@ -45,6 +45,7 @@ import grpc
 
 import tilesolve.solver.ip_model  # noqa: F401  (ortools: loaded once, before any fork)
 from tilesolve import wire
+from tilesolve.heap import keep_heap
 from tilesolve.solver import (
     AttentionProblem,
     CudaDevice,
@@ -203,6 +204,9 @@ def _worker_main(
     if niceness:
         with contextlib.suppress(OSError):
             os.nice(niceness)
+    # This process solves problem after problem; the forkserver it was forked from was started
+    # by exec, so the server's own setting (main.py) did not reach it.
+    keep_heap()
     try:  # the first solve of a fresh process pays for lazy set-up; pay it before any call
         solve(AttentionProblem(seq_len=1024, head_dim=64), "a100")
     except Exception:

@@ -100,6 +100,16 @@ def cpu_seconds(root: int) -> float:
     return total / _TICKS
 
 
+def minor_faults(root: int) -> int:
+    """Minor page faults of `root`'s process tree so far (exited members not counted)."""
+    total = 0
+    for pid in process_tree(root):
+        fields = _stat(pid)
+        if fields is not None:
+            total += int(fields[7])  # minflt
+    return total
+
+
 def rss_bytes(pid: int) -> int:
     """Resident memory of one process."""
     fields = _stat(pid)

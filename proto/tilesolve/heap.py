@@ -13,7 +13,9 @@ ms median, benchmarks/README.md, "The C heap kept between solves"). With the mma
 glibc's own ceiling and a trim threshold of `TRIM_THRESHOLD_BYTES`, the heap keeps the pages a
 solve freed for the next one: the faults fall to a few hundred over the whole block.
 
-Who calls `keep_heap()`: `tilesolve-server` as it starts, in every worker process; the CLI's
+Who calls `keep_heap()`: `tilesolve-server` as it starts, in every server process and in every
+solver process (server/solving.py: those are forked from a forkserver that was started by exec,
+so they do not inherit the server's setting); the CLI's
 console script for the commands that solve many problems (`table` and `portfolio`: its own
 process, and each `--workers` process as it starts). A one-off CLI question starts from an empty
 heap either way and is left alone, and the solver itself never changes its host process's
