@@ -48,11 +48,6 @@ def _chunks(items: Sequence[T], count: int) -> list[list[T]]:
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
 
 
-def _keep_heap() -> None:
-    """A worker's initializer (`keep_heap`, its result dropped)."""
-    keep_heap()
-
-
 def run_chunk(fn: Callable[[T], R], chunk: list[T]) -> list[R]:
     """Evaluate one chunk in order (what each worker runs)."""
     return [fn(item) for item in chunk]
@@ -78,7 +73,7 @@ class ProcessMap:
             context = multiprocessing.get_context("spawn")
             # each worker solves many problems: its C heap is kept between them (tilesolve.heap)
             self._pool = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=context, initializer=_keep_heap
+                max_workers=self.workers, mp_context=context, initializer=keep_heap
             )
         return self._pool
 

@@ -1,6 +1,7 @@
-"""`tilesolve.wire`'s answers without json_format: `_from_dict` sets an answer's dict into its
-message by `_fill` where it can and by `json_format.ParseDict` where it cannot, and the
-message, and so its bytes, are ParseDict's either way (`answer_digest.py --wire` hashes the
+"""`tilesolve.wire`'s models without json_format: `_from_dict` sets a model's dict (an answer,
+a request's options and problem, a device, a memory estimate, a portfolio) into its message
+by `_fill` where it can and by `json_format.ParseDict` where it cannot, and the message, and
+so its bytes, are ParseDict's either way (`answer_digest.py --wire` hashes the
 encodings of 4,303 answers: the same digest before and after)."""
 
 from __future__ import annotations
@@ -11,7 +12,15 @@ import pytest
 from google.protobuf import json_format
 
 from tilesolve import wire
-from tilesolve.solver import AttentionProblem, SolveOptions, solve
+from tilesolve.solver import (
+    AttentionProblem,
+    SolveOptions,
+    estimate_memory,
+    get_hardware,
+    hardware_names,
+    solve,
+)
+from tilesolve.solver.apps.portfolio import PortfolioRequest, WeightedProblem, solve_portfolio
 from tilesolve.v1 import tilesolve_pb2 as pb
 
 # (problem, hardware, options): forward, backward, decode, paged, ROCm, Ascend, infeasible
@@ -87,3 +96,57 @@ def test_an_empty_message_is_present_as_parse_dict_makes_it() -> None:
     filled = wire._from_dict(data, pb.SolveResponse())
     assert filled.HasField("infeasibility")
     assert filled == json_format.ParseDict(data, pb.SolveResponse())
+
+
+def _models() -> list[tuple[str, Any, Any]]:
+    """(label, the dict a converter hands `_from_dict`, a new message of its type) for every
+    other model `tilesolve.wire` sends: request options and problems, every catalog device,
+    a memory estimate, a portfolio answer."""
+    out: list[tuple[str, Any, Any]] = []
+    for problem, _, options in CASES:
+        out.append(
+            (
+                "options",
+                wire._enums_to_wire(SolveOptions(**options).model_dump(mode="json")),
+                pb.SolveOptions(),
+            )
+        )
+        out.append(
+            (
+                "problem",
+                wire._enums_to_wire(AttentionProblem(**problem).model_dump(mode="json")),
+                pb.AttentionProblem(),
+            )
+        )
+    for name in hardware_names():
+        spec = get_hardware(name).model_dump(mode="json")
+        out.append((name, wire._enums_to_wire(spec), pb.HardwareSpec()))
+    estimate = estimate_memory(AttentionProblem(seq_len=4096, head_dim=128), 128, 64, "a100")
+    out.append(
+        (
+            "estimate",
+            wire._enums_to_wire(estimate.model_dump(mode="json")),
+            pb.EstimateMemoryResponse(),
+        )
+    )
+    mix = [
+        WeightedProblem(problem=AttentionProblem(seq_len=s, head_dim=d), weight=w)
+        for s, d, w in ((1024, 64, 3), (4096, 128, 2), (8192, 128, 1))
+    ]
+    portfolio = solve_portfolio(PortfolioRequest(problems=mix, max_configs=2), "a100")
+    data = portfolio.model_dump(mode="json")
+    data.pop("kernel")  # set apart by portfolio_to_proto
+    out.append(("portfolio", wire._enums_to_wire(data), pb.PortfolioResponse()))
+    return out
+
+
+def test_fill_sets_every_other_model_as_parse_dict_does() -> None:
+    models = _models()
+    assert len(models) > 30
+    for label, data, message in models:
+        parsed = json_format.ParseDict(data, type(message)())
+        wire._fill(message, data)  # no _Unusual: the fast path takes them all
+        assert message == parsed, label
+        assert message.SerializeToString(deterministic=True) == parsed.SerializeToString(
+            deterministic=True
+        ), label

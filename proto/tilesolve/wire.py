@@ -130,12 +130,13 @@ def _enums_to_wire(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # ---- dicts to messages, the common case without json_format --------------------------------
-# json_format.ParseDict is pure Python and walks every value through its JSON rules: about
-# 0.8 ms of a cold Solve's 4.6 ms in its solver process (an answer of top 5). The answers the
-# solver produces hold only what `_fill` converts exactly as ParseDict does (ints into integer
-# fields, finite floats, bools, strings, enum names, nested and repeated messages, maps of
-# scalars); anything else makes it give up and ParseDict convert the whole message, so the
-# message, and its bytes, are ParseDict's either way (tests/test_wire_fill.py).
+# Every model this module sends (answers, requests, problems, devices, memory estimates,
+# portfolios) goes to its message by `_from_dict`. json_format.ParseDict is pure Python and
+# walks every value through its JSON rules: about 0.8 ms of a cold Solve's 4.6 ms in its solver
+# process (an answer of top 5). The models hold only what `_fill` converts exactly as ParseDict
+# does (ints into integer fields, finite floats, bools, strings, enum names, nested and repeated
+# messages, maps of scalars); anything else makes it give up and ParseDict convert the whole
+# message, so the message, and its bytes, are ParseDict's either way (tests/test_wire_fill.py).
 
 _INTEGER_TYPES = frozenset(
     (
@@ -347,7 +348,7 @@ def solve_request_to_proto(
     return pb.SolveRequest(
         problem=problem_to_proto(problem),
         hardware=hardware_ref_to_proto(hardware),
-        options=json_format.ParseDict(
+        options=_from_dict(
             _enums_to_wire((options or SolveOptions()).model_dump(mode="json")), pb.SolveOptions()
         ),
     )
@@ -363,16 +364,14 @@ def batch_request_to_proto(requests: Sequence[SolveRequestTuple]) -> pb.SolveBat
 
 
 def problem_to_proto(problem: AttentionProblem) -> pb.AttentionProblem:
-    return json_format.ParseDict(
-        _enums_to_wire(problem.model_dump(mode="json")), pb.AttentionProblem()
-    )
+    return _from_dict(_enums_to_wire(problem.model_dump(mode="json")), pb.AttentionProblem())
 
 
 # ---- hardware -----------------------------------------------------------------------------
 
 
 def spec_to_proto(spec: HardwareSpec) -> pb.HardwareSpec:
-    return json_format.ParseDict(_enums_to_wire(spec.model_dump(mode="json")), pb.HardwareSpec())
+    return _from_dict(_enums_to_wire(spec.model_dump(mode="json")), pb.HardwareSpec())
 
 
 def _spec(message: pb.HardwareSpec, prefix: str) -> HardwareSpec:
@@ -751,9 +750,7 @@ def _known_kernel(number: int) -> bool:
 
 
 def estimate_to_proto(estimate: MemoryEstimate) -> pb.EstimateMemoryResponse:
-    return json_format.ParseDict(
-        _enums_to_wire(estimate.model_dump(mode="json")), pb.EstimateMemoryResponse()
-    )
+    return _from_dict(_enums_to_wire(estimate.model_dump(mode="json")), pb.EstimateMemoryResponse())
 
 
 def estimate_from_proto(response: pb.EstimateMemoryResponse) -> MemoryEstimate:
@@ -846,7 +843,7 @@ def portfolio_request_from_proto(
 def portfolio_to_proto(answer: PortfolioAnswer) -> pb.PortfolioResponse:
     data = answer.model_dump(mode="json")
     kernel = data.pop("kernel")
-    response = json_format.ParseDict(_enums_to_wire(data), pb.PortfolioResponse())
+    response = _from_dict(_enums_to_wire(data), pb.PortfolioResponse())
     response.kernel = kernel
     return response
 
