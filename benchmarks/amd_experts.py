@@ -171,6 +171,14 @@ def shape_label(p: AttentionProblem) -> str:
     )
 
 
+def index_of(table: Any, config: dict[str, int]) -> int:
+    """The row of `table` (a candidate table) whose parameters are `config`'s."""
+    mask = np.ones(len(table.cfg), dtype=bool)
+    for name, value in config.items():
+        mask &= table.cfg[name] == value
+    return int(np.flatnonzero(mask)[0])
+
+
 def rank_row(kernel: str, hardware: str, problem: AttentionProblem, rows: list[Expert]) -> dict:
     """The expert's rank and prediction for one shape (or why it is not counted)."""
     spec = get_hardware(hardware)
@@ -193,11 +201,7 @@ def rank_row(kernel: str, hardware: str, problem: AttentionProblem, rows: list[E
         return {**base, "counted": False, "why": expert.note}
     table = prepare(problem, hardware, SolveOptions(kernel=kernel, engine="exhaustive"))
     order = table.ranked_feasible()
-    want = expert.config(problem)
-    mask = np.ones(len(table.cfg), dtype=bool)
-    for name, value in want.items():
-        mask &= table.cfg[name] == value
-    index = int(np.flatnonzero(mask)[0])
+    index = index_of(table, expert.config(problem))
     position = np.flatnonzero(order == index)
     flops = problem.flops
     best = int(order[0])

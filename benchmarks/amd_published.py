@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import importlib.util
 import json
 import sys
@@ -39,8 +40,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
-
-import numpy as np
 
 from tilesolve.solver import AttentionProblem, SolveOptions, get_hardware, solve
 from tilesolve.solver.solve import prepare
@@ -141,11 +140,16 @@ def points(path: Path = DATA) -> list[Point]:
         ]
 
 
+@functools.cache
+def _expert_rows() -> tuple[Any, ...]:
+    """The shipped tiles' file, read once."""
+    return tuple(_amd_experts().experts())
+
+
 def shipped(point: Point) -> dict[str, Any] | None:
     """The shipped tile of a checked point (the expert row its kernel's dispatch reaches, its
     configuration, whether the model accepts it, its predicted TFLOP/s), or None where none is
     recorded."""
-    experts = _amd_experts()
     kernel = DISPATCHED_BY.get(point.kernel)
     if not point.family or kernel is None:
         return None
@@ -153,7 +157,7 @@ def shipped(point: Point) -> dict[str, Any] | None:
     spec = get_hardware(point.hardware)
     hits = [
         e
-        for e in experts.experts()
+        for e in _expert_rows()
         if e.kernel == kernel
         and e.family == point.family
         and e.applies(spec.rocm.gfx_target, problem.dtype.value, problem, spec.rocm.cu_count)
@@ -162,10 +166,7 @@ def shipped(point: Point) -> dict[str, Any] | None:
         return None
     expert = hits[0]
     table = prepare(problem, point.hardware, SolveOptions(kernel=point.family, engine="exhaustive"))
-    mask = np.ones(len(table.cfg), dtype=bool)
-    for name, value in expert.config(problem).items():
-        mask &= table.cfg[name] == value
-    index = int(np.flatnonzero(mask)[0])
+    index = _amd_experts().index_of(table, expert.config(problem))
     return {
         "expert": expert.id,
         "tile": expert.label(),
