@@ -84,4 +84,10 @@ CATALOG_VERSION = "2026.12.1"
 #        loaded ahead, 4 syncs an iteration, B operands in registers) and qs's Q chunk in
 #        registers (docs/model.md 19.4, 19.5): ck, triton and flex answers on mi300x, mi325x and
 #        mi355x move, every CUDA and Ascend answer unchanged.
-MODEL_VERSION = "0.24.0"
+# 0.25.0: the triton family's LDS on gfx942/gfx950 at one stage holds the chained tile P where
+#        it crosses the waves (docs/model.md 19.10, 16.12): the largest of the operands and P,
+#        as compiled (the holdout draw's gfx942 128x128 w8 and gfx950 256x256 w16 rows, and the
+#        fit split's three); one-stage tiles whose P exceeds the LDS are now refused: 16
+#        triton answers of the answer digest's set on mi300x and mi325x move (flex on ROCm
+#        takes the same rule), every other answer unchanged.
+MODEL_VERSION = "0.25.0"

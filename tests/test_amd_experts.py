@@ -114,7 +114,8 @@ FEW_TOP_TRITON = (
     "aiter's Triton default (128 x 64, 4 waves, 1 or 3 stages, waves_per_eu 2) ranks 7 to 29 at "
     "d 128 (0.90 to 0.96 of the pick, which takes 2 stages; 14 to 45 on model 0.23.0) and past "
     "300 at d 256, where the Triton register estimate (registers_amd.py, not this change's) puts "
-    "it over waves_per_eu 2's cap of 256 and costs the spill (0.1 to 0.26 of the pick)"
+    "it over waves_per_eu 2's cap of 256 and costs the spill (0.1 to 0.26 of the pick); the "
+    "compiler spills it too (amd_knobs.csv's expert rows: 370 VGPRs on gfx942, 589 on gfx950)"
 )
 
 

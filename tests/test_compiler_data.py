@@ -3,7 +3,9 @@ benchmarks/compiler/collect.py): its integrity, and the triton family's resource
 it with issue 21's thresholds (docs/model.md "Compiler truth").
 
 The threshold tests pin issue 21's figures per target and per split (the `fit` split, on which
-the register constants are fitted, and the held-out `validation` split). A case the model does
+the register constants are fitted; the `validation` split, held out by the key's hash; the
+`holdout` split, an independent draw made after the constants were fitted, plan.py; and
+`held-out`, validation and holdout together). A case the model does
 not meet yet is marked xfail(strict=True) (`SHORT_TODAY`), so that it turns into a failure the
 day the model meets it, and whoever made it pass removes the mark.
 """
@@ -64,8 +66,10 @@ def test_each_key_names_its_row() -> None:
 
 @cache
 def planned_keys() -> frozenset[str]:
-    """Keys of the plan's model-independent strata (random and near-limit draws)."""
-    return frozenset(p.key for p in (*plan.random_rows(), *plan.near_limit_rows()))
+    """Keys of the plan's model-independent strata (random, near-limit and holdout draws)."""
+    return frozenset(
+        p.key for p in (*plan.random_rows(), *plan.near_limit_rows(), *plan.holdout_rows())
+    )
 
 
 def test_every_row_is_a_planned_row() -> None:
@@ -113,12 +117,27 @@ def test_statuses_and_measured_columns() -> None:
 
 
 def test_split_is_the_keys_hash() -> None:
-    splits = Counter(r["split"] for r in rows())
-    assert set(splits) == {"fit", "validation"}
+    """The holdout stratum is the holdout split; every other row's split is its key's hash."""
+    assert {r["split"] for r in rows()} == set(plan.SPLITS)
+    hashed = [r for r in rows() if r["stratum"] != "holdout"]
     for r in rows():
-        assert r["split"] == plan.split_of(r["key"]), r["key"]
-    share = splits["validation"] / len(rows())
+        expected = "holdout" if r["stratum"] == "holdout" else plan.split_of(r["key"])
+        assert r["split"] == expected, r["key"]
+    share = sum(r["split"] == "validation" for r in hashed) / len(hashed)
     assert abs(share - plan.VALIDATION_FRACTION) < 0.05
+
+
+def test_holdout_is_the_plans_independent_draw() -> None:
+    """Every holdout row is one of plan.holdout_rows()'s draws (none another stratum's key),
+    and the draw's rows are all in the file, on the targets and kernels it names."""
+    drawn = {row.key: row for row in plan.holdout_rows()}
+    held = {r["key"]: r for r in rows() if r["stratum"] == "holdout"}
+    assert set(held) == set(drawn)
+    for key, r in held.items():
+        assert r["target"] in plan.HOLDOUT_PER_TARGET, key
+        assert r["kernel"] in plan.HOLDOUT_PER_TARGET[r["target"]], key
+    others = {row.key for row in plan.random_rows()} | {row.key for row in plan.near_limit_rows()}
+    assert not others & set(held)
 
 
 def test_launch_limit_rows_exist_on_both_sides() -> None:
@@ -137,7 +156,9 @@ def test_launch_limit_rows_exist_on_both_sides() -> None:
 
 @cache
 def reports(split: str) -> dict[str, compare.TargetReport]:
-    chosen = [r for r in rows() if r["split"] == split]
+    """Per target, the report over one split's rows ("held-out": validation and holdout)."""
+    splits = compare.HELD_OUT if split == "held-out" else (split,)
+    chosen = [r for r in rows() if r["split"] in splits]
     return {t: compare.report(chosen, t) for t in MODELLED_TARGETS}
 
 
@@ -203,12 +224,17 @@ SHORT_TODAY: dict[tuple[str, str, str], str] = {
     # medians come from")
     ("validation", "gfx942", "median_reg_error_at_most_8"): "issue 26",
     ("validation", "gfx950", "median_reg_error_at_most_8"): "issue 26",
+    # issue 21: the holdout's 8 sm75 rows that both accept, one spill verdict wrong
+    # (fwd/d64/fp16/c0/32x16/w2/s1: the estimate 3 registers over the 255 cap, ptxas 233, no
+    # spill): one row of 8 is 87.5%; validation and holdout together, 16 of 17 (docs/model.md
+    # 16.12)
+    ("holdout", "sm75", "spills_agree_90pct"): "issue 21",
 }
 
 
 def _cases() -> list[object]:
     cases = []
-    for split in ("fit", "validation"):
+    for split in (*plan.SPLITS, "held-out"):
         for target in MODELLED_TARGETS:
             for name in CHECKS:
                 owner = SHORT_TODAY.get((split, target, name))

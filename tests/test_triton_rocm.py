@@ -17,6 +17,7 @@ from tilesolve.solver.families.triton_compiler.flash_loops import forward_kernel
 from tilesolve.solver.families.triton_compiler.lds_amd import amd_lds_bytes, chain_crosses
 from tilesolve.solver.families.triton_compiler.loops import AttentionKernel
 from tilesolve.solver.families.triton_compiler.registers_amd import (
+    AmdRegisterEstimate,
     amd_register_estimate,
     launch_cap,
     loop_terms,
@@ -117,10 +118,29 @@ def _row_kernel(r: dict[str, str]) -> tuple[dict[str, np.ndarray], AttentionKern
     return one, forward_kernel(one["block_m"], one["block_n"], d, d, 2)
 
 
+def _knob_rows() -> list[dict[str, str]]:
+    """amd_knobs.csv's rows that compiled (the knob sample and aiter's defaults)."""
+    with (ROOT / "benchmarks/data/compiler/amd_knobs.csv").open(newline="") as f:
+        return [r for r in csv.DictReader(f) if r["status"] == "ok"]
+
+
+def _estimate(r: dict[str, str]) -> AmdRegisterEstimate:
+    """The model's VGPR+AGPR estimate of a compiled row, at the row's knobs."""
+    one, kernel = _row_kernel(r)
+    return amd_register_estimate(
+        kernel,
+        CompilerTarget.amd(r["target"]),
+        one["num_warps"],
+        one["num_stages"],
+        np.array([int(r["waves_per_eu"])]),
+        np.array([int(r["matrix_instr_nonkdim"])]),
+        r.get("causal") == "1",
+    )
+
+
 def test_the_lds_rules_meet_the_knob_sample() -> None:
     """The knobs compiled (amd_knobs.csv): every row within 2% of the compiled LDS."""
-    with (ROOT / "benchmarks/data/compiler/amd_knobs.csv").open(newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r["status"] == "ok"]
+    rows = _knob_rows()
     assert len(rows) >= 40
     for r in rows:
         one, kernel = _row_kernel(r)
@@ -135,11 +155,41 @@ def test_the_lds_rules_meet_the_knob_sample() -> None:
         assert abs(int(model[0]) - compiled) <= 0.02 * compiled, r
 
 
+def test_a_crossing_chain_sits_in_the_one_stage_arena() -> None:
+    """At one stage the chained tile P, where it crosses the waves, passes through LDS like an
+    operand: every compiled one-stage AMD forward row whose P crosses (and is the largest tile)
+    asks for P's bytes, as the model states (docs/model.md 19.10, model 0.25.0)."""
+    path = ROOT / "benchmarks/data/compiler/triton_resources.csv"
+    with path.open(newline="") as f:
+        rows = [
+            r
+            for r in csv.DictReader(f)
+            if r["status"] == "ok"
+            and r["kernel"] == "fwd"
+            and r["target"].startswith("gfx")
+            and r["num_stages"] == "1"
+        ]
+    checked = 0
+    for r in rows:
+        one, kernel = _row_kernel(r)
+        (loop,) = kernel.loops
+        if not chain_crosses(loop, one["num_warps"], np.zeros(1, np.int64))[0]:
+            continue
+        p_bytes = int(r["block_m"]) * int(r["block_n"]) * 2
+        d = int(kernel.loops[0].chain.out_cols)
+        if p_bytes <= max(int(r["block_m"]), int(r["block_n"])) * d * 2:
+            continue  # an operand is at least as large: P does not decide the arena
+        model = amd_lds_bytes(
+            kernel, CompilerTarget.amd(r["target"]), one["num_warps"], one["num_stages"]
+        )
+        assert int(r["shared_bytes"]) == p_bytes == int(model[0]), r["key"]
+        checked += 1
+    assert checked >= 5
+
+
 def _compiled_amd_rows() -> list[dict[str, str]]:
     """The knob sample and the data set's AMD forward rows that compiled."""
-    rows = []
-    with (ROOT / "benchmarks/data/compiler/amd_knobs.csv").open(newline="") as f:
-        rows += [r for r in csv.DictReader(f) if r["status"] == "ok"]
+    rows = _knob_rows()
     with (ROOT / "benchmarks/data/compiler/triton_resources.csv").open(newline="") as f:
         rows += [
             r | {"waves_per_eu": "0", "matrix_instr_nonkdim": "0"}
@@ -147,6 +197,18 @@ def _compiled_amd_rows() -> list[dict[str, str]]:
             if r["status"] == "ok" and r["kernel"] == "fwd" and r["target"].startswith("gfx")
         ]
     return rows
+
+
+def test_aiters_triton_defaults_spill_where_the_compiler_says() -> None:
+    """aiter's shipped Triton forward defaults compiled (amd_knobs.csv's expert rows: 128 x 64,
+    4 waves, waves_per_eu 2): the model's spill verdict is the compiler's at every head dim,
+    the spill at d 256 included (docs/model.md 19.8)."""
+    rows = [r for r in _knob_rows() if r["sample"] != "knob"]
+    assert len(rows) == 6
+    for r in rows:
+        est = _estimate(r)
+        assert (int(est.spilled[0]) > 0) == (int(r["vgpr_spills"]) > 0), r
+    assert {r["head_dim"] for r in rows if int(r["vgpr_spills"]) > 0} == {"256"}
 
 
 def test_the_vgpr_split_meets_the_compiled_rows() -> None:
@@ -157,16 +219,7 @@ def test_the_vgpr_split_meets_the_compiled_rows() -> None:
     for r in _compiled_amd_rows():
         if int(r["agprs"]) == 0:
             continue
-        a, kernel = _row_kernel(r)
-        est = amd_register_estimate(
-            kernel,
-            CompilerTarget.amd(r["target"]),
-            a["num_warps"],
-            a["num_stages"],
-            np.array([int(r["waves_per_eu"])]),
-            np.array([int(r["matrix_instr_nonkdim"])]),
-            r.get("causal") == "1",
-        )
+        est = _estimate(r)
         assert int(est.arch_cap[0]) - 8 < int(r["vgprs"]) <= int(est.arch_cap[0]), r
         used += 1
     assert used >= 20

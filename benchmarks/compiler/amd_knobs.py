@@ -1,7 +1,10 @@
 """Triton's AMD knobs against what the compiler allocates: a small sample of the forward kernel
 compiled for gfx942 (and gfx950 where the knob exists there) with `waves_per_eu`,
 `matrix_instr_nonkdim` and `kpack` varied around each base tile, so that the triton family's
-ROCm resource model can be checked on them (docs/model.md 19.10).
+ROCm resource model can be checked on them (docs/model.md 19.10); and aiter's shipped Triton
+forward defaults (the `triton` rows of `benchmarks/data/expert_amd_tiles.csv`, with their
+`waves_per_eu`) at head dims 64, 128 and 256 where each applies, so that what the model says of
+an expert's tile (it spills at d 256: docs/model.md 19.8) is the compiler's word too.
 
     .venv/bin/python benchmarks/compiler/amd_knobs.py --out benchmarks/data/compiler/amd_knobs.csv
 
@@ -22,7 +25,10 @@ import kernels
 import toolchain
 from configs import TARGETS
 
+EXPERTS = Path(__file__).resolve().parents[1] / "data" / "expert_amd_tiles.csv"
+EXPERT_HEAD_DIMS = {"always": (64, 128, 256), "dv_le_64": (64,), "dv_gt_64": (128, 256)}
 COLUMNS = (
+    "sample",  # "knob" (a base tile with one knob moved) or the expert row's id
     "target",
     "head_dim",
     "dtype",
@@ -69,30 +75,50 @@ class KnobCompiler(toolchain.Compiler):
             kernels.source = original
 
 
+def _row(
+    target: str, d: int, tile: tuple[int, int, int, int], knobs: tuple[int, int, int], sample: str
+) -> dict[str, Any]:
+    bm, bn, w, s = tile
+    wpe, nonk, kpack = knobs
+    return {
+        "sample": sample,
+        "target": target,
+        "kernel": "fwd",
+        "head_dim": d,
+        "dtype": "fp16",
+        "causal": 0,
+        "block_m": bm,
+        "block_n": bn,
+        "num_warps": w,
+        "num_stages": s,
+        "waves_per_eu": wpe,
+        "matrix_instr_nonkdim": nonk,
+        "kpack": kpack,
+    }
+
+
+def expert_rows(path: Path = EXPERTS) -> list[dict[str, Any]]:
+    """aiter's Triton forward defaults (fp16, not causal; the knobs aiter leaves unset at
+    Triton's defaults) at each head dim its `when` covers."""
+    with path.open(newline="") as f:
+        experts = [r for r in csv.DictReader(f) if r["family"] == "triton"]
+    rows = []
+    for e in experts:
+        tile = (int(e["block_m"]), int(e["block_n"]), int(e["num_warps"]), int(e["num_stages"]))
+        for d in EXPERT_HEAD_DIMS[e["when"]]:
+            rows.append(_row(e["arch"], d, tile, (int(e["waves_per_eu"]), 0, 1), e["id"]))
+    return rows
+
+
 def plan() -> list[dict[str, Any]]:
     rows = []
     for target in ("gfx942", "gfx950"):
         for d, bm, bn, w, s in BASES:
-            for wpe, nonk, kpack in VARIANTS:
-                if target == "gfx950" and kpack != 1:
+            for knobs in VARIANTS:
+                if target == "gfx950" and knobs[2] != 1:
                     continue  # Triton overrides kpack to 1 on gfx950 (compiler.py:312-316)
-                rows.append(
-                    {
-                        "target": target,
-                        "kernel": "fwd",
-                        "head_dim": d,
-                        "dtype": "fp16",
-                        "causal": 0,
-                        "block_m": bm,
-                        "block_n": bn,
-                        "num_warps": w,
-                        "num_stages": s,
-                        "waves_per_eu": wpe,
-                        "matrix_instr_nonkdim": nonk,
-                        "kpack": kpack,
-                    }
-                )
-    return rows
+                rows.append(_row(target, d, (bm, bn, w, s), knobs, "knob"))
+    return rows + expert_rows()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,8 +1,8 @@
 """The triton family's resource model against what the compilers allocated (the data of
 `collect.py`), per target.
 
-    .venv/bin/python benchmarks/compiler/compare.py [--data CSV] [--split all|fit|validation]
-                                                    [--json]
+    .venv/bin/python benchmarks/compiler/compare.py [--data CSV]
+        [--split all|fit|validation|holdout|held-out] [--json]
 
 For each compiled row (status ok) it reads the model's figures for the same configuration
 (`model_figures`: the family's shared memory, registers per thread as allocated, spilled
@@ -40,7 +40,13 @@ from typing import Any
 
 import allocation
 from configs import from_row
-from plan import AMD_DEFAULT_KNOBS, AMD_REFERENCE_DEVICES, REFERENCE_DEVICES, SHARED_LIMIT_BYTES
+from plan import (
+    AMD_DEFAULT_KNOBS,
+    AMD_REFERENCE_DEVICES,
+    REFERENCE_DEVICES,
+    SHARED_LIMIT_BYTES,
+    SPLITS,
+)
 
 from tilesolve.solver import AttentionProblem, SolveOptions, get_hardware, occupancy
 from tilesolve.solver.families.rocm.resources import WorkgroupResources
@@ -239,10 +245,19 @@ def report(rows: list[dict[str, str]], target: str) -> TargetReport:
     return out
 
 
+# --split's choices: one of plan.SPLITS, every row, or the rows no constant was fitted on
+HELD_OUT = ("validation", "holdout")
+SPLIT_CHOICES = ("all", *SPLITS, "held-out")
+
+
 def read_rows(path: Path, split: str) -> list[dict[str, str]]:
+    """The rows of one split (SPLIT_CHOICES)."""
     with path.open(newline="") as f:
         rows = list(csv.DictReader(f))
-    return rows if split == "all" else [r for r in rows if r["split"] == split]
+    if split == "all":
+        return rows
+    chosen = HELD_OUT if split == "held-out" else (split,)
+    return [r for r in rows if r["split"] in chosen]
 
 
 def _cell(value: Any, share: float | None = None) -> str:
@@ -323,7 +338,13 @@ def allocation_table(rows: list[dict[str, str]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA, help="the collected CSV")
-    parser.add_argument("--split", choices=("all", "fit", "validation"), default="all")
+    parser.add_argument(
+        "--split",
+        choices=SPLIT_CHOICES,
+        default="all",
+        help="fit: the rows the constants are fitted on; validation: the hash-held-out 20%%; "
+        "holdout: the independent draw of 2026-12-07 (plan.py); held-out: both",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
     parser.add_argument(
         "--allocation", action="store_true", help="also: allocation.py's rule against the data"
@@ -332,6 +353,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.data.exists():
         parser.error(f"--data: no file {args.data}")
     rows = read_rows(args.data, args.split)
+    if not rows:
+        parser.error(f"--split {args.split}: no rows of that split in {args.data}")
     targets = list(SHARED_LIMIT_BYTES)
     reports = [report(rows, t) for t in targets if any(r["target"] == t for r in rows)]
     if args.json:

@@ -638,7 +638,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = groups[family]
         live, count, _ = fitted[family]
         for target in sorted(set(rows.targets)):
-            for split in ("fit", "validation"):
+            for split in ("fit", "validation", "holdout"):
                 mask = np.array(
                     [
                         t == target and s == split

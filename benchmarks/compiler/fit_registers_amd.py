@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         target = TARGETS[name].compiler_target()
         parts = {
             split: Rows.of(target, [r for r in rows if r["target"] == name and r["split"] == split])
-            for split in ("fit", "validation")
+            for split in ("fit", "validation", "holdout")
         }
         weights = fit(target, parts["fit"])
         for split, part in parts.items():

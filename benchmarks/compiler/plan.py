@@ -14,11 +14,18 @@ Strata (a configuration drawn by several keeps the first of this order):
 - `random`: per target and kernel, an equal number of configurations for each problem variant
   (head dim 64/96/128/256 x fp16/bf16 x causal or not; fp16 only on sm75, which has no bf16),
   drawn uniformly from the family's space (the parameters and alignment rule of
-  `solver/families/triton.py` and `triton_backward.py`).
+  `solver/families/triton.py` and `triton_backward.py`);
+- `holdout`: a second, independent draw of the same kind as `random` (its own seed, HOLDOUT_SEED),
+  made on 2026-12-07 on model 0.24.0 after every constant of the register and spill estimates
+  had been fitted, on the targets the checks are stated for (sm75-sm90 and the AMD targets;
+  the AMD draws inside the ROCm kernel's domain, num_stages <= 3, forward only) and skipping
+  the keys of `random` and `near_limit`: the model has never been fitted on, or chosen by, any
+  of its rows (docs/model.md 16.12).
 
-The split: a row is `validation` when the first 8 hex digits of sha256("<SPLIT_SEED>:<key>")
-read as a fraction of 2^32 fall below VALIDATION_FRACTION, else `fit`; it depends on the key
-alone, so adding rows never moves a row between splits. Phase 2 fits on `fit` rows only.
+The split: a `holdout` row is `holdout`. Any other row is `validation` when the first 8 hex
+digits of sha256("<SPLIT_SEED>:<key>") read as a fraction of 2^32 fall below
+VALIDATION_FRACTION, else `fit`; it depends on the key alone, so adding rows never moves a row
+between splits. Phase 2 fits on `fit` rows only.
 """
 
 from __future__ import annotations
@@ -40,7 +47,8 @@ SPLIT_SEED = "issue-21-validation"
 VALIDATION_FRACTION = 0.2
 HEAD_DIMS = (64, 96, 128, 256)
 DTYPES = ("fp16", "bf16")
-STRATA = ("top5", "near_limit", "random")
+STRATA = ("top5", "near_limit", "random", "holdout")
+SPLITS = ("fit", "validation", "holdout")
 
 # Random draws per (target, kernel); sm75's FMA code (no tensor cores below cc 8.0) compiles
 # 10x slower, so it gets fewer. The AMD targets draw three times as many forward rows (issue 26:
@@ -56,6 +64,19 @@ RANDOM_MAX_THREAD_STATE = 512
 SM75_MAX_THREAD_STATE = 128  # sm75's FMA code compiles in tens of seconds even below it
 HEAVY_SHARE = 0.1
 NEAR_LIMIT_PER_SIDE = 2  # per (target, kernel, variant): the nearest below and above the limit
+# The holdout stratum: draws per (target, kernel), more on sm86 and sm89, where the spill
+# verdict's share sits nearest the checks' 90% (docs/model.md 16.11); sm75 fewer, as above.
+HOLDOUT_SEED = "issue-21-holdout-2026-12-07"
+HOLDOUT_PER_TARGET = {
+    "sm75": {"fwd": 12, "bwd": 6},
+    "sm80": {"fwd": 40, "bwd": 20},
+    "sm86": {"fwd": 50, "bwd": 25},
+    "sm89": {"fwd": 50, "bwd": 25},
+    "sm90": {"fwd": 40, "bwd": 20},
+    "gfx942": {"fwd": 60},
+    "gfx950": {"fwd": 60},
+}
+HOLDOUT_AMD_MAX_STAGES = 3  # the ROCm kernel's num_stages domain (compare.py skips the rest)
 
 # One catalog device per compute capability for the top-5 stratum (the triton family's model
 # of each), and one per AMD target (the triton family's ROCm model: CDNA3 gfx942 and CDNA4
@@ -124,7 +145,7 @@ class PlanRow:
             "num_warps": self.tile.num_warps,
             "num_stages": self.tile.num_stages,
             "stratum": self.stratum,
-            "split": split_of(self.key),
+            "split": "holdout" if self.stratum == "holdout" else split_of(self.key),
         }
 
 
@@ -204,39 +225,74 @@ def thread_state(kernel: str, variant: Variant, tile: Tile) -> float:
     return max(loop1, loop2) / threads
 
 
-def _group_rng(target: str, kernel: str) -> np.random.Generator:
+def _group_rng(target: str, kernel: str, seed: object = SAMPLE_SEED) -> np.random.Generator:
     """One random stream per (target, kernel), so that changing one group's count leaves the
     draws of every other group, and the first draws of its own, as they were."""
-    digest = hashlib.sha256(f"{SAMPLE_SEED}:{target}:{kernel}".encode()).digest()
+    digest = hashlib.sha256(f"{seed}:{target}:{kernel}".encode()).digest()
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
 
+def _draw(
+    rng: np.random.Generator, target: str, kernel: str, variant: Variant, max_stages: int = 5
+) -> Tile:
+    """One uniform draw from the space (num_stages at most max_stages), cut at
+    RANDOM_MAX_THREAD_STATE values per thread (twice the 255-register file: beyond it ptxas
+    spills kilobytes and takes minutes), from the part above LIGHT_THREAD_STATE with
+    probability HEAVY_SHARE."""
+    cap = SM75_MAX_THREAD_STATE if target == "sm75" else RANDOM_MAX_THREAD_STATE
+    tiles = [t for t in space(target, kernel, variant) if t.num_stages <= max_stages]
+    state = np.array([thread_state(kernel, variant, t) for t in tiles])
+    heavy = rng.random() < HEAVY_SHARE
+    pool = np.flatnonzero(
+        (state > LIGHT_THREAD_STATE) & (state <= cap)
+        if heavy
+        else state <= min(LIGHT_THREAD_STATE, cap)
+    )
+    if len(pool) == 0:
+        pool = np.flatnonzero(state <= cap)
+    return tiles[int(pool[rng.integers(len(pool))])]
+
+
 def random_rows() -> Iterator[PlanRow]:
-    """Uniform draws from the space, cut at RANDOM_MAX_THREAD_STATE values per thread (twice
-    the 255-register file: beyond it ptxas spills kilobytes and takes minutes), with
-    HEAVY_SHARE of the draws from the part above LIGHT_THREAD_STATE."""
+    """Per (target, kernel), `_draw`s cycling through the target's variants."""
     for target in TARGETS:
         counts = RANDOM_PER_TARGET_SM75 if target == "sm75" else RANDOM_PER_TARGET
         if TARGETS[target].backend == "hip":
             counts = RANDOM_PER_TARGET_AMD
-        cap = SM75_MAX_THREAD_STATE if target == "sm75" else RANDOM_MAX_THREAD_STATE
         for kernel, count in counts.items():
             vs = variants(target)
             rng = _group_rng(target, kernel)
             for i in range(count):
                 variant = vs[i % len(vs)]
-                tiles = space(target, kernel, variant)
-                state = np.array([thread_state(kernel, variant, t) for t in tiles])
-                heavy = rng.random() < HEAVY_SHARE
-                pool = np.flatnonzero(
-                    (state > LIGHT_THREAD_STATE) & (state <= cap)
-                    if heavy
-                    else state <= min(LIGHT_THREAD_STATE, cap)
+                yield PlanRow(
+                    target, kernel, variant, _draw(rng, target, kernel, variant), "random"
                 )
-                if len(pool) == 0:
-                    pool = np.flatnonzero(state <= cap)
-                tile = tiles[int(pool[rng.integers(len(pool))])]
-                yield PlanRow(target, kernel, variant, tile, "random")
+
+
+def holdout_rows() -> Iterator[PlanRow]:
+    """HOLDOUT_PER_TARGET's draws of distinct keys that neither `random` nor `near_limit`
+    holds, each group its own stream of HOLDOUT_SEED, cycling through the variants."""
+    taken = {row.key for row in itertools.chain(random_rows(), near_limit_rows())}
+    for target, counts in HOLDOUT_PER_TARGET.items():
+        amd = TARGETS[target].backend == "hip"
+        max_stages = HOLDOUT_AMD_MAX_STAGES if amd else 5
+        for kernel, count in counts.items():
+            vs = variants(target)
+            rng = _group_rng(target, kernel, HOLDOUT_SEED)
+            drawn = 0
+            while drawn < count:
+                variant = vs[drawn % len(vs)]
+                row = PlanRow(
+                    target,
+                    kernel,
+                    variant,
+                    _draw(rng, target, kernel, variant, max_stages),
+                    "holdout",
+                )
+                if row.key not in taken:
+                    taken.add(row.key)
+                    drawn += 1
+                    yield row
 
 
 def top5_rows() -> Iterator[PlanRow]:
@@ -336,7 +392,12 @@ def build_plan(strata: Iterable[str] = STRATA) -> list[PlanRow]:
     unknown = chosen - set(STRATA)
     if unknown:
         raise ValueError(f"unknown strata {sorted(unknown)}; allowed: {', '.join(STRATA)}")
-    sources = {"top5": top5_rows, "near_limit": near_limit_rows, "random": random_rows}
+    sources = {
+        "top5": top5_rows,
+        "near_limit": near_limit_rows,
+        "random": random_rows,
+        "holdout": holdout_rows,
+    }
     rows: dict[str, tuple[int, PlanRow]] = {}
     for stratum in STRATA:
         if stratum in chosen:
