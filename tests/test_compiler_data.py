@@ -13,6 +13,7 @@ day the model meets it, and whoever made it pass removes the mark.
 from __future__ import annotations
 
 import csv
+import json
 import sys
 from collections import Counter
 from functools import cache
@@ -258,3 +259,28 @@ def test_model_matches_compiler(split: str, target: str, check: str) -> None:
     r = reports(split)[target]
     assert r.both_accept > 0 or check in ("no_worst_errors", "conservative_at_most_5pct")
     assert CHECKS[check](r), f"{target} ({split}): {r}"
+
+
+def test_compare_reports_a_split_as_the_tests_read_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """`compare.py --split held-out --json` prints, per target, the report the threshold tests
+    judge (validation and holdout together)."""
+    assert compare.main(["--split", "held-out", "--json"]) == 0
+    printed = {r["target"]: r for r in json.loads(capsys.readouterr().out)}
+    held_out = [r for r in rows() if r["split"] in ("validation", "holdout")]
+    for target in MODELLED_TARGETS:
+        expected = compare.report(held_out, target)
+        assert printed[target]["both_accept"] == expected.both_accept, target
+        assert printed[target]["spill_agree"] == expected.spill_agree, target
+
+
+def test_compare_names_a_split_without_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A data file with no row of the chosen split is an error naming the option and the file,
+    exit 2, not an empty table."""
+    empty = tmp_path / "rows.csv"
+    empty.write_text(",".join(rows()[0]) + "\n")
+    with pytest.raises(SystemExit) as stopped:
+        compare.main(["--data", str(empty), "--split", "holdout"])
+    assert stopped.value.code == 2
+    assert "--split holdout: no rows of that split in" in capsys.readouterr().err
