@@ -24,6 +24,7 @@ import csv
 import json
 import statistics
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -171,6 +172,24 @@ def shape_label(p: AttentionProblem) -> str:
     )
 
 
+def dispatched(
+    rows: Sequence[Expert], kernel: str, hardware: str, problem: AttentionProblem
+) -> Expert | None:
+    """The row `kernel`'s dispatch (`ck_tile`, `aiter_triton`) reaches first for `problem` on
+    `hardware`, modelled by a family or not (no `family`: a kernel no family models), or None
+    where the file records none."""
+    spec = get_hardware(hardware)
+    arch, cus, dtype = spec.rocm.gfx_target, spec.rocm.cu_count, problem.dtype.value
+    return next(
+        (e for e in rows if e.kernel == kernel and e.applies(arch, dtype, problem, cus)), None
+    )
+
+
+def tflops_at(table: Any, index: int, problem: AttentionProblem) -> float:
+    """The predicted TFLOP/s of row `index` of a candidate table."""
+    return problem.flops / float(table.perf.time_us[index]) / 1e6
+
+
 def index_of(table: Any, config: dict[str, int]) -> int:
     """The row of `table` (a candidate table) whose parameters are `config`'s."""
     mask = np.ones(len(table.cfg), dtype=bool)
@@ -181,20 +200,10 @@ def index_of(table: Any, config: dict[str, int]) -> int:
 
 def rank_row(kernel: str, hardware: str, problem: AttentionProblem, rows: list[Expert]) -> dict:
     """The expert's rank and prediction for one shape (or why it is not counted)."""
-    spec = get_hardware(hardware)
-    arch = spec.rocm.gfx_target
-    dtype = problem.dtype.value
-    chosen = [
-        e
-        for e in rows
-        if e.kernel in ("ck_tile", "aiter_triton")
-        and (e.family == kernel or (not e.family and e.kernel == _kernel_name(kernel)))
-        and e.applies(arch, dtype, problem, spec.rocm.cu_count)
-    ]
+    expert = dispatched(rows, _kernel_name(kernel), hardware, problem)
     base = {"kernel": kernel, "hardware": hardware, "shape": shape_label(problem)}
-    if not chosen:
+    if expert is None:
         return {**base, "expert": None, "counted": False, "why": "no shipped tile recorded"}
-    expert = chosen[0]
     base["expert"] = expert.id
     base["tile"] = expert.label()
     if not expert.family:
@@ -203,7 +212,6 @@ def rank_row(kernel: str, hardware: str, problem: AttentionProblem, rows: list[E
     order = table.ranked_feasible()
     index = index_of(table, expert.config(problem))
     position = np.flatnonzero(order == index)
-    flops = problem.flops
     best = int(order[0])
     row = {
         **base,
@@ -211,9 +219,9 @@ def rank_row(kernel: str, hardware: str, problem: AttentionProblem, rows: list[E
         "rank": int(position[0]) + 1 if len(position) else None,
         "feasible": bool(table.feasible[index]),
         "broken": [n for n, ok in table.satisfied.items() if not ok[index]],
-        "expert_tflops": round(flops / float(table.perf.time_us[index]) / 1e6, 1),
+        "expert_tflops": round(tflops_at(table, index, problem), 1),
         "pick": table.family.label(table.cfg.config(best)),
-        "pick_tflops": round(flops / float(table.perf.time_us[best]) / 1e6, 1),
+        "pick_tflops": round(tflops_at(table, best, problem), 1),
         "ranked": len(order),
     }
     row["top"] = row["rank"] is not None and row["rank"] <= TOP_PICKS

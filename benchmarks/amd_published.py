@@ -41,7 +41,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from tilesolve.solver import AttentionProblem, SolveOptions, get_hardware, solve
+from tilesolve.solver import AttentionProblem, SolveOptions, solve
 from tilesolve.solver.solve import prepare
 
 DATA = Path(__file__).resolve().parent / "data" / "published_amd_attention.csv"
@@ -154,24 +154,17 @@ def shipped(point: Point) -> dict[str, Any] | None:
     if not point.family or kernel is None:
         return None
     problem = point.problem()
-    spec = get_hardware(point.hardware)
-    hits = [
-        e
-        for e in _expert_rows()
-        if e.kernel == kernel
-        and e.family == point.family
-        and e.applies(spec.rocm.gfx_target, problem.dtype.value, problem, spec.rocm.cu_count)
-    ]
-    if not hits:
-        return None
-    expert = hits[0]
+    experts = _amd_experts()
+    expert = experts.dispatched(_expert_rows(), kernel, point.hardware, problem)
+    if expert is None or expert.family != point.family:
+        return None  # none recorded, or the dispatch reaches a kernel the family does not model
     table = prepare(problem, point.hardware, SolveOptions(kernel=point.family, engine="exhaustive"))
-    index = _amd_experts().index_of(table, expert.config(problem))
+    index = experts.index_of(table, expert.config(problem))
     return {
         "expert": expert.id,
         "tile": expert.label(),
         "feasible": bool(table.feasible[index]),
-        "tflops": problem.flops / float(table.perf.time_us[index]) / 1e6,
+        "tflops": experts.tflops_at(table, index, problem),
     }
 
 

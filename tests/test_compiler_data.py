@@ -158,8 +158,7 @@ def test_launch_limit_rows_exist_on_both_sides() -> None:
 @cache
 def reports(split: str) -> dict[str, compare.TargetReport]:
     """Per target, the report over one split's rows ("held-out": validation and holdout)."""
-    splits = compare.HELD_OUT if split == "held-out" else (split,)
-    chosen = [r for r in rows() if r["split"] in splits]
+    chosen = compare.in_split(list(rows()), split)
     return {t: compare.report(chosen, t) for t in MODELLED_TARGETS}
 
 

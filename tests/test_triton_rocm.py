@@ -176,7 +176,7 @@ def test_a_crossing_chain_sits_in_the_one_stage_arena() -> None:
         if not chain_crosses(loop, one["num_warps"], np.zeros(1, np.int64))[0]:
             continue
         p_bytes = int(r["block_m"]) * int(r["block_n"]) * 2
-        d = int(kernel.loops[0].chain.out_cols)
+        d = int(loop.chain.out_cols)
         if p_bytes <= max(int(r["block_m"]), int(r["block_n"])) * d * 2:
             continue  # an operand is at least as large: P does not decide the arena
         model = amd_lds_bytes(

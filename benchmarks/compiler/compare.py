@@ -250,14 +250,18 @@ HELD_OUT = ("validation", "holdout")
 SPLIT_CHOICES = ("all", *SPLITS, "held-out")
 
 
-def read_rows(path: Path, split: str) -> list[dict[str, str]]:
+def in_split(rows: list[dict[str, str]], split: str) -> list[dict[str, str]]:
     """The rows of one split (SPLIT_CHOICES)."""
-    with path.open(newline="") as f:
-        rows = list(csv.DictReader(f))
     if split == "all":
         return rows
     chosen = HELD_OUT if split == "held-out" else (split,)
     return [r for r in rows if r["split"] in chosen]
+
+
+def read_rows(path: Path, split: str) -> list[dict[str, str]]:
+    """The rows of one split (SPLIT_CHOICES) of the file."""
+    with path.open(newline="") as f:
+        return in_split(list(csv.DictReader(f)), split)
 
 
 def _cell(value: Any, share: float | None = None) -> str:
