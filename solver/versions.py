@@ -90,4 +90,12 @@ CATALOG_VERSION = "2026.12.1"
 #        fit split's three); one-stage tiles whose P exceeds the LDS are now refused: 16
 #        triton answers of the answer digest's set on mi300x and mi325x move (flex on ROCm
 #        takes the same rule), every other answer unchanged.
-MODEL_VERSION = "0.25.0"
+# 0.26.0: the triton family's ROCm cost as its compiled loop runs (docs/model.md 19.10): the
+#        stream pipeliner's loads keep their lead only where they go straight into LDS (gfx950)
+#        and the loop does not spill (a reload's vmcnt wait covers every older load; on gfx942
+#        the tile passes through VGPRs and is waited within the iteration), else the loop waits
+#        as at one stage; kpack 1 reads on gfx942 cost what kpack 2's do (the compiler pairs
+#        them into 16-byte ds_read2_b64: same instructions, same bytes,
+#        `benchmarks/data/compiler/amd_load_cover.csv`): triton and flex answers on mi300x,
+#        mi325x and mi355x move, every CUDA, Ascend and ck answer unchanged.
+MODEL_VERSION = "0.26.0"

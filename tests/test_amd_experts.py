@@ -111,10 +111,12 @@ FEW_TOP_CK = (
     "TFLOP/s) do not bear out; at (1, 16, 1024) it fills the CUs with 64-row tiles"
 )
 FEW_TOP_TRITON = (
-    "aiter's Triton default (128 x 64, 4 waves, 1 or 3 stages, waves_per_eu 2) ranks 7 to 29 at "
-    "d 128 (0.90 to 0.96 of the pick, which takes 2 stages; 14 to 45 on model 0.23.0) and past "
-    "300 at d 256, where the Triton register estimate (registers_amd.py, not this change's) puts "
-    "it over waves_per_eu 2's cap of 256 and costs the spill (0.1 to 0.26 of the pick); the "
+    "aiter's Triton default (128 x 64, 4 waves, 1 or 3 stages, waves_per_eu 2) is in the top 5 "
+    "on 4 of 36 shapes (model 0.26.0; 0 before): MI300X's d 128 large grids (ranks 3, 5, 1, 1, "
+    "where the loads are waited within the iteration at any stage count and s1 is the pick or "
+    "within 0.2% of it); on MI355X it ranks 8 to 28 at d 128 (0.93 to 0.95 of the pick, which "
+    "takes 2 stages: gfx950's direct-to-LDS loads keep their lead), 12 to 88 at d 64, and past "
+    "300 at d 256, where the register estimate puts it over waves_per_eu 2's cap of 256 and the "
     "compiler spills it too (amd_knobs.csv's expert rows: 370 VGPRs on gfx942, 589 on gfx950)"
 )
 

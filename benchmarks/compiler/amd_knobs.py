@@ -18,6 +18,7 @@ import argparse
 import csv
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +28,10 @@ from configs import TARGETS
 
 EXPERTS = Path(__file__).resolve().parents[1] / "data" / "expert_amd_tiles.csv"
 EXPERT_HEAD_DIMS = {"always": (64, 128, 256), "dv_le_64": (64,), "dv_gt_64": (128, 256)}
-COLUMNS = (
-    "sample",  # "knob" (a base tile with one knob moved) or the expert row's id
+# A row's configuration: "sample" is "knob" (a base tile with one knob moved) or the expert
+# row's id here, the question a row answers in amd_schedule.py
+CONFIG_COLUMNS = (
+    "sample",
     "target",
     "head_dim",
     "dtype",
@@ -39,6 +42,9 @@ COLUMNS = (
     "waves_per_eu",
     "matrix_instr_nonkdim",
     "kpack",
+)
+COLUMNS = (
+    *CONFIG_COLUMNS,
     "status",
     "shared_bytes",
     "vgprs",
@@ -75,9 +81,11 @@ class KnobCompiler(toolchain.Compiler):
             kernels.source = original
 
 
-def _row(
+def knob_row(
     target: str, d: int, tile: tuple[int, int, int, int], knobs: tuple[int, int, int], sample: str
 ) -> dict[str, Any]:
+    """A plan row of the forward kernel, fp16, not causal: `tile` is (block_m, block_n,
+    num_warps, num_stages), `knobs` (waves_per_eu, matrix_instr_nonkdim, kpack)."""
     bm, bn, w, s = tile
     wpe, nonk, kpack = knobs
     return {
@@ -106,7 +114,7 @@ def expert_rows(path: Path = EXPERTS) -> list[dict[str, Any]]:
     for e in experts:
         tile = (int(e["block_m"]), int(e["block_n"]), int(e["num_warps"]), int(e["num_stages"]))
         for d in EXPERT_HEAD_DIMS[e["when"]]:
-            rows.append(_row(e["arch"], d, tile, (int(e["waves_per_eu"]), 0, 1), e["id"]))
+            rows.append(knob_row(e["arch"], d, tile, (int(e["waves_per_eu"]), 0, 1), e["id"]))
     return rows
 
 
@@ -117,8 +125,40 @@ def plan() -> list[dict[str, Any]]:
             for knobs in VARIANTS:
                 if target == "gfx950" and knobs[2] != 1:
                     continue  # Triton overrides kpack to 1 on gfx950 (compiler.py:312-316)
-                rows.append(_row(target, d, (bm, bn, w, s), knobs, "knob"))
+                rows.append(knob_row(target, d, (bm, bn, w, s), knobs, "knob"))
     return rows + expert_rows()
+
+
+def compile_rows(
+    rows: list[dict[str, Any]],
+    out: Path,
+    columns: tuple[str, ...],
+    more: Callable[[str], dict[str, Any]] | None = None,
+) -> None:
+    """Compile every row with its knobs, in this process, and write `columns` of each to `out`
+    as it goes; `more(amdgcn)` adds columns read off a compiled kernel's assembly."""
+    with tempfile.TemporaryDirectory() as scratch, out.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        compiler = KnobCompiler(Path(scratch))
+        for n, row in enumerate(rows, 1):
+            compiler.knobs = {
+                "waves_per_eu": row["waves_per_eu"],
+                "matrix_instr_nonkdim": row["matrix_instr_nonkdim"],
+                "kpack": row["kpack"],
+            }
+            measured = compiler.compile(row)
+            if more is not None and measured["status"] == "ok":
+                measured.update(more(compiler.last_amdgcn))
+            writer.writerow({**row, **measured})
+            f.flush()
+            print(
+                f"[{n}/{len(rows)}] {row['sample']} {row['target']} d{row['head_dim']} "
+                f"{row['block_m']}x{row['block_n']} w{row['num_warps']} s{row['num_stages']} "
+                f"wpe{row['waves_per_eu']} kpack{row['kpack']}: {measured['status']}",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,21 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     assert set(TARGETS) >= {"gfx942", "gfx950"}
-    with tempfile.TemporaryDirectory() as scratch, args.out.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        compiler = KnobCompiler(Path(scratch))
-        for row in plan():
-            compiler.knobs = {
-                "waves_per_eu": row["waves_per_eu"],
-                "matrix_instr_nonkdim": row["matrix_instr_nonkdim"],
-                "kpack": row["kpack"],
-            }
-            measured = compiler.compile(row)
-            writer.writerow({**row, **measured})
-            f.flush()
-            status = measured["status"]
-            print(row["target"], row["block_m"], row["block_n"], status, file=sys.stderr)
+    compile_rows(plan(), args.out, COLUMNS)
     return 0
 
 

@@ -96,6 +96,20 @@ def _newton_round(
     return np.asarray(w)
 
 
+def amd_load_stages(loads_to_lds: bool, stages: IntArray, spilled: IntArray) -> IntArray:
+    """The stages whose lead an AMD loop's loads keep, per candidate (docs/model.md 19.10):
+    `stages` where the stream pipeliner copies straight into LDS and nothing spills, else 1.
+
+    A load's lead ends at the first `s_waitcnt vmcnt` that covers it, and vmcnt counts global,
+    direct-to-LDS and scratch accesses in issue order. Where the tile passes through VGPRs
+    (gfx942), the next tile's V is permuted in registers for its LDS layout as soon as it is
+    loaded, and that wait covers every load before it: the loop's loads are in flight for a few
+    of its MFMAs, as at one stage. Where the loop spills, its first reload's wait does the same.
+    Measured on the compiled loops of `benchmarks/data/compiler/amd_load_cover.csv`."""
+    keeps = np.asarray(spilled <= 0) & loads_to_lds
+    return np.asarray(np.where(keeps, stages, 1), dtype=np.int64)
+
+
 def stage_round(
     compute: FloatArray,
     tile_load: FloatArray,

@@ -75,6 +75,14 @@ class CompilerTarget:
         """Whether Triton's software pipeliner runs (cc >= 8.0, and AMD's stream pipeliner)."""
         return self.is_amd or self.cc_major >= 8
 
+    @property
+    def loads_to_lds(self) -> bool:
+        """Whether AMD's stream pipeliner copies a tile from global memory straight into LDS
+        (`global_load_lds_dwordx4`, `ttg.async_copy_global_to_local`): Triton 3.9 enables its
+        async copy on gfx950 only (`is_async_copy_enabled`, triton/backends/amd/compiler.py);
+        on gfx942 the tile passes through VGPRs and is written to LDS by `ds_write`."""
+        return self.name == "gfx950"
+
     def dot_path(self, rows: IntArray, warps: IntArray, fma: bool = False) -> IntArray:
         """The lowering of a loop whose dots have `rows` result rows, per candidate (`fma`: the
         loop's dots are fp32 at IEEE precision, FMAs on every target: `DotLoop.fma_dots`)."""

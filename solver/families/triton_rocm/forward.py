@@ -49,7 +49,7 @@ from ..rocm.schedule import (
 )
 from ..triton_compiler.lds_amd import amd_lds_bytes, chain_crosses
 from ..triton_compiler.loops import AttentionKernel
-from ..triton_compiler.pipeline import pipelined_round
+from ..triton_compiler.pipeline import amd_load_stages, pipelined_round
 from ..triton_compiler.registers_amd import AMD_LANES, AmdRegisterEstimate, amd_register_estimate
 from ..triton_compiler.target import CompilerTarget
 from .knobs import knob_params
@@ -66,9 +66,6 @@ KERNEL_SGPRS = 64  # scalar registers of the kernel (estimate; below every limit
 # v_mfma_f32_16x16x16_f16 8 (CDNA3 ISA guide's MFMA table; not re-read here: unconfirmed). The
 # first dot's last result is on the iteration's dependent chain.
 MFMA_RESULT_CYCLES = {16: 32.0, 32: 64.0}
-# Share of the LDS peak an operand read reaches by its width: gfx942's 8-byte reads (kpack 1)
-# against 16-byte reads (kpack 2, and gfx950's native 16-byte reads) (estimate).
-NARROW_READ_EFFICIENCY = 0.8
 BARRIERS_PER_ITERATION = 2  # the K and V tiles' LDS writes, each fenced before its reads
 SPILL_BYTES_PER_REGISTER = 2 * 4  # a spill slot stored and reloaded once an iteration
 # The spill slots the compiler makes for s registers per lane over its cap grow faster than s
@@ -384,14 +381,15 @@ def evaluate(
     ) / rates.valu + scores / rates.exp
     kv_tile = bn * (d + dv) * e
     crossing = chain_crossing(kernel, cfg)
-    narrow = (cfg["kpack"] == 1) & (rocm.gfx_target == "gfx942")
-    efficiency = np.where(narrow, NARROW_READ_EFFICIENCY, 1.0)
     lds_traffic = (
         (warps + 1.0) * kv_tile
         + np.where(crossing, 2.0 * scores * e, 0.0)
         + shuffles * SHUFFLE_BYTES_PER_LANE
     )
-    lds = lds_traffic / (rocm.lds_bandwidth_bytes_per_clk_per_cu * efficiency)
+    # kpack leaves the reads as they are: at kpack 1 the compiler pairs gfx942's 8-byte operand
+    # reads into 16-byte ds_read2_b64, as many instructions and bytes as kpack 2's ds_read_b128
+    # (every kpack pair of benchmarks/data/compiler/amd_load_cover.csv; docs/model.md 19.10)
+    lds = lds_traffic / rocm.lds_bandwidth_bytes_per_clk_per_cu
     result = np.where(
         cfg["matrix_instr_nonkdim"] == 16, MFMA_RESULT_CYCLES[16], MFMA_RESULT_CYCLES[32]
     )
@@ -404,7 +402,8 @@ def evaluate(
     )
     it = Iteration(mfma, valu, lds, stall, kv_tile + spill, traffic.hbm_share * kv_tile)
 
-    # ---- the stream pipeliner: a tile's load issued num_stages - 1 iterations ahead ---------
+    # ---- the stream pipeliner: a tile's load issued num_stages - 1 iterations ahead, where ---
+    # ---- the loop keeps that lead (`amd_load_stages`) -------------------------------------
     l2_per_cu = (
         device.memory.l2_bandwidth_bytes_per_clk
         * device.memory.l2_achievable_fraction
@@ -412,7 +411,7 @@ def evaluate(
     )
     load = L2_LATENCY_CYCLES + kv_tile / l2_per_cu
     alone = cu_round(device, it, warps, np.ones_like(warps))
-    stages = cfg["num_stages"]
+    stages = amd_load_stages(target_of(device).loads_to_lds, cfg["num_stages"], res.regs.spilled)
 
     def round_of(r: FloatArray) -> FloatArray:
         return pipelined_round(cu_round(device, it, warps, r), alone, load, stages)[0]

@@ -11,10 +11,11 @@
   Domain here: 16, 32 (the model names the instruction). Rule: block_m and block_n are whole
   MFMA tiles (Inductor's ROCm heuristics drop the configurations that are not,
   shared/reference/blackwell_amd.md 3.6).
-- `kpack` (line 281, default 1): the K-packing of the MFMA operands, 1 or 2 (each lane reads
-  kpack x 8 bytes of an operand per LDS read on gfx942). On gfx950 Triton overrides any other
-  value with 1 and warns "kpack is deprecated starting from gfx950" (lines 312-316): the
-  domain there is 1.
+- `kpack` (line 281, default 1): the K-packing of the MFMA operands, 1 or 2 (a lane's operand
+  element run is kpack x 8 bytes on gfx942; the compiled loop reads the same bytes with the same
+  instructions either way, docs/model.md 19.10). On gfx950 Triton overrides any other value
+  with 1 and warns "kpack is deprecated starting from gfx950" (lines 312-316): the domain there
+  is 1.
 """
 
 from __future__ import annotations

@@ -1,0 +1,170 @@
+"""Two questions of the triton family's ROCm cost model (docs/model.md 19.10), answered from the
+forward loop as Triton 3.9 compiles it for gfx942 and gfx950 (the AMDGCN assembly of
+`benchmarks/gpu/flash_attention.py`'s kernel, fp16, not causal):
+
+- `lead` rows: how long the stream pipeliner's loads are in flight. For each global load of
+  the loop (`global_load_*`, `buffer_load_*`, and gfx950's direct-to-LDS `global_load_lds_*`),
+  the MFMAs the wave issues between the load and the first `s_waitcnt vmcnt(n)` that covers it
+  (vmcnt counts global, direct-to-LDS and scratch accesses in issue order, so a wait with n
+  newer accesses outstanding covers every older one). The loop body is walked twice so that a
+  load issued in one iteration and waited in the next counts the MFMAs across the back edge.
+  `lead_min` is the shortest lead of the loop's loads: the iteration waits for that one.
+- `kpack` rows (gfx942): the LDS reads of the loop at kpack 1 and 2, instructions and bytes a
+  lane, for the LDS read efficiency the model gives the two.
+
+    .venv/bin/python benchmarks/compiler/amd_schedule.py \
+        --out benchmarks/data/compiler/amd_load_cover.csv
+
+One compile per row, in this process (2-6 s each on a 2-core machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from amd_knobs import CONFIG_COLUMNS, compile_rows, knob_row
+
+COLUMNS = (
+    # the configuration ("sample": lead or kpack) but the MFMA knob, Triton's default here
+    *(c for c in CONFIG_COLUMNS if c != "matrix_instr_nonkdim"),
+    "status",
+    "shared_bytes",
+    "total_vgprs",
+    "vgpr_spills",
+    "loop_mfmas",  # MFMA instructions in one iteration of the loop (one wave)
+    "loop_loads",  # global loads of one iteration
+    "loop_lds_dma",  # of them, loads straight into LDS (global_load_lds_*)
+    "loop_scratch",  # scratch loads and stores of one iteration
+    "lead_min",  # MFMAs between a load and its wait, the shortest over the loop's loads
+    "lead_max",
+    "lds_reads",  # ds_read instructions of one iteration
+    "lds_read_bytes",  # bytes a lane those reads bring in
+    "compile_s",
+)
+# (head_dim, block_m, block_n, num_warps): below, at and above the register file's half
+LEAD_TILES = (
+    (64, 64, 64, 4),
+    (64, 128, 64, 4),
+    (128, 64, 32, 4),
+    (128, 128, 32, 4),
+    (128, 128, 64, 4),
+    (128, 256, 64, 8),
+    (256, 64, 32, 4),
+    (256, 128, 64, 8),
+)
+LEAD_STAGES = (1, 2, 3)
+LEAD_WAVES_PER_EU = (0, 3)  # Triton's default, and a cap that makes most of these tiles spill
+KPACK_TILES = LEAD_TILES
+KPACK_STAGES = (1, 2)
+# Bytes a lane of each LDS read instruction (the CDNA3 ISA guide's DS opcodes)
+READ_BYTES = {
+    "ds_read_b128": 16,
+    "ds_read_b96": 12,
+    "ds_read2_b64": 16,
+    "ds_read2st64_b64": 16,
+    "ds_read_b64": 8,
+    "ds_read2_b32": 8,
+    "ds_read2st64_b32": 8,
+    "ds_read_b32": 4,
+    "ds_read_u16": 2,
+    "ds_read_u16_d16": 2,
+    "ds_read_u16_d16_hi": 2,
+    "ds_read_b64_tr_b16": 8,
+}
+_LOOP = re.compile(r"^(\.LBB\d+_\d+):[^\n]*Inner Loop Header(.*?)s_cbranch_scc\d \1\b", re.S | re.M)
+_LOAD = re.compile(r"(global|buffer)_load")
+_SCRATCH = re.compile(r"scratch_(load|store)")
+_STORE = re.compile(r"(global|buffer)_store")
+_WAIT = re.compile(r"s_waitcnt\b.*\bvmcnt\((\d+)\)")
+_DS_READ = re.compile(r"(ds_read\w*)")
+
+
+def main_loop(asm: str) -> list[str]:
+    """The instructions of the kernel's main loop: the inner loop with the most MFMAs."""
+    loops = [m.group(2) for m in _LOOP.finditer(asm)]
+    if not loops:
+        raise ValueError("no inner loop in the AMDGCN assembly")
+    body = max(loops, key=lambda b: b.count("v_mfma"))
+    return [line.strip() for line in body.splitlines() if line.strip() and line[0] in " \t"]
+
+
+def load_leads(body: list[str]) -> list[int]:
+    """MFMAs between each global load of one iteration and the wait that covers it, the body
+    walked twice (a load still in flight at the second back edge: MFMAs to that edge)."""
+    outstanding: list[tuple[bool, int, int]] = []  # (is a global load, pass, MFMAs at issue)
+    leads: dict[int, int] = {}
+    mfmas = 0
+    for walk in (0, 1):
+        index = 0
+        for op in body:
+            if op.startswith("v_mfma"):
+                mfmas += 1
+            elif _LOAD.match(op):
+                outstanding.append((walk == 0, index, mfmas))
+                index += 1
+            elif _SCRATCH.match(op) or _STORE.match(op):
+                outstanding.append((False, -1, mfmas))
+            wait = _WAIT.match(op)
+            if wait:
+                while len(outstanding) > int(wait.group(1)):
+                    first, i, issued = outstanding.pop(0)
+                    if first:
+                        leads[i] = mfmas - issued
+    for first, i, issued in outstanding:
+        if first:
+            leads[i] = mfmas - issued
+    return [leads[i] for i in sorted(leads)]
+
+
+def loop_figures(asm: str) -> dict[str, Any]:
+    """The loop's columns of a compiled kernel."""
+    body = main_loop(asm)
+    leads = load_leads(body)
+    reads = [m.group(1) for op in body if (m := _DS_READ.match(op))]
+    unknown = sorted({r for r in reads if r not in READ_BYTES})
+    if unknown:
+        raise ValueError(f"LDS reads of unknown width: {', '.join(unknown)}")
+    return {
+        "loop_mfmas": sum(op.startswith("v_mfma") for op in body),
+        "loop_loads": sum(bool(_LOAD.match(op)) for op in body),
+        "loop_lds_dma": sum(op.startswith("global_load_lds") for op in body),
+        "loop_scratch": sum(bool(_SCRATCH.match(op)) for op in body),
+        "lead_min": min(leads) if leads else "",
+        "lead_max": max(leads) if leads else "",
+        "lds_reads": len(reads),
+        "lds_read_bytes": sum(READ_BYTES[r] for r in reads),
+    }
+
+
+def plan() -> list[dict[str, Any]]:
+    # matrix_instr_nonkdim 0: Triton's default instruction
+    rows = [
+        knob_row(target, d, (bm, bn, w, s), (wpe, 0, 1), "lead")
+        for target in ("gfx942", "gfx950")
+        for d, bm, bn, w in LEAD_TILES
+        for s in LEAD_STAGES
+        for wpe in LEAD_WAVES_PER_EU
+    ]
+    rows += [
+        knob_row("gfx942", d, (bm, bn, w, s), (0, 0, kpack), "kpack")
+        for d, bm, bn, w in KPACK_TILES
+        for s in KPACK_STAGES
+        for kpack in (1, 2)
+    ]
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    compile_rows(plan(), args.out, COLUMNS, loop_figures)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
