@@ -97,6 +97,36 @@ def test_a_load_waited_in_the_next_iteration_counts_across_the_back_edge() -> No
     assert amd_schedule.load_leads(body) == [2]
 
 
+def test_scratch_accesses_are_counted_by_their_width() -> None:
+    assert [
+        amd_schedule.scratch_bytes(op)
+        for op in (
+            "scratch_load_dword v6, off, s0",
+            "scratch_store_dwordx4 off, v[0:3], s0 offset:16",
+            "scratch_load_dwordx2 v[6:7], off, s0",
+            "scratch_store_short off, v1, s0",
+            "global_load_dwordx4 v[0:3], v4, off",
+        )
+    ] == [4, 16, 8, 2, 0]
+
+
+def test_a_reload_wait_is_a_wait_that_completes_a_scratch_load() -> None:
+    """Two waits complete reloads (the second also a global load issued before it); the wait
+    for the global load alone and the one covering only a store are not reload waits."""
+    body = [
+        "scratch_store_dword off, v1, s0",
+        "s_waitcnt vmcnt(0)",
+        "scratch_load_dword v6, off, s0",
+        "s_waitcnt vmcnt(0)",
+        "global_load_dwordx4 v[0:3], v4, off",
+        "scratch_load_dword v7, off, s0",
+        "s_waitcnt vmcnt(0)",
+        "global_load_dwordx4 v[8:11], v4, off",
+        "s_waitcnt vmcnt(0)",
+    ]
+    assert amd_schedule.reload_waits(body) == 2
+
+
 def test_an_unknown_lds_read_is_an_error_not_a_guess() -> None:
     asm = (
         ".LBB0_1:  ; =>This Inner Loop Header: Depth=1\n"

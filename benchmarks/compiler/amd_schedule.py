@@ -12,6 +12,9 @@ forward loop as Triton 3.9 compiles it for gfx942 and gfx950 (the AMDGCN assembl
 - `kpack` rows (gfx942): the LDS reads of the loop at kpack 1 and 2, instructions and bytes a
   lane, for the LDS read efficiency the model gives the two.
 
+Every row also records what a spilling loop does each iteration: its scratch accesses (bytes a
+lane) and its reload waits (the vmcnt waits that complete a scratch load), for the spill's cost.
+
     .venv/bin/python benchmarks/compiler/amd_schedule.py \
         --out benchmarks/data/compiler/amd_load_cover.csv
 
@@ -39,6 +42,8 @@ COLUMNS = (
     "loop_loads",  # global loads of one iteration
     "loop_lds_dma",  # of them, loads straight into LDS (global_load_lds_*)
     "loop_scratch",  # scratch loads and stores of one iteration
+    "loop_scratch_bytes",  # bytes a lane those scratch accesses move
+    "reload_waits",  # waits of one iteration that complete a scratch load
     "lead_min",  # MFMAs between a load and its wait, the shortest over the loop's loads
     "lead_max",
     "lds_reads",  # ds_read instructions of one iteration
@@ -81,6 +86,9 @@ _SCRATCH = re.compile(r"scratch_(load|store)")
 _STORE = re.compile(r"(global|buffer)_store")
 _WAIT = re.compile(r"s_waitcnt\b.*\bvmcnt\((\d+)\)")
 _DS_READ = re.compile(r"(ds_read\w*)")
+# Bytes a lane of a scratch access by its suffix (scratch_load_dword .. _dwordx4, and stores)
+_SCRATCH_BYTES = re.compile(r"scratch_(?:load|store)_(dword(?:x([234]))?|short|ubyte|sbyte|byte)")
+_SCRATCH_WIDTH = {"short": 2, "ubyte": 1, "sbyte": 1, "byte": 1}
 
 
 def main_loop(asm: str) -> list[str]:
@@ -120,6 +128,37 @@ def load_leads(body: list[str]) -> list[int]:
     return [leads[i] for i in sorted(leads)]
 
 
+def scratch_bytes(op: str) -> int:
+    """Bytes a lane of one scratch access (0 for anything else)."""
+    m = _SCRATCH_BYTES.match(op)
+    if m is None:
+        return 0
+    if m.group(1).startswith("dword"):
+        return 4 * int(m.group(2) or 1)
+    return _SCRATCH_WIDTH[m.group(1)]
+
+
+def reload_waits(body: list[str]) -> int:
+    """The waits of one iteration that complete a scratch load (vmcnt in issue order, as
+    `load_leads`; the body walked twice, the second walk counted): each is a reload the wave
+    stops for."""
+    outstanding: list[bool] = []  # is a scratch load
+    waits = 0
+    for walk in (0, 1):
+        for op in body:
+            if _LOAD.match(op) or _STORE.match(op) or op.startswith("scratch_store"):
+                outstanding.append(False)
+            elif op.startswith("scratch_load"):
+                outstanding.append(True)
+            wait = _WAIT.match(op)
+            if wait:
+                done = []
+                while len(outstanding) > int(wait.group(1)):
+                    done.append(outstanding.pop(0))
+                waits += walk == 1 and any(done)
+    return waits
+
+
 def loop_figures(asm: str) -> dict[str, Any]:
     """The loop's columns of a compiled kernel."""
     body = main_loop(asm)
@@ -133,6 +172,8 @@ def loop_figures(asm: str) -> dict[str, Any]:
         "loop_loads": sum(bool(_LOAD.match(op)) for op in body),
         "loop_lds_dma": sum(op.startswith("global_load_lds") for op in body),
         "loop_scratch": sum(bool(_SCRATCH.match(op)) for op in body),
+        "loop_scratch_bytes": sum(scratch_bytes(op) for op in body),
+        "reload_waits": reload_waits(body),
         "lead_min": min(leads) if leads else "",
         "lead_max": max(leads) if leads else "",
         "lds_reads": len(reads),
