@@ -10,7 +10,7 @@ forward loop as Triton 3.9 compiles it for gfx942 and gfx950 (the AMDGCN assembl
   load issued in one iteration and waited in the next counts the MFMAs across the back edge.
   `lead_min` is the shortest lead of the loop's loads: the iteration waits for that one.
 - `kpack` rows (gfx942): the LDS reads of the loop at kpack 1 and 2, instructions and bytes a
-  lane, for the LDS read efficiency the model gives the two.
+  lane, for what the model's LDS cost charges each (the same since model 0.26.0).
 
 Every row also records what a spilling loop does each iteration: its scratch accesses (bytes a
 lane) and its reload waits (the vmcnt waits that complete a scratch load), for the spill's cost.

@@ -293,8 +293,7 @@ class TritonRocmForward(KernelFamily):
         out = [
             confidence_note(
                 rocm_device(table.hardware),
-                "the softmax's instruction count, the register estimate and the LDS read "
-                "efficiency",
+                "the softmax's instruction count and the register estimate",
             )
         ]
         ignored = cuda_only_options(table.options)
