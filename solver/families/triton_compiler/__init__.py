@@ -25,7 +25,8 @@ How a family uses it:
    limit), `registers` (`RegisterEstimate`: live, cap, allocated, spilled per thread; None on
    AMD) and each loop's `dot_paths`. A configuration whose registers exceed the cap spills; it
    still compiles and launches, so the caller costs the spill rather than refusing it.
-   `pipeline.pipelined_round` gives the round of a loop with a given number of stages.
+   `pipeline.pipelined_round` gives the round of a loop with a given number of stages;
+   on AMD, `pipeline.amd_load_stages` says how many of them the compiled loop keeps.
 
 Modules: `loops` (the description), `target` (lowering, register cap), `shared_memory` (the
 arena, with the AMD LDS rules), `registers` (live state, count, spill; constants fitted on the
