@@ -13,7 +13,8 @@ forward loop as Triton 3.9 compiles it for gfx942 and gfx950 (the AMDGCN assembl
   lane, for what the model's LDS cost charges each (the same since model 0.26.0).
 
 Every row also records what a spilling loop does each iteration: its scratch accesses (bytes a
-lane) and its reload waits (the vmcnt waits that complete a scratch load), for the spill's cost.
+lane) and its reload waits (the vmcnt waits that complete a scratch load), for the spill's cost;
+and the workgroup barriers an iteration passes.
 
     .venv/bin/python benchmarks/compiler/amd_schedule.py \
         --out benchmarks/data/compiler/amd_load_cover.csv
@@ -44,6 +45,7 @@ COLUMNS = (
     "loop_scratch",  # scratch loads and stores of one iteration
     "loop_scratch_bytes",  # bytes a lane those scratch accesses move
     "reload_waits",  # waits of one iteration that complete a scratch load
+    "loop_barriers",  # s_barrier instructions of one iteration
     "lead_min",  # MFMAs between a load and its wait, the shortest over the loop's loads
     "lead_max",
     "lds_reads",  # ds_read instructions of one iteration
@@ -174,6 +176,7 @@ def loop_figures(asm: str) -> dict[str, Any]:
         "loop_scratch": sum(bool(_SCRATCH.match(op)) for op in body),
         "loop_scratch_bytes": sum(scratch_bytes(op) for op in body),
         "reload_waits": reload_waits(body),
+        "loop_barriers": sum(op.startswith("s_barrier") for op in body),
         "lead_min": min(leads) if leads else "",
         "lead_max": max(leads) if leads else "",
         "lds_reads": len(reads),
