@@ -159,3 +159,35 @@ def test_cks_tile_is_near_the_pick_at_d128_on_gfx942(
         and "S8192" in r["shape"]
     ]
     assert rows and all(r["top"] for r in rows), rows
+
+
+def test_the_tile_rank_is_the_first_configuration_of_the_experts_shape(
+    ranked: dict[str, list[dict[str, Any]]],
+) -> None:
+    """`tile_rank` (the expert's block_m, block_n and waves, its knobs and pipeline aside) is
+    never behind `rank`; on every 8th shape, re-ranked here, the row at it has the expert's
+    three values and no row before it has them."""
+    counted = [(k, r) for k, table in ranked.items() for r in table if r["counted"]]
+    assert all(r["tile_rank"] <= r["rank"] for _, r in counted)
+    assert any(r["tile_rank"] < r["rank"] for _, r in counted)
+    for kernel, row in counted[::8]:
+        problem = _problem(row["shape"])
+        t = prepare(problem, row["hardware"], SolveOptions(kernel=kernel, engine="exhaustive"))
+        expert = next(e for e in ROWS if e.id == row["expert"])
+        want = [expert.config(problem)[k] for k in experts.TILE_KEYS]
+        shapes = [[int(t.cfg[k][i]) for k in experts.TILE_KEYS] for i in t.ranked_feasible()]
+        assert shapes[row["tile_rank"] - 1] == want, row
+        assert want not in shapes[: row["tile_rank"] - 1], row
+
+
+def _problem(label: str) -> AttentionProblem:
+    """The problem of a row's shape label (`amd_experts.shape_label`)."""
+    parts = label.split()
+    return AttentionProblem(
+        batch=int(parts[0][1:]),
+        heads=int(parts[1][1:]),
+        seq_len=int(parts[2][1:]),
+        head_dim=int(parts[3][1:]),
+        dtype=parts[4],
+        causal="causal" in parts,
+    )
