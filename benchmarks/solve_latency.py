@@ -510,8 +510,8 @@ HEAP_KEPT = (
     f"kept between solves, as tilesolve-server's (glibc mmap threshold "
     f"{MMAP_THRESHOLD_BYTES >> 20} MiB, trim threshold {TRIM_THRESHOLD_BYTES >> 20} MiB)"
 )
-# what main() did to the process's C heap: the default, or kept as the server keeps it
-HEAP_STATE = ["glibc's defaults (--default-heap, or not glibc)"]
+# what main() did to the process's C heap: left at the default, or kept as the server keeps it
+HEAP_DEFAULT = "glibc's defaults (--default-heap, or not glibc)"
 
 
 @dataclass
@@ -626,7 +626,8 @@ def summarize(values: list[float]) -> dict[str, float]:
     }
 
 
-def context(cases: list[Case], repeats: int) -> dict[str, Any]:
+def context(cases: list[Case], repeats: int, heap: str) -> dict[str, Any]:
+    """The run's circumstances, for the JSON document (`heap`: HEAP_KEPT or HEAP_DEFAULT)."""
     return {
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
@@ -646,7 +647,7 @@ def context(cases: list[Case], repeats: int) -> dict[str, Any]:
         "top_k": TOP_K,
         "git": _git_state(),
         "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "heap": HEAP_STATE[0],
+        "heap": heap,
     }
 
 
@@ -960,9 +961,13 @@ class OwnBlockResult:
     stats: dict[str, Any]
     disagreements: list[str]
 
-    def to_json(self, repeats: int) -> dict[str, Any]:
+    def to_json(self, repeats: int, heap: str) -> dict[str, Any]:
         doc = to_json(
-            context(self.cases, repeats), self.cases, self.results, self.stats, self.disagreements
+            context(self.cases, repeats, heap),
+            self.cases,
+            self.results,
+            self.stats,
+            self.disagreements,
         )
         if self.block.target_in_json:
             doc["target_p95_ms"] = self.block.p95_target_ms
@@ -1012,8 +1017,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     add_quiet_argument(parser)
     args = parser.parse_args(argv)
-    if not args.default_heap and keep_heap():
-        HEAP_STATE[0] = HEAP_KEPT
+    heap = HEAP_KEPT if not args.default_heap and keep_heap() else HEAP_DEFAULT
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
     if args.sample is not None and args.sample < 1:
@@ -1033,8 +1037,8 @@ def main(argv: list[str] | None = None) -> int:
     bwd_disagreements = [
         d for c in backward if (d := disagreement(c, bwd_results[c.name])) is not None
     ]
-    ctx = context(cases, args.repeats)
-    ascend_ctx = context(ascend, args.repeats)
+    ctx = context(cases, args.repeats, heap)
+    ascend_ctx = context(ascend, args.repeats, heap)
     stats = summary(cases, results)
     ascend_stats = summary(ascend, ascend_results)
     bwd_stats = summary(backward, bwd_results)
@@ -1050,7 +1054,7 @@ def main(argv: list[str] | None = None) -> int:
         doc["backward"]["context"]["problem_set_sha256"] = fingerprint(backward)
         doc["backward"]["target_p95_ms"] = TARGET_BACKWARD_P95_MS
         for result in own:
-            doc[result.block.key] = result.to_json(args.repeats)
+            doc[result.block.key] = result.to_json(args.repeats, heap)
         json.dump(doc, sys.stdout, indent=2)
         print()
     else:
