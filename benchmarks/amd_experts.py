@@ -214,10 +214,10 @@ def rank_row(kernel: str, hardware: str, problem: AttentionProblem, rows: list[E
         return {**base, "counted": False, "why": expert.note}
     table = prepare(problem, hardware, SolveOptions(kernel=kernel, engine="exhaustive"))
     order = table.ranked_feasible()
-    index = index_of(table, expert.config(problem))
+    config = expert.config(problem)
+    index = index_of(table, config)
     position = np.flatnonzero(order == index)
     best = int(order[0])
-    config = expert.config(problem)
     same_tile = np.ones(len(order), dtype=bool)
     for name in TILE_KEYS:
         same_tile &= table.cfg[name][order] == config[name]

@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from tilesolve.solver import AttentionProblem, SolveOptions
@@ -91,10 +90,7 @@ def test_cks_tiles_fit_their_pipelines_launch_bound() -> None:
         hw = "mi300x" if e.arch == "gfx942" else "mi355x"
         problem = AttentionProblem(batch=2, heads=2048 // d, seq_len=8192, head_dim=d)
         table = prepare(problem, hw, SolveOptions(kernel="ck", engine="exhaustive"))
-        mask = np.ones(len(table.cfg), dtype=bool)
-        for name, value in e.config(problem).items():
-            mask &= table.cfg[name] == value
-        i = int(np.flatnonzero(mask)[0])
+        i = experts.index_of(table, e.config(problem))
         budget = (512 // CK_WAVES_PER_EU[d]) // 8 * 8
         assert int(table.res.register_total[i]) <= budget, (e.id, table.res.register_total[i])
 
