@@ -27,6 +27,8 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -102,11 +104,20 @@ def main_loop(asm: str) -> list[str]:
     return [line.strip() for line in body.splitlines() if line.strip() and line[0] in " \t"]
 
 
-def load_leads(body: list[str]) -> list[int]:
-    """MFMAs between each global load of one iteration and the wait that covers it, the body
-    walked twice (a load still in flight at the second back edge: MFMAs to that edge)."""
-    outstanding: list[tuple[bool, int, int]] = []  # (is a global load, pass, MFMAs at issue)
-    leads: dict[int, int] = {}
+@dataclass(frozen=True)
+class _Access:
+    """A vector memory access of the loop, in flight until a vmcnt wait covers it."""
+
+    kind: str  # "load" (a global load), "reload" (a scratch load), "other" (a store)
+    walk: int  # the walk of the body that issued it (0 or 1)
+    index: int  # a load's place among one iteration's global loads (-1 for the others)
+    issued: int  # MFMAs issued before it, counted from the first walk's start
+
+
+def _completions(body: list[str]) -> Iterator[tuple[int, int, list[_Access]]]:
+    """The body walked twice, vmcnt counting in issue order: (walk, MFMAs so far, the accesses
+    it completes) for every `s_waitcnt vmcnt(n)`, then (2, MFMAs, those still in flight)."""
+    outstanding: list[_Access] = []
     mfmas = 0
     for walk in (0, 1):
         index = 0
@@ -114,19 +125,29 @@ def load_leads(body: list[str]) -> list[int]:
             if op.startswith("v_mfma"):
                 mfmas += 1
             elif _LOAD.match(op):
-                outstanding.append((walk == 0, index, mfmas))
+                outstanding.append(_Access("load", walk, index, mfmas))
                 index += 1
+            elif op.startswith("scratch_load"):
+                outstanding.append(_Access("reload", walk, -1, mfmas))
             elif _SCRATCH.match(op) or _STORE.match(op):
-                outstanding.append((False, -1, mfmas))
+                outstanding.append(_Access("other", walk, -1, mfmas))
             wait = _WAIT.match(op)
             if wait:
-                while len(outstanding) > int(wait.group(1)):
-                    first, i, issued = outstanding.pop(0)
-                    if first:
-                        leads[i] = mfmas - issued
-    for first, i, issued in outstanding:
-        if first:
-            leads[i] = mfmas - issued
+                done = max(len(outstanding) - int(wait.group(1)), 0)
+                yield walk, mfmas, outstanding[:done]
+                del outstanding[:done]
+    yield 2, mfmas, outstanding
+
+
+def load_leads(body: list[str]) -> list[int]:
+    """MFMAs between each global load of one iteration and the wait that covers it, the body
+    walked twice (a load still in flight at the second back edge: MFMAs to that edge)."""
+    leads = {
+        access.index: mfmas - access.issued
+        for _, mfmas, done in _completions(body)
+        for access in done
+        if access.kind == "load" and access.walk == 0
+    }
     return [leads[i] for i in sorted(leads)]
 
 
@@ -141,24 +162,12 @@ def scratch_bytes(op: str) -> int:
 
 
 def reload_waits(body: list[str]) -> int:
-    """The waits of one iteration that complete a scratch load (vmcnt in issue order, as
-    `load_leads`; the body walked twice, the second walk counted): each is a reload the wave
-    stops for."""
-    outstanding: list[bool] = []  # is a scratch load
-    waits = 0
-    for walk in (0, 1):
-        for op in body:
-            if _LOAD.match(op) or _STORE.match(op) or op.startswith("scratch_store"):
-                outstanding.append(False)
-            elif op.startswith("scratch_load"):
-                outstanding.append(True)
-            wait = _WAIT.match(op)
-            if wait:
-                done = []
-                while len(outstanding) > int(wait.group(1)):
-                    done.append(outstanding.pop(0))
-                waits += walk == 1 and any(done)
-    return waits
+    """The waits of one iteration that complete a scratch load (`_completions`, the second walk
+    counted): each is a reload the wave stops for."""
+    return sum(
+        walk == 1 and any(access.kind == "reload" for access in done)
+        for walk, _, done in _completions(body)
+    )
 
 
 def loop_figures(asm: str) -> dict[str, Any]:
