@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from tilesolve.solver import AttentionProblem, SolveOptions, get_hardware
+from tilesolve.solver.candidates import TILE_FIELDS
 from tilesolve.solver.families.triton_compiler.lds_amd import default_nonkdim
 from tilesolve.solver.solve import prepare
 
@@ -202,6 +203,22 @@ def index_of(table: Any, config: dict[str, int]) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
+def answer_ranks(table: Any, order: Any) -> Any:
+    """The answer's rank of each configuration of `order` (the feasible ones, best first): the
+    rank of the row that stands for it, itself or the first of its twins (configurations with
+    its tile fields and its modelled time, which the answer gives one row:
+    `CandidateTable.twins`)."""
+    fields = [table.time_ns[order]] + [
+        table.common[name][order] for name in TILE_FIELDS if name in table.common
+    ]
+    _, first, group = np.unique(
+        np.stack(fields, axis=1), axis=0, return_index=True, return_inverse=True
+    )
+    rank_of_group = np.empty(len(first), dtype=np.int64)
+    rank_of_group[np.argsort(first)] = np.arange(1, len(first) + 1)
+    return rank_of_group[group.ravel()]
+
+
 def rank_row(kernel: str, hardware: str, problem: AttentionProblem, rows: list[Expert]) -> dict:
     """The expert's rank and prediction for one shape (or why it is not counted)."""
     expert = dispatched(rows, _kernel_name(kernel), hardware, problem)
@@ -214,6 +231,7 @@ def rank_row(kernel: str, hardware: str, problem: AttentionProblem, rows: list[E
         return {**base, "counted": False, "why": expert.note}
     table = prepare(problem, hardware, SolveOptions(kernel=kernel, engine="exhaustive"))
     order = table.ranked_feasible()
+    ranks = answer_ranks(table, order)
     config = expert.config(problem)
     index = index_of(table, config)
     position = np.flatnonzero(order == index)
@@ -224,8 +242,8 @@ def rank_row(kernel: str, hardware: str, problem: AttentionProblem, rows: list[E
     row = {
         **base,
         "counted": True,
-        "rank": int(position[0]) + 1 if len(position) else None,
-        "tile_rank": int(np.argmax(same_tile)) + 1 if same_tile.any() else None,
+        "rank": int(ranks[position[0]]) if len(position) else None,
+        "tile_rank": int(ranks[np.argmax(same_tile)]) if same_tile.any() else None,
         "feasible": bool(table.feasible[index]),
         "broken": [n for n, ok in table.satisfied.items() if not ok[index]],
         "expert_tflops": round(tflops_at(table, index, problem), 1),

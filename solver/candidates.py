@@ -22,6 +22,12 @@ from .space import BoolArray, ConfigArrays, IntArray, Param
 # fixed tie-break order, which makes `objective` (time_ns * N + tie position) a unique key.
 NS_PER_US = 1000
 MAX_TIME_NS = 1 << 52  # 52 days: slower configurations all tie here and rank by the tie order
+# The fields that name a tile: two configurations that share them (those the family has) and
+# their modelled time in whole nanoseconds are *twins*: they differ only in parameters the model
+# prices alike there (a waves_per_eu cap that does not bind, kpack, stages a target does not
+# keep), so the answer gives them one row, the first in the ranking order (`CandidateTable.twins`,
+# docs/model.md 6).
+TILE_FIELDS = ("block_m", "block_n", "num_warps")
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,33 @@ class CandidateTable(Evaluation):
         """Indices of feasible configurations, best first (the exhaustive ranking)."""
         indices = np.flatnonzero(self.feasible)
         return np.asarray(indices[np.argsort(self.objective[indices], kind="stable")])
+
+    def twins(self, i: int) -> IntArray:
+        """Indices of configuration i's twins (`TILE_FIELDS`): the other configurations with
+        its tile fields and its modelled time (whole ns), feasible or not; none where the
+        family has no tile field."""
+        fields = [name for name in TILE_FIELDS if name in self.common]
+        if not fields:
+            return np.zeros(0, dtype=np.int64)
+        same = np.flatnonzero(self.time_ns == self.time_ns[i])
+        for name in fields:
+            column = self.common[name]
+            same = same[column[same] == column[i]]
+        return np.asarray(same[same != i], dtype=np.int64)
+
+    def distinct_ranked(self, top_k: int) -> list[int]:
+        """The `top_k` best feasible configurations, best first, one per set of twins (the
+        first of each in the ranking order): the exhaustive engine's answer."""
+        ranked: list[int] = []
+        folded: set[int] = set()
+        for i in self.ranked_feasible():
+            if len(ranked) == top_k:
+                break
+            if int(i) in folded:
+                continue
+            ranked.append(int(i))
+            folded.update(int(j) for j in self.twins(int(i)))
+        return ranked
 
 
 def tie_break_order(keys: Sequence[IntArray], n: int) -> IntArray:

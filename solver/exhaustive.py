@@ -10,5 +10,6 @@ from .candidates import CandidateTable
 
 
 def solve_exhaustive(table: CandidateTable, top_k: int) -> list[int]:
-    """Indices of the `top_k` best feasible configurations, best first."""
-    return [int(i) for i in table.ranked_feasible()[:top_k]]
+    """Indices of the `top_k` best feasible configurations, best first, twins folded
+    (`CandidateTable.distinct_ranked`)."""
+    return table.distinct_ranked(top_k)

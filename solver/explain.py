@@ -215,6 +215,9 @@ def reasons(table: CandidateTable, i: int, winner: int) -> list[str]:
     else:
         slower = perf.time_us[i] / perf.time_us[winner] - 1.0
         out.append(f"{slower:.1%} slower than rank 1; bound by {perf.bottleneck[i]}")
+    twins = twin_line(table, i)
+    if twins:
+        out.append(twins)
     out.extend(table.family.reason_lines(table, i))
     if perf.tail_efficiency[i] < 0.9:
         out.append(
@@ -224,6 +227,24 @@ def reasons(table: CandidateTable, i: int, winner: int) -> list[str]:
     if perf.padding_waste[i] > 0.01:
         out.append(f"{perf.padding_waste[i]:.1%} of computed scores are padding or masked")
     return out
+
+
+def twin_line(table: CandidateTable, i: int) -> str:
+    """The parameter values configuration i stands for besides its own: those of its feasible
+    twins (`CandidateTable.twins`), or "" where it has none."""
+    twins = table.twins(i)
+    twins = twins[table.feasible[twins]]
+    if not len(twins):
+        return ""
+    differ = []
+    for name, value in table.cfg.config(i).as_dict().items():
+        others = [int(v) for v in np.unique(table.cfg[name][twins]) if v != value]
+        if others:
+            differ.append(f"{name} {', '.join(map(str, others))}")
+    return (
+        f"stands for {len(twins)} more configuration(s) of this tile at the same modelled time, "
+        f"which differ in {'; '.join(differ)}: the model prices them alike"
+    )
 
 
 def equivalent_ranks(table: CandidateTable, ranked: list[int]) -> int:

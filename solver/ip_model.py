@@ -19,7 +19,8 @@ engine ranks them. (An element variable per column, with `time_ns` as the object
 the same program; it cost about 10 us per legal configuration and solve in CP-SAT's model
 loading, 25-40 ms for the decode spaces of 200-700 legal configurations, against under 1 ms
 for the domain form.) The search tries tiles in index order. Top-k: solve, require a later
-tile index than the last winner, solve again. One worker, a fixed seed and the fixed search
+tile index than the last winner, none of its twins (the configurations the model cannot tell
+apart from it, `CandidateTable.twins`), solve again. One worker, a fixed seed and the fixed search
 make every run identical.
 
 The model is written as CP-SAT's own `CpModelProto` and solved by its `SolveWrapper`, both
@@ -117,6 +118,8 @@ class TileProgram:
         """`explain_infeasibility`: guard each constraint with an enforcement literal."""
         self._guarded = explain_infeasibility
         self.table = table
+        # tile of each candidate-table row (-1: not legal), made at the first top-k step
+        self._position: np.ndarray[Any, Any] | None = None
         self.model = cmh.CpModelProto()
         # rows[j]: the candidate-table index of the j-th allowed tuple.
         legal_rows = np.flatnonzero(table.legal())
@@ -146,6 +149,22 @@ class TileProgram:
         strategy.domain_reduction_strategy = (
             cmh.DecisionStrategyProto.DomainReductionStrategy.SELECT_MIN_VALUE
         )
+
+    def _after(self, tile: int) -> list[int]:
+        """The domain of the tiles after `tile` in ranking order, its twins left out."""
+        twins = self.table.twins(self.rows[tile])
+        if self._position is None:
+            self._position = np.full(len(self.table), -1, dtype=np.int64)
+            self._position[np.asarray(self.rows, dtype=np.int64)] = np.arange(len(self.rows))
+        skipped = np.sort(self._position[twins])
+        skipped = skipped[skipped > tile]  # (legal twins have a tile; later ones are cut)
+        domain: list[int] = []
+        low = tile + 1
+        for twin in skipped:
+            if low < twin:
+                domain += [low, int(twin) - 1]
+            low = int(twin) + 1
+        return [*domain, low, INT64_MAX]
 
     def _new_variable(self, name: str, low: int, high: int) -> int:
         """A new integer variable in [low, high]; its index."""
@@ -231,8 +250,9 @@ class TileProgram:
                 proven = False
             tile = int(response.solution[TILE])
             ranked.append(self.rows[tile])
-            # The next rank comes later in the ranking order than this winner.
-            self._restrict_tile([tile + 1, INT64_MAX], [])
+            # The next rank comes later in the ranking order than this winner and is none of
+            # its twins (`CandidateTable.twins`: the answer's one row for them).
+            self._restrict_tile(self._after(tile), [])
         wall_ms = (time.perf_counter() - started) * 1e3
         return IpResult(ranked, proven and not timed_out, timed_out, conflicting, wall_ms)
 

@@ -55,7 +55,7 @@ def test_top_k_equals_the_exhaustive_ranking() -> None:
     for kernel in ("fa2", "triton"):
         table = _table(SolveOptions(), kernel)
         result = TileProgram(table).solve_top_k(8, 10.0)  # type: ignore[arg-type]
-        expected = [int(i) for i in table.ranked_feasible()[:8]]  # type: ignore[attr-defined]
+        expected = table.distinct_ranked(8)  # type: ignore[attr-defined]
         assert result.ranked == expected and result.proven_optimal
 
 
@@ -91,7 +91,8 @@ def _public_api_model(table: Any, guarded: bool, later_than: list[int]) -> Any:
     """The program of `table` built with `ortools.sat.python.cp_model` (pandas and all), as
     the solver built it before it wrote the proto itself: `tile` over the legal rows in
     ranking order, each rule a domain constraint, guarded by its constraint's literal when
-    `guarded` (as assumptions), the objective, the search; then `tile > v` for `later_than`."""
+    `guarded` (as assumptions), the objective, the search; then, for each v of `later_than`,
+    `tile > v` and none of row v's twins."""
     model = cp_model.CpModel()
     legal = np.flatnonzero(table.legal())
     rows = legal[np.argsort(table.objective[legal], kind="stable")]
@@ -112,8 +113,12 @@ def _public_api_model(table: Any, guarded: bool, later_than: list[int]) -> Any:
             model.add_linear_expression_in_domain(tile, allowed).only_enforce_if(guard)
     model.minimize(tile)
     model.add_decision_strategy([tile], cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE)
+    position = {int(row): j for j, row in enumerate(rows)}
     for value in later_than:
-        model.add(tile > value)
+        twins = [position[int(i)] for i in table.twins(int(rows[value])) if int(i) in position]
+        after = cp_model.Domain(value + 1, cp_model.INT_MAX)
+        after = after.intersection_with(cp_model.Domain.from_values(twins).complement())
+        model.add_linear_expression_in_domain(tile, after)
     for literal in literals:
         model.add_assumption(literal)
     return model.proto
