@@ -102,5 +102,7 @@ CATALOG_VERSION = "2026.12.1"
 #        block_n, num_warps and modelled time, which differ only in parameters the model prices
 #        alike there: a waves_per_eu cap that does not bind, kpack, stages gfx942 does not
 #        keep, fa2's v_in_regs, decode's page sizes), its reasons listing the values it stands
-#        for; rows past the first are the next distinct choices. No modelled time changes.
+#        for; rows past the first are the next distinct choices. And a pipelined stage on
+#        gfx950 keeps its load in flight for 2/3 of a loop, not a whole one (docs/model.md
+#        19.10, `AMD_STAGE_LEAD`: the median compiled lead): triton and flex on mi355x move.
 MODEL_VERSION = "0.27.0"

@@ -111,7 +111,7 @@ FEW_TOP_TRITON = (
     "on 9 of 36 shapes (model 0.27.0, whose answer gives twins one row: 4 on 0.26.0, 0 before): "
     "the large grids at d 64 and d 128 but MI300X's causal d 64 (ranks 9, 16: 0.89-0.90 of "
     "the pick, 128 x 32 and 64 x 32 w2), MI355X's causal d 64 (19, 29) and three of its four "
-    "d 128 shapes (7, 7, 12: 0.93-0.95 of the pick, which keeps 2 stages: gfx950's "
+    "d 128 shapes (7, 7, 11: 0.93-0.95 of the pick, which keeps 2 stages: gfx950's "
     "direct-to-LDS loads keep their lead, 19.10); past 100 at "
     "d 256, where the register estimate puts it over waves_per_eu 2's cap of 256 and the "
     "compiler spills it too (amd_knobs.csv's expert rows: 370 VGPRs on gfx942, 589 on gfx950); "

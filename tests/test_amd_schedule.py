@@ -15,7 +15,11 @@ import pytest
 
 from tilesolve.solver import AttentionProblem, SolveOptions
 from tilesolve.solver.families.triton_compiler.lds_amd import default_nonkdim
-from tilesolve.solver.families.triton_compiler.pipeline import amd_load_stages
+from tilesolve.solver.families.triton_compiler.pipeline import (
+    AMD_STAGE_LEAD,
+    amd_load_stages,
+    pipelined_round,
+)
 from tilesolve.solver.families.triton_compiler.target import CompilerTarget
 from tilesolve.solver.solve import prepare
 
@@ -263,10 +267,38 @@ def _stage_twins(hardware: str) -> list[tuple[int, int]]:
     return twins
 
 
+def test_the_stage_lead_is_the_median_compiled_lead_on_gfx950() -> None:
+    """`AMD_STAGE_LEAD` is the median over gfx950's pipelined loops without scratch of the
+    shortest lead, in loops per stage past the first; the range is what docs/model.md 19.10
+    states."""
+    leads = [
+        int(r["lead_min"]) / int(r["loop_mfmas"]) / (int(r["num_stages"]) - 1)
+        for r in _lead_rows()
+        if r["target"] == "gfx950" and int(r["loop_scratch"]) == 0
+    ]
+    assert len(leads) == 20
+    assert float(np.median(leads)) == pytest.approx(AMD_STAGE_LEAD, abs=1e-9)
+    assert (round(min(leads), 2), round(max(leads), 2)) == (0.33, 0.88)
+
+
+def test_a_shorter_lead_hides_less_of_the_load() -> None:
+    """pipelined_round with a lead of 1 is the stage count's own round; a shorter lead waits
+    longer where the slack is short, the same where it already hides the load."""
+    work = np.array([400.0, 400.0, 20000.0])
+    load = np.array([1000.0, 1000.0, 1000.0])
+    stages = np.array([2, 3, 2])
+    full = pipelined_round(work, work, load, stages)[0]
+    part = pipelined_round(work, work, load, stages, AMD_STAGE_LEAD)[0]
+    spread = 0.5 * load
+    assert full[0] == np.floor((work[0] + load[0] + spread[0]) / 2 - work[0]) + work[0]
+    assert part[0] > full[0] and part[1] > full[1]
+    assert part[2] == full[2] == work[2]
+
+
 def test_two_stages_buy_nothing_on_gfx942_and_an_iteration_on_gfx950() -> None:
     """The round of a two-stage tile against its one-stage twin (no spill, the same
     occupancy): on mi300x never shorter (the loads are waited within the iteration either
-    way); on mi355x shorter for every twin (the load leads by an iteration)."""
+    way); on mi355x shorter for every twin (the load leads by two thirds of an iteration)."""
     problem = AttentionProblem(batch=2, heads=16, seq_len=8192, head_dim=128, dtype="bf16")
     for hardware in ("mi300x", "mi355x"):
         round_us = _table(problem, hardware).perf.figures["round_us"]

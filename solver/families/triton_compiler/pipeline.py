@@ -31,6 +31,12 @@ from ...space import FloatArray, IntArray
 # unloaded figures, and loaded latencies of GPU memory systems are known to exceed them by a
 # similar share.
 LOAD_LATENCY_SPREAD = 0.5
+# The share of a loop that each stage past the first keeps an AMD loop's load in flight, where
+# the loop keeps the lead at all (`amd_load_stages`): the median, over the 20 gfx950 pipelined
+# loops of benchmarks/data/compiler/amd_load_cover.csv that touch no scratch, of the shortest
+# lead (MFMAs between a load and its wait) over the loop's MFMAs and num_stages - 1 (0.33 to
+# 0.88; docs/model.md 19.10). The loads of the next tile go out after part of this one's work.
+AMD_STAGE_LEAD = 2.0 / 3.0
 NEWTON_STEPS = 12  # from below the root; converged to rounding long before
 # exp(-x) for x beyond this is below 1e-304 cycles: taken as that, not as an underflow to 0.
 EXP_ARGUMENT_CAP = 700.0
@@ -52,27 +58,29 @@ def exposed_load_cycles(slack: FloatArray, load: FloatArray) -> FloatArray:
 
 
 def pipelined_round(
-    work: FloatArray, compute: FloatArray, load: FloatArray, stages: IntArray
+    work: FloatArray, compute: FloatArray, load: FloatArray, stages: IntArray, lead: float = 1.0
 ) -> tuple[FloatArray, FloatArray]:
     """The round W of a loop whose resident blocks need `work` cycles without waiting (their
     compute or the bandwidth), one block's `compute` cycles per iteration, `load` cycles per
     tile, and `stages` pipeline stages; and the wait per round.
 
-    s >= 2: W = work + exposed((s - 1) W). While the slack (s - 1) W is below the load the
-    wait is linear and W = (work + load + spread) / s exactly; past it W solves W = work +
-    spread exp(-((s - 1) W - load) / spread), found by Newton's method from max(work, load /
-    (s - 1)), which lies below the root: the left side minus the right is increasing and
+    s >= 2: W = work + exposed(a W), a = lead (s - 1): each stage past the first keeps the
+    load in flight for `lead` of a round (1: the whole iteration, as Triton's pipeliner
+    states it; AMD loops keep less, `AMD_STAGE_LEAD`). While the slack a W is below the load
+    the wait is linear and W = (work + load + spread) / (1 + a) exactly; past it W solves
+    W = work + spread exp(-(a W - load) / spread), found by Newton's method from max(work,
+    load / a), which lies below the root: the left side minus the right is increasing and
     concave in W, so the steps rise to the root without passing it.
     s = 1: the other blocks' compute (work - compute) is the only slack. The wait is counted
     in whole cycles."""
     s = stages.astype(np.float64)
-    ahead = np.maximum(s - 1.0, 1.0)
+    ahead = lead * np.maximum(s - 1.0, 1.0)
     unpipelined = work + exposed_load_cycles(np.maximum(work - compute, 0.0), load)
     spread = np.maximum(LOAD_LATENCY_SPREAD * load, 1e-9)
-    linear = (work + load + spread) / np.maximum(s, 1.0)
+    linear = (work + load + spread) / (1.0 + np.where(stages > 1, ahead, 0.0))
     # Newton's method only where its root is the answer (pipelined, past the linear part);
     # each candidate's steps are its own, so the others need none.
-    solve = np.flatnonzero((stages > 1) & ~((s - 1.0) * linear < load))
+    solve = np.flatnonzero((stages > 1) & ~(ahead * linear < load))
     pipelined = linear.copy()
     pipelined[solve] = _newton_round(work[solve], load[solve], spread[solve], ahead[solve])
     # A wait of less than a cycle per round is none: whole cycles keep stage counts that hide

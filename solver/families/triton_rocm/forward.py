@@ -49,7 +49,7 @@ from ..rocm.schedule import (
 )
 from ..triton_compiler.lds_amd import amd_lds_bytes, chain_crosses
 from ..triton_compiler.loops import AttentionKernel
-from ..triton_compiler.pipeline import amd_load_stages, pipelined_round
+from ..triton_compiler.pipeline import AMD_STAGE_LEAD, amd_load_stages, pipelined_round
 from ..triton_compiler.registers_amd import AMD_LANES, AmdRegisterEstimate, amd_register_estimate
 from ..triton_compiler.target import CompilerTarget
 from .knobs import knob_params
@@ -413,7 +413,8 @@ def evaluate(
     stages = amd_load_stages(target_of(device).loads_to_lds, cfg["num_stages"], res.regs.spilled)
 
     def round_of(r: FloatArray) -> FloatArray:
-        return pipelined_round(cu_round(device, it, warps, r), alone, load, stages)[0]
+        work = cu_round(device, it, warps, r)
+        return pipelined_round(work, alone, load, stages, AMD_STAGE_LEAD)[0]
 
     ones = np.ones_like(bm_i)
     grid = grid_cycles(
