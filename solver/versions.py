@@ -105,4 +105,7 @@ CATALOG_VERSION = "2026.12.1"
 #        for; rows past the first are the next distinct choices. And a pipelined stage on
 #        gfx950 keeps its load in flight for 2/3 of a loop, not a whole one (docs/model.md
 #        19.10, `AMD_STAGE_LEAD`: the median compiled lead): triton and flex on mi355x move.
+#        And a spill costs what the compiled loops spill, per register over the cap: 8 bytes
+#        of scratch traffic and 0.34 reload waits (an L2 hit each) an iteration, where s + s^2
+#        / 29 slots of 8 bytes were charged (19.10): triton and flex on AMD move.
 MODEL_VERSION = "0.27.0"

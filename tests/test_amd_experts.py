@@ -108,14 +108,16 @@ FEW_TOP_CK = (
 )
 FEW_TOP_TRITON = (
     "aiter's Triton default (128 x 64, 4 waves, 1 or 3 stages, waves_per_eu 2) is in the top 5 "
-    "on 9 of 36 shapes (model 0.27.0, whose answer gives twins one row: 4 on 0.26.0, 0 before): "
-    "the large grids at d 64 and d 128 but MI300X's causal d 64 (ranks 9, 16: 0.89-0.90 of "
-    "the pick, 128 x 32 and 64 x 32 w2), MI355X's causal d 64 (19, 29) and three of its four "
-    "d 128 shapes (7, 7, 11: 0.93-0.95 of the pick, which keeps 2 stages: gfx950's "
-    "direct-to-LDS loads keep their lead, 19.10); past 100 at "
-    "d 256, where the register estimate puts it over waves_per_eu 2's cap of 256 and the "
-    "compiler spills it too (amd_knobs.csv's expert rows: 370 VGPRs on gfx942, 589 on gfx950); "
-    "53 to 149 at (1, 16, 1024), where 128-row tiles leave most CUs idle"
+    "on 9 of 36 shapes (model 0.27.0: the answer gives twins one row, and a spill costs what "
+    "the compiled loops spill; 4 on 0.26.0, 0 before): the large grids at d 64 and d 128 but "
+    "MI300X's causal d 64 (ranks 6, 15: 0.89-0.93 of the pick, 128 x 32 and 64 x 32 w2) and "
+    "causal d 128 (13, 16: the register estimate puts it 18 over waves_per_eu 2's cap, where "
+    "the compiled loop spills nothing), MI355X's causal d 64 (13, 25) and one d 128 shape (9: "
+    "0.95 of the pick, which keeps 2 stages: gfx950's direct-to-LDS loads keep their lead, "
+    "19.10); 60 to 124 at d 256, where the estimate puts it over the cap and the compiler "
+    "spills it too (amd_load_cover.csv's expert rows: 370 VGPRs on gfx942, 589 on gfx950, "
+    "42-66 reload waits an iteration); 50 to 241 at (1, 16, 1024), where 128-row tiles leave "
+    "most CUs idle"
 )
 
 

@@ -11,6 +11,8 @@ forward loop as Triton 3.9 compiles it for gfx942 and gfx950 (the AMDGCN assembl
   `lead_min` is the shortest lead of the loop's loads: the iteration waits for that one.
 - `kpack` rows (gfx942): the LDS reads of the loop at kpack 1 and 2, instructions and bytes a
   lane, for what the model's LDS cost charges each (the same since model 0.26.0).
+- expert rows (`aitertriton942`, ...): aiter's Triton defaults at the head dims they serve,
+  not causal and causal, for what the shipped tiles' loops spill.
 
 Every row also records what a spilling loop does each iteration: its scratch accesses (bytes a
 lane) and its reload waits (the vmcnt waits that complete a scratch load), for the spill's cost;
@@ -32,11 +34,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from amd_knobs import CONFIG_COLUMNS, compile_rows, knob_row
+from amd_knobs import CONFIG_COLUMNS, compile_rows, expert_rows, knob_row
 
 COLUMNS = (
-    # the configuration ("sample": lead or kpack) but the MFMA knob, Triton's default here
+    # the configuration ("sample": lead, kpack, or an expert row's id) but the MFMA knob,
+    # Triton's default here; causal 1: the causal kernel (its main loop: the one with the most
+    # MFMAs)
     *(c for c in CONFIG_COLUMNS if c != "matrix_instr_nonkdim"),
+    "causal",
     "status",
     "shared_bytes",
     "total_vgprs",
@@ -208,7 +213,9 @@ def plan() -> list[dict[str, Any]]:
         for s in KPACK_STAGES
         for kpack in (1, 2)
     ]
-    return rows
+    # aiter's Triton defaults (benchmarks/data/expert_amd_tiles.csv), not causal and causal:
+    # what the shipped tiles' loops spill
+    return rows + [{**row, "causal": causal} for causal in (0, 1) for row in expert_rows()]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -67,13 +67,14 @@ KERNEL_SGPRS = 64  # scalar registers of the kernel (estimate; below every limit
 # first dot's last result is on the iteration's dependent chain.
 MFMA_RESULT_CYCLES = {16: 32.0, 32: 64.0}
 BARRIERS_PER_ITERATION = 2  # the K and V tiles' LDS writes, each fenced before its reads
-SPILL_BYTES_PER_REGISTER = 2 * 4  # a spill slot stored and reloaded once an iteration
-# The spill slots the compiler makes for s registers per lane over its cap grow faster than s
-# (it spills values it reloads more than once): s + s^2 / SPILL_GROWTH_REGS, fitted by least
-# squares on the knob sample's gfx942 rows (128x64, d 128, 4 waves: 8, 96 and 136 over the cap
-# of waves_per_eu 2, 3, 4 by the register estimate made 44, 454 and 744 slots; the law gives 10,
-# 414 and 774).
-SPILL_GROWTH_REGS = 29.0
+# What a register over the compiler's cap costs each iteration of the loop (docs/model.md
+# 19.10), per lane: its value stored to scratch and reloaded, 2 x 4 bytes (the compiled loops
+# of benchmarks/data/compiler/amd_load_cover.csv move 8.75 bytes a lane an iteration per
+# register the estimate puts over the cap, least squares through 0), and reload waits: the
+# `s_waitcnt vmcnt` that completes a scratch load, each waiting out a reload on the loop's
+# chain (0.34 a register, least squares through 0 over the same rows: 108 loops, 46 spilling).
+SPILL_BYTES_PER_REGISTER = 2 * 4
+RELOAD_WAITS_PER_REGISTER = 0.34
 
 
 def target_of(device: RocmDevice) -> CompilerTarget:
@@ -392,10 +393,12 @@ def evaluate(
     result = np.where(
         cfg["matrix_instr_nonkdim"] == 16, MFMA_RESULT_CYCLES[16], MFMA_RESULT_CYCLES[32]
     )
-    stall = BARRIERS_PER_ITERATION * BARRIER_CYCLES + CHAIN_CYCLES + result
+    # a spill: its scratch traffic through the L2, and its reloads' waits on the chain, each
+    # an L2 hit's latency (the waves of other workgroups hide them as they hide the barriers)
     over = res.regs.spilled.astype(np.float64)
-    slots = over + over * over / SPILL_GROWTH_REGS
-    spill = slots * SPILL_BYTES_PER_REGISTER * AMD_LANES * warps
+    reloads = over * RELOAD_WAITS_PER_REGISTER * L2_LATENCY_CYCLES
+    stall = BARRIERS_PER_ITERATION * BARRIER_CYCLES + CHAIN_CYCLES + result + reloads
+    spill = over * SPILL_BYTES_PER_REGISTER * AMD_LANES * warps
     traffic = kv_traffic(
         device, problem, e, kv_tile, bm_i, bn_i, res.occupancy.workgroups_per_cu, masked
     )
