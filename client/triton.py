@@ -334,7 +334,8 @@ class ModelPrune:
         return order
 
     def _rank(self, request: AttentionProblem) -> dict[TileKey, float]:
-        """The model's order for `request`, from the candidate table (loads the solver)."""
+        """The model's order for `request`, from the candidate table (loads the solver): each
+        tile at the position of its first configuration in the ranking."""
         from tilesolve.solver import SolveOptions
         from tilesolve.solver.solve import prepare
 
@@ -348,7 +349,9 @@ class ModelPrune:
                 int(c["num_warps"][i]),
                 int(c["num_stages"][i]),
             )
-            order[tile] = float(position)
+            # a tile's place is its best configuration's (families whose other parameters,
+            # e.g. the AMD knobs, make several configurations of one tile)
+            order.setdefault(tile, float(position))
         return order
 
     def __call__(self, configs: Sequence[Any], named_args: Any, **kwargs: Any) -> list[Any]:

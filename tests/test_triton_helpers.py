@@ -71,6 +71,30 @@ def test_keep_top_keeps_the_models_first_of_the_users_configs() -> None:
     assert prune(configs, {}) == kept
 
 
+def test_a_tile_with_several_configurations_takes_its_best_ones_place() -> None:
+    """On MI300X the triton family's knobs (waves_per_eu, kpack, the MFMA edge) make several
+    configurations of one (BLOCK_M, BLOCK_N, num_warps, num_stages): the hook orders the tile
+    by the first of them in the model's ranking, so the model's pick is kept first whatever
+    its knobs' other values rank."""
+    problem = AttentionProblem(batch=2, heads=32, seq_len=8192, head_dim=64, dtype="bf16")
+    prune = ts.early_config_prune_for("mi300x", problem=problem, top_k=1, cache=False)
+    order = prune.order(problem)
+    table = prepare(problem, "mi300x", SolveOptions(kernel="triton"))
+    c = table.common
+    first: dict[tuple[int, int, int, int], float] = {}
+    repeated = 0
+    for position, i in enumerate(table.ranked_feasible()):
+        tile = tuple(int(c[k][i]) for k in ("block_m", "block_n", "num_warps", "num_stages"))
+        repeated += tile in first
+        first.setdefault(tile, float(position))  # type: ignore[arg-type]
+    assert repeated > 0 and order == first
+    best = min(order, key=order.__getitem__)
+    assert order[best] == 0.0
+    users = [FakeConfig({"BLOCK_M": t[0], "BLOCK_N": t[1]}, t[2], t[3]) for t in order]
+    kept = prune(users[::-1], {})
+    assert [ts.DEFAULT_NAMES.tile_of(k) for k in kept] == [best]
+
+
 def test_unknown_and_rejected_configs_fill_in_only_when_needed() -> None:
     order = {(64, 64, 4, 2): 0.0, (128, 64, 4, 2): 1.0}
     outside = FakeConfig({"BLOCK_M": 48, "BLOCK_N": 64})  # not a tile the model places
