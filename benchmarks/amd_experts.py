@@ -47,10 +47,11 @@ TOP_PICKS = SolveOptions().top_k  # the answer's default top-k
 PIPELINES = ("qr", "qr_async", "qs", "qr_async_trload")  # the ck family's `pipeline` numbers
 # "near the pick": the expert tile's predicted TFLOP/s at least this share of the pick's
 NEAR_PICK = 0.95
-# The tile as a block shape and its waves, the knobs and the pipeline aside: `tile_rank` is the
-# rank of the first configuration that shares these with the expert's (a looser view than
-# `rank`, reported beside it; issue 26's criterion is `rank`)
-TILE_KEYS = ("block_m", "block_n", "num_warps")
+# The tile as a block shape and its waves, the knobs and the pipeline aside (the fields that
+# name a tile for twins too): `tile_rank` is the rank of the first configuration that shares
+# these with the expert's (a looser view than `rank`, reported beside it; issue 26's criterion
+# is `rank`)
+TILE_KEYS = TILE_FIELDS
 # Triton's kpack default (HIPOptions.kpack = 1); aiter's configurations leave it unset
 TRITON_KPACK = 1
 
@@ -203,22 +204,6 @@ def index_of(table: Any, config: dict[str, int]) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
-def answer_ranks(table: Any, order: Any) -> Any:
-    """The answer's rank of each configuration of `order` (the feasible ones, best first): the
-    rank of the row that stands for it, itself or the first of its twins (configurations with
-    its tile fields and its modelled time, which the answer gives one row:
-    `CandidateTable.twins`)."""
-    fields = [table.time_ns[order]] + [
-        table.common[name][order] for name in TILE_FIELDS if name in table.common
-    ]
-    _, first, group = np.unique(
-        np.stack(fields, axis=1), axis=0, return_index=True, return_inverse=True
-    )
-    rank_of_group = np.empty(len(first), dtype=np.int64)
-    rank_of_group[np.argsort(first)] = np.arange(1, len(first) + 1)
-    return rank_of_group[group.ravel()]
-
-
 def rank_row(kernel: str, hardware: str, problem: AttentionProblem, rows: list[Expert]) -> dict:
     """The expert's rank and prediction for one shape (or why it is not counted)."""
     expert = dispatched(rows, _kernel_name(kernel), hardware, problem)
@@ -231,7 +216,7 @@ def rank_row(kernel: str, hardware: str, problem: AttentionProblem, rows: list[E
         return {**base, "counted": False, "why": expert.note}
     table = prepare(problem, hardware, SolveOptions(kernel=kernel, engine="exhaustive"))
     order = table.ranked_feasible()
-    ranks = answer_ranks(table, order)
+    ranks = table.answer_ranks(order)
     config = expert.config(problem)
     index = index_of(table, config)
     position = np.flatnonzero(order == index)

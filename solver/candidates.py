@@ -87,14 +87,30 @@ class CandidateTable(Evaluation):
         """Indices of configuration i's twins (`TILE_FIELDS`): the other configurations with
         its tile fields and its modelled time (whole ns), feasible or not; none where the
         family has no tile field."""
-        fields = [name for name in TILE_FIELDS if name in self.common]
-        if not fields:
+        columns = self._tile_columns()
+        if not columns:
             return np.zeros(0, dtype=np.int64)
         same = np.flatnonzero(self.time_ns == self.time_ns[i])
-        for name in fields:
-            column = self.common[name]
+        for column in columns:
             same = same[column[same] == column[i]]
         return np.asarray(same[same != i], dtype=np.int64)
+
+    def answer_ranks(self, order: IntArray) -> IntArray:
+        """The answer's rank of each configuration of `order` (feasible ones, best first, as
+        `ranked_feasible` gives them): the rank of the row that stands for it, itself or the
+        first of its twins in `order` (`distinct_ranked`'s rows, numbered from 1)."""
+        columns = self._tile_columns()
+        if not columns:  # no twins: every configuration its own row
+            return np.arange(1, len(order) + 1, dtype=np.int64)
+        key = np.stack([self.time_ns[order], *(c[order] for c in columns)], axis=1)
+        _, first, group = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        rank_of_group = np.empty(len(first), dtype=np.int64)
+        rank_of_group[np.argsort(first)] = np.arange(1, len(first) + 1)
+        return np.asarray(rank_of_group[group.ravel()])
+
+    def _tile_columns(self) -> list[IntArray]:
+        """The columns of the TILE_FIELDS the family has."""
+        return [self.common[name] for name in TILE_FIELDS if name in self.common]
 
     def distinct_ranked(self, top_k: int) -> list[int]:
         """The `top_k` best feasible configurations, best first, one per set of twins (the

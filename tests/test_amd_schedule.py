@@ -64,13 +64,15 @@ def _key(row: dict[str, str]) -> tuple[str, ...]:
 
 # ---- the parser ---------------------------------------------------------------------------
 
+MFMA = "v_mfma_f32_32x32x8_f16 v[8:23], v[0:1], v[2:3], v[8:23]"  # one MFMA of a loop body
+
 
 def test_a_load_waited_after_three_mfmas_leads_by_three() -> None:
     body = [
         "global_load_dwordx4 v[0:3], v4, off",
-        "v_mfma_f32_32x32x8_f16 v[8:23], v[0:1], v[2:3], v[8:23]",
-        "v_mfma_f32_32x32x8_f16 v[8:23], v[0:1], v[2:3], v[8:23]",
-        "v_mfma_f32_32x32x8_f16 v[8:23], v[0:1], v[2:3], v[8:23]",
+        MFMA,
+        MFMA,
+        MFMA,
         "s_waitcnt vmcnt(0)",
         "ds_write_b128 v5, v[0:3]",
     ]
@@ -83,7 +85,7 @@ def test_a_reloads_wait_covers_the_older_loads() -> None:
     body = [
         "global_load_dwordx4 v[0:3], v4, off",
         "scratch_load_dword v6, off, s0",
-        "v_mfma_f32_32x32x8_f16 v[8:23], v[0:1], v[2:3], v[8:23]",
+        MFMA,
         "s_waitcnt vmcnt(0)",
         "v_mfma_f32_32x32x8_f16 v[8:23], v[6:7], v[2:3], v[8:23]",
         "v_mfma_f32_32x32x8_f16 v[8:23], v[6:7], v[2:3], v[8:23]",
@@ -96,11 +98,11 @@ def test_a_load_waited_in_the_next_iteration_counts_across_the_back_edge() -> No
     """A direct-to-LDS load issued before the loop's last MFMA and waited after the next
     iteration's first leads by both."""
     body = [
-        "v_mfma_f32_32x32x8_f16 v[8:23], v[0:1], v[2:3], v[8:23]",
+        MFMA,
         "s_waitcnt vmcnt(0)",
-        "v_mfma_f32_32x32x8_f16 v[8:23], v[0:1], v[2:3], v[8:23]",
+        MFMA,
         "global_load_lds_dwordx4 v4, s[0:1]",
-        "v_mfma_f32_32x32x8_f16 v[8:23], v[0:1], v[2:3], v[8:23]",
+        MFMA,
     ]
     assert amd_schedule.load_leads(body) == [2]
 

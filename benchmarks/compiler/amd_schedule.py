@@ -1,6 +1,7 @@
 """Two questions of the triton family's ROCm cost model (docs/model.md 19.10), answered from the
 forward loop as Triton 3.9 compiles it for gfx942 and gfx950 (the AMDGCN assembly of
-`benchmarks/gpu/flash_attention.py`'s kernel, fp16, not causal):
+`benchmarks/gpu/flash_attention.py`'s kernel, fp16, not causal but for the expert rows, which
+are compiled causal too):
 
 - `lead` rows: how long the stream pipeliner's loads are in flight. For each global load of
   the loop (`global_load_*`, `buffer_load_*`, and gfx950's direct-to-LDS `global_load_lds_*`),
@@ -199,7 +200,8 @@ def loop_figures(asm: str) -> dict[str, Any]:
 
 
 def plan() -> list[dict[str, Any]]:
-    # matrix_instr_nonkdim 0: Triton's default instruction
+    """The rows to compile: lead, kpack, then the expert rows (matrix_instr_nonkdim 0: Triton's
+    default instruction)."""
     rows = [
         knob_row(target, d, (bm, bn, w, s), (wpe, 0, 1), "lead")
         for target in ("gfx942", "gfx950")
