@@ -108,4 +108,8 @@ CATALOG_VERSION = "2026.12.1"
 #        And a spill costs what the compiled loops spill, per register over the cap: 8 bytes
 #        of scratch traffic and 0.34 reload waits (an L2 hit each) an iteration, where s + s^2
 #        / 29 slots of 8 bytes were charged (19.10): triton and flex on AMD move.
-MODEL_VERSION = "0.27.0"
+# 0.28.0: CK's qr_async pipeline copies K to LDS in kN0 x kK1 slices (its policy's asynchronous
+#        K layout) and hands gemm0 kN0 x kK0 of one: kK0 above kK1 (32) is illegal, and below
+#        it every K element is copied kK1 / kK0 times, which the LDS and L2 traffic now pay
+#        (docs/model.md 19.3, 19.5). ck answers on mi300x, mi325x and mi355x move.
+MODEL_VERSION = "0.28.0"

@@ -24,6 +24,7 @@ from tilesolve.solver.families.rocm.schedule import (
     DRAM_LATENCY_CYCLES,
     L2_LATENCY_CYCLES,
     LDS_SUSTAINED,
+    SHUFFLE_BYTES_PER_LANE,
     Iteration,
     KvTraffic,
     cu_round,
@@ -119,6 +120,41 @@ def test_fp8_takes_the_32x32_mfma_on_qr_qr_async_or_qs() -> None:
     assert _check("mi300x", fp8, mfma=16, block_m=64)
     assert _check("mi300x", fp8, pipeline=int(Pipeline.QR_ASYNC)) == []
     assert _check("mi355x", fp8, pipeline=int(Pipeline.QR_ASYNC_TRLOAD))
+
+
+def test_qr_async_reads_k_in_kk1_slices() -> None:
+    """qr_async's asynchronous K copy is laid out kN0 x kK1 (the custom policy's AsyncCopy
+    distribution and LDS descriptors) and gemm0 reads a kN0 x kK0 slice of it: kK0 above kK1
+    (32) reads past what was copied, so CK's own tiles all have kK0 = kK1 (docs/model.md
+    19.3). qr, whose K goes through registers in kK0 chunks, takes any kK0."""
+    async_pipe = int(Pipeline.QR_ASYNC)
+    broken = _check("mi300x", pipeline=async_pipe, block_k0=64)
+    assert broken and "qr_async" in " ".join(broken), broken
+    assert _check("mi300x", pipeline=async_pipe, block_k0=32) == []
+    assert _check("mi300x", pipeline=async_pipe, block_k0=16) == []
+    assert _check("mi300x", pipeline=int(Pipeline.QR), block_k0=64) == []
+    table = _table("mi300x", pins={"pipeline": async_pipe})
+    assert not table.feasible[table.cfg["block_k0"] > 32].any()
+    assert table.feasible[table.cfg["block_k0"] == 32].any()
+
+
+def test_a_narrow_qr_async_chunk_copies_k_again() -> None:
+    """With kK0 16 the copy still moves kN0 x kK1 = 32 columns a chunk while the window steps
+    16: every K element reaches LDS twice. The 16-column tile's LDS bytes are its 32-column
+    twin's plus one more write of K (kN0 d e), and its MFMA work is the same."""
+    table = _table("mi300x", pins={"pipeline": int(Pipeline.QR_ASYNC), "block_m": 128})
+    cfg = table.cfg
+    f = table.perf.figures
+    same = (cfg["block_n"] == 64) & (cfg["block_n1"] == 128) & (cfg["mfma"] == 32)
+    same &= (cfg["num_warps"] == 4) & table.feasible
+    (narrow,) = np.flatnonzero(same & (cfg["block_k0"] == 16))
+    (wide,) = np.flatnonzero(same & (cfg["block_k0"] == 32))
+    k_bytes = 64 * 128 * 2  # kN0 x d, bf16
+    kv_tile = 2 * k_bytes  # K and V (kN1 = d)
+    steps = float(cross_lane_steps(np.array([128.0]), np.array([32.0]), np.array([4.0]), 64)[0])
+    wide_bytes = 5 * kv_tile + steps * 64 * SHUFFLE_BYTES_PER_LANE  # (w + 1) reads and writes
+    assert f["lds_us"][narrow] / f["lds_us"][wide] == pytest.approx(1 + k_bytes / wide_bytes)
+    assert f["mfma_us"][narrow] == f["mfma_us"][wide]
 
 
 def test_trload_is_gfx950s_for_equal_power_of_two_head_dims() -> None:

@@ -10,7 +10,9 @@ rates per CU per cycle. One *iteration* is one kN0 block of keys for one workgro
                   + kM0 kN1 / R_valu (rescale O) + kN0 kN1 V_SHUFFLE / R_valu (not trload)
                   + 64 X / R_valu,  X = 2 (kM0 / m) log2(64 / m)   the row max and sum across
                                      the lanes of an m x m MFMA result (`cross_lane_steps`)
-    LDS       L = ((w + 1) (kN0 d + kN0 kN1) e [+ 2 kM0 d e for qs] + 256 X) / B_lds
+    LDS       L = ((w + 1) (kN0 d + kN0 kN1) e [+ 2 kM0 d e for qs] + f kN0 d e + 256 X) / B_lds
+                                     (f = kK1 / kK0 - 1 for qr_async with kK0 < kK1: its copy
+                                     moves kK1 columns a kK0 chunk, `async_k_refetch`)
                                      (X ds_bpermute_b32 of 64 lanes x 4 bytes)
     stalls    S = syncs x BARRIER_CYCLES + CHAIN_CYCLES + W
               W = (d / k) max(0, latency - cover) for one K buffer (qr, qs, trload: k = kK0,
@@ -118,8 +120,10 @@ def evaluate(ev: Evaluation) -> Perf:
         scores * SOFTMAX_VALU_OPS + bm * bn1 + shuffle + steps * rocm.wavefront_lanes
     ) / r_valu + scores / r_exp
     kv_tile = (bn * d + bn * bn1) * e
+    k_refetched = async_k_refetch(pipe, bk0) * bn * d * e
     lds_bytes = (
         (warps + 1.0) * kv_tile
+        + k_refetched
         + np.where(qs, 2.0 * bm * d * e, 0.0)
         + steps * rocm.wavefront_lanes * SHUFFLE_BYTES_PER_LANE
     )
@@ -130,7 +134,8 @@ def evaluate(ev: Evaluation) -> Perf:
     traffic = kv_traffic(device, problem, e, kv_tile, bm_i, bn_i, res.occupancy.workgroups_per_cu)
     exposed_load = single_buffer_wait(rocm, pipe, dims, bm, bn, bk0, bn1, warps, r_mfma, traffic)
     stall = syncs * BARRIER_CYCLES + exposed_load + CHAIN_CYCLES
-    global_bytes = kv_tile + np.where(qs, bm * d * e, 0.0)  # qs re-reads Q every iteration
+    # qs re-reads Q every iteration; qr_async's re-copied K columns come from L2
+    global_bytes = kv_tile + k_refetched + np.where(qs, bm * d * e, 0.0)
     it = Iteration(mfma, valu, lds, stall, global_bytes, traffic.hbm_share * kv_tile)
 
     # ---- occupancy, the CU's round, the workgroups over the CUs -----------------------------
@@ -148,6 +153,14 @@ def evaluate(ev: Evaluation) -> Perf:
     )
     dram = dram_floor(device, problem, traffic)
     return rocm_perf(device, problem, it, warps, bm_i, bn_i, n_n1, grid, dram)
+
+
+def async_k_refetch(pipe: IntArray, bk0: FloatArray) -> FloatArray:
+    """K bytes qr_async copies to LDS beyond the head dim's once, as a share of them: its copy
+    moves kN0 x kK1 a chunk (the policy's asynchronous K layout, docs/model.md 19.3) while the
+    window steps kK0, so each K element is copied kK1 / kK0 times when kK0 < kK1."""
+    narrow = (pipe == Pipeline.QR_ASYNC) & (bk0 < BLOCK_K1)
+    return np.asarray(np.where(narrow, BLOCK_K1 / bk0 - 1.0, 0.0))
 
 
 def cross_lane_steps(bm: FloatArray, mfma: FloatArray, warps: FloatArray, lanes: int) -> FloatArray:

@@ -198,6 +198,8 @@ class CkFmhaForward(KernelFamily):
         issue = w * 64 * max(4 // dims.elem, 1)
         if pipe in (Pipeline.QR_ASYNC, Pipeline.QR_ASYNC_TRLOAD) and (bn * BLOCK_K1) % issue:
             out.append("ck_template: async K issues")
+        if pipe is Pipeline.QR_ASYNC and bk0 > BLOCK_K1:
+            out.append(f"ck_template: qr_async reads K in kK1 = {BLOCK_K1} slices; kK0 {bk0}")
         if problem.dtype is DType.FP8 and (mfma != 32 or pipe not in FP8_PIPELINES):
             out.append(f"ck_template: fp8 on mfma{mfma} {pipe.label}")
         if pipe is Pipeline.QR_ASYNC_TRLOAD and not trload_instance(rocm.gfx_target, dims):

@@ -132,6 +132,9 @@ def illegal(
         "v_lds_layout": bn1 % V_ROWS_PER_LDS_ROW != 0,
         # async K: kN0 x kK1 is a whole number of issues of (threads x KVector) elements
         "async_issues": async_k & ((bn * BLOCK_K1) % (warps * 64 * k_vector) != 0),
+        # qr_async copies K to LDS in kN0 x kK1 slices (the custom policy's AsyncCopy K DRAM
+        # distribution and LDS descriptors) and gemm0 reads kN0 x kK0 of one: kK0 <= kK1
+        "async_k_chunk": (pipe == Pipeline.QR_ASYNC) & (bk0 > BLOCK_K1),
         # fp8 takes the 32x32 MFMA and the qr, qr_async and qs pipelines
         "fp8_instance": np.full_like(bm, dtype is DType.FP8)
         & ((mfma != 32) | ~np.isin(pipe, [int(p) for p in FP8_PIPELINES])),
@@ -148,6 +151,7 @@ RULE_WORDS = {
     "mfma_tiles_n": f"block_n and kN1 whole MFMA tiles, block_n a multiple of kK1 = {BLOCK_K1}",
     "v_lds_layout": "V's LDS layout: kN1 a multiple of 8 (NPerRow)",
     "async_issues": "qr_async: block_n x kK1 a whole number of (threads x 4-byte) issues",
+    "async_k_chunk": f"qr_async: kK0 <= kK1 = {BLOCK_K1} (K reaches LDS in kN0 x kK1 slices)",
     "fp8_instance": "fp8 runs the 32x32 MFMA on the qr, qr_async or qs pipeline",
     "trload_target": "qr_async_trload needs gfx950 and d = dv in {64, 128, 256}",
 }
