@@ -132,6 +132,11 @@ def test_qr_async_reads_k_in_kk1_slices() -> None:
     assert broken and "qr_async" in " ".join(broken), broken
     assert _check("mi300x", pipeline=async_pipe, block_k0=32) == []
     assert _check("mi300x", pipeline=async_pipe, block_k0=16) == []
+    # CK's own d 32 instance: qr_async at kK0 16 under kK1 32 (fmha_fwd.py's d 32 tile,
+    # (128, 64, 16, 32, 32, 32) with 2 warps, on qr_async without bias)
+    d32 = _problem(head_dim=32)
+    ck_d32 = {"block_m": 128, "block_n": 64, "block_k0": 16, "block_n1": 32, "num_warps": 2}
+    assert _check("mi300x", d32, pipeline=async_pipe, **ck_d32) == []
     assert _check("mi300x", pipeline=int(Pipeline.QR), block_k0=64) == []
     table = _table("mi300x", pins={"pipeline": async_pipe})
     assert not table.feasible[table.cfg["block_k0"] > 32].any()
