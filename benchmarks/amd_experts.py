@@ -1,14 +1,15 @@
 """The experts' shipped tiles in the model's ranking on AMD Instinct (docs/model.md 19.8): for
-each shape of a fixed grid, the tile that CK's codegen dispatches (ck family) and aiter's Triton
-MHA default (triton family) on that part, as recorded in `benchmarks/data/expert_amd_tiles.csv`
+each shape of a fixed grid, the tile that CK's codegen dispatches (ck family), aiter's Triton
+MHA default (triton family) and PyTorch FlexAttention's ROCm default (flex family) on that part,
+as recorded in `benchmarks/data/expert_amd_tiles.csv`
 (sources in `benchmarks/data/README.md`), its rank in the model's full ranking (1 = the model's
 pick; the exhaustive engine, so every feasible configuration is ranked) and its predicted
 TFLOP/s beside the model's pick (and its share of the pick's: `of pick`). The data is a check,
 never an input: no solver module reads it.
 
 Usage:
-    .venv/bin/python benchmarks/amd_experts.py [--kernel ck|triton ...] [--hardware NAME ...]
-                                               [--json]
+    .venv/bin/python benchmarks/amd_experts.py [--kernel ck|triton|flex ...]
+                                               [--hardware NAME ...] [--json]
 
 Shapes: head dims 64, 128, 256; bf16 and fp8 (ck; CK's fp8 instances are its fp8bf16 ones);
 causal and not; (batch, heads, seq_len) = (2, 2048 / d, 8192), (16, 2048 / d, 1024) and
@@ -38,9 +39,9 @@ from tilesolve.solver.solve import prepare
 
 DATA = Path(__file__).resolve().parent / "data" / "expert_amd_tiles.csv"
 HARDWARE = ("mi300x", "mi355x")
-KERNELS = ("ck", "triton")
+KERNELS = ("ck", "triton", "flex")
 HEAD_DIMS = (64, 128, 256)
-DTYPES = {"ck": ("bf16", "fp8"), "triton": ("bf16",)}
+DTYPES = {"ck": ("bf16", "fp8"), "triton": ("bf16",), "flex": ("bf16",)}
 # (batch, heads, seq_len); None: heads = 2048 / head_dim (the FA papers' hidden 2048)
 GRIDS = ((2, None, 8192), (16, None, 1024), (1, 16, 1024))
 TOP_PICKS = SolveOptions().top_k  # the answer's default top-k
@@ -54,6 +55,9 @@ NEAR_PICK = 0.95
 TILE_KEYS = TILE_FIELDS
 # Triton's kpack default (HIPOptions.kpack = 1); aiter's configurations leave it unset
 TRITON_KPACK = 1
+# The shipped Triton configurations each Triton-based family is checked against: aiter's MHA
+# default (triton) and PyTorch's FlexAttention default on ROCm (flex)
+TRITON_KERNELS = {"triton": "aiter_triton", "flex": "torch_flex"}
 
 
 @dataclass(frozen=True)
@@ -113,12 +117,12 @@ class Expert:
             "num_stages": int(v["num_stages"]),
             "waves_per_eu": int(v["waves_per_eu"]),
             "matrix_instr_nonkdim": nonkdim,
-            "kpack": TRITON_KPACK,
+            "kpack": int(v["kpack"]) if v.get("kpack") else TRITON_KPACK,
         }
 
     def label(self) -> str:
         v = self.values
-        if self.kernel == "aiter_triton":
+        if self.kernel in TRITON_KERNELS.values():
             return (
                 f"{v['block_m']}x{v['block_n']} w{v['num_warps']} s{v['num_stages']} "
                 f"wpe{v['waves_per_eu']}"
@@ -242,7 +246,7 @@ def rank_row(kernel: str, hardware: str, problem: AttentionProblem, rows: list[E
 
 
 def _kernel_name(kernel: str) -> str:
-    return "ck_tile" if kernel == "ck" else "aiter_triton"
+    return "ck_tile" if kernel == "ck" else TRITON_KERNELS[kernel]
 
 
 def rows(kernels: list[str], hardware: list[str]) -> list[dict[str, Any]]:

@@ -112,4 +112,10 @@ CATALOG_VERSION = "2026.12.1"
 #        K layout) and hands gemm0 kN0 x kK0 of one: kK0 above kK1 (32) is illegal, and below
 #        it every K element is copied kK1 / kK0 times, which the LDS and L2 traffic now pay
 #        (docs/model.md 19.3, 19.5). ck answers on mi300x, mi325x and mi355x move.
-MODEL_VERSION = "0.28.0"
+# 0.29.0: Triton on ROCm charges the work of the waves as Triton lays them over the chained
+#        dots: where they outnumber the MFMA row tiles they compute copies, MFMAs and softmax
+#        alike (docs/model.md 19.10, `ChainedDotLayout`: the per-wave MFMA count of every
+#        compiled loop of amd_load_cover.csv), and such tiles are legal (Triton compiles them;
+#        PyTorch FlexAttention's ROCm default at d 256 is one). triton and flex answers on
+#        mi300x, mi325x and mi355x move.
+MODEL_VERSION = "0.29.0"

@@ -14,7 +14,11 @@ from tests.command_line import run
 from tilesolve.solver import AttentionProblem, SolveOptions, get_hardware, solve
 from tilesolve.solver.errors import InvalidRequestError
 from tilesolve.solver.families.triton_compiler.flash_loops import forward_kernel
-from tilesolve.solver.families.triton_compiler.lds_amd import amd_lds_bytes, chain_crosses
+from tilesolve.solver.families.triton_compiler.lds_amd import (
+    amd_lds_bytes,
+    chain_crosses,
+    default_nonkdim,
+)
 from tilesolve.solver.families.triton_compiler.loops import AttentionKernel
 from tilesolve.solver.families.triton_compiler.registers_amd import (
     AmdRegisterEstimate,
@@ -23,8 +27,10 @@ from tilesolve.solver.families.triton_compiler.registers_amd import (
     loop_terms,
 )
 from tilesolve.solver.families.triton_compiler.target import CompilerTarget
+from tilesolve.solver.families.triton_compiler.wave_layout_amd import ChainedDotLayout
 from tilesolve.solver.problem import Phase
 from tilesolve.solver.registry import families_on, find_family
+from tilesolve.solver.solve import prepare
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBLEM = AttentionProblem(batch=2, heads=16, seq_len=4096, head_dim=128)
@@ -242,6 +248,62 @@ def test_the_wave_layout_terms() -> None:
     gfx950 = loop_terms(big, CompilerTarget.amd("gfx950"), warps, stages, np.zeros(3, np.int64))
     assert gfx950["staged"].tolist()[1:] == [0.0, 0.0] and gfx950["staged"][0] > 0
     assert (loop_terms(big, gfx942, warps, stages, np.zeros(3, np.int64))["staged"] > 0).all()
+
+
+# The 16-bit MFMA instructions' K depth by target and edge: v_mfma_f32_32x32x8 and 16x16x16 on
+# gfx942 (CDNA3), 32x32x16 and 16x16x32 on gfx950 (CDNA4), the instructions the compiled loops
+# of amd_load_cover.csv issue
+MFMA_DEPTH = {("gfx942", 32): 8, ("gfx942", 16): 16, ("gfx950", 32): 16, ("gfx950", 16): 32}
+
+
+def _loop_mfmas(target: str, bm: int, bn: int, w: int, d: int) -> float:
+    """MFMA instructions a wave issues in one iteration, by the wave layout (Triton's default
+    instruction, as the model states it, for both dots)."""
+    m1 = int(default_nonkdim(np.array([bm]), np.array([bn]))[0])
+    m2 = int(default_nonkdim(np.array([bm]), np.array([d]))[0])
+    layout = ChainedDotLayout.of(
+        np.array([float(bm)]),
+        np.array([float(d)]),
+        np.array([float(w)]),
+        np.array([float(m1)]),
+        np.array([float(m2)]),
+    )
+    first = layout.rows_first[0] * bn * d / (m1 * m1 * MFMA_DEPTH[target, m1])
+    second = layout.rows_second[0] * layout.cols_second[0] * bn / (m2 * m2 * MFMA_DEPTH[target, m2])
+    return float(first + second)
+
+
+def test_the_wave_layout_gives_every_compiled_loops_mfma_count() -> None:
+    """Per wave, the MFMAs of the layout's rows and columns (copies included) are exactly the
+    MFMAs of every compiled forward loop of amd_load_cover.csv; the unique work spread over the
+    waves, what the cost charged before model 0.29.0, misses the rows whose waves outnumber the
+    MFMA row tiles (128 x 64 with 8 waves on 32x32 MFMAs: every S row twice)."""
+    path = ROOT / "benchmarks/data/compiler/amd_load_cover.csv"
+    with path.open(newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["status"] == "ok"]
+    copied = 0
+    for r in rows:
+        t, d = r["target"], int(r["head_dim"])
+        bm, bn, w = int(r["block_m"]), int(r["block_n"]), int(r["num_warps"])
+        assert _loop_mfmas(t, bm, bn, w, d) == int(r["loop_mfmas"]), r
+        unique_per_wave = _loop_mfmas(t, bm, bn, 1, d) / w if bm >= 32 else None
+        copied += unique_per_wave is not None and unique_per_wave != int(r["loop_mfmas"])
+    assert len(rows) >= 100 and copied >= 40
+
+
+def test_waves_beyond_the_mfma_rows_are_legal_and_pay_their_copies() -> None:
+    """PyTorch FlexAttention's ROCm default at d 256 (32 x 64, 8 waves, the 32x32 MFMA) compiles
+    (docs/model.md 19.10) and is feasible; its MFMA time is 4.5x the one-wave tile's: S eight
+    times over (every wave all 32 rows), O once (the waves split dv)."""
+    problem = AttentionProblem(batch=2, heads=8, seq_len=8192, head_dim=256, dtype="bf16")
+    pins = {"block_m": 32, "block_n": 64, "matrix_instr_nonkdim": 32, "num_stages": 1}
+    opts = SolveOptions(kernel="triton", engine="exhaustive", parameter_pins=pins)
+    table = prepare(problem, "mi300x", opts)
+    cfg, f = table.cfg, table.perf.figures
+    pinned = table.feasible & (cfg["waves_per_eu"] == 0) & (cfg["kpack"] == 1)
+    (eight,) = np.flatnonzero(pinned & (cfg["num_warps"] == 8))
+    (one,) = np.flatnonzero(pinned & (cfg["num_warps"] == 1))
+    assert f["mfma_us"][eight] / f["mfma_us"][one] == pytest.approx(4.5)
 
 
 def test_fp8_runs_on_both_generations() -> None:

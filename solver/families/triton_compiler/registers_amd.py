@@ -77,6 +77,7 @@ from ...space import BoolArray, FloatArray, IntArray
 from .lds_amd import default_nonkdim
 from .loops import AttentionKernel, DotLoop, as_array
 from .target import AMD_VGPRS_PER_LANE, CompilerTarget
+from .wave_layout_amd import ChainedDotLayout
 
 AMD_LANES = 64
 SIMDS_PER_CU = 4  # the waves of a workgroup spread over a CU's four SIMDs
@@ -196,10 +197,12 @@ def loop_terms(
     k = np.asarray(nonkdim, dtype=np.int64)
     m_first = np.where(k > 0, k, default_nonkdim(rows.astype(np.int64), cols.astype(np.int64)))
     m_second = np.where(k > 0, k, default_nonkdim(rows.astype(np.int64), out_cols.astype(np.int64)))
-    rows_first = np.maximum(rows / w, m_first)  # waves along the rows of the first dot
-    waves_m = np.minimum(w, np.ceil(rows / m_second))
-    rows_second = rows / waves_m
-    cols_second = np.maximum(out_cols / (w / waves_m), m_second)
+    layout = ChainedDotLayout.of(rows, out_cols, w, m_first, m_second)
+    rows_first, rows_second, cols_second = (
+        layout.rows_first,
+        layout.rows_second,
+        layout.cols_second,
+    )
 
     zero = np.zeros(n)
     accumulators = zero.copy()

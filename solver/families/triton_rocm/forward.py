@@ -52,6 +52,7 @@ from ..triton_compiler.loops import AttentionKernel
 from ..triton_compiler.pipeline import AMD_STAGE_LEAD, amd_load_stages, pipelined_round
 from ..triton_compiler.registers_amd import AMD_LANES, AmdRegisterEstimate, amd_register_estimate
 from ..triton_compiler.target import CompilerTarget
+from ..triton_compiler.wave_layout_amd import ChainedDotLayout
 from .knobs import knob_params
 
 if TYPE_CHECKING:
@@ -118,26 +119,25 @@ def chain_crossing(kernel: AttentionKernel, cfg: ConfigArrays) -> BoolArray:
 
 
 class MfmaTiles(Constraint):
-    """block_m and block_n whole MFMA tiles, each wave owning at least one of the score tile."""
+    """block_m and block_n whole MFMA tiles. Waves beyond the tiles are legal: they compute
+    copies (`ChainedDotLayout`), which the cost charges; Triton compiles them (a 32 x 64 tile
+    of 8 waves on 32x32 MFMAs, PyTorch's FlexAttention default at d 256 on ROCm, among them)."""
 
     name = "mfma_tiles"
-    rule = (
-        "block_m and block_n multiples of matrix_instr_nonkdim; (block_m / nonkdim) x "
-        "(block_n / nonkdim) >= num_warps (every wave owns an MFMA tile of S)"
-    )
+    rule = "block_m and block_n multiples of matrix_instr_nonkdim"
     short = "mfma"
     kind = ConstraintKind.LEGALITY
 
     def rules(self, ev: Evaluation) -> list[Rule]:
         cfg = ev.cfg
         k = cfg["matrix_instr_nonkdim"]
-        bm, bn, w = cfg["block_m"], cfg["block_n"], cfg["num_warps"]
-        bad = (bm % k != 0) | (bn % k != 0) | ((bm // k) * (bn // k) < w)
+        bm, bn = cfg["block_m"], cfg["block_n"]
+        bad = (bm % k != 0) | (bn % k != 0)
         return [Rule("mfma_tile_bad", np.asarray(bad, dtype=np.int64), "<=", 0)]
 
     def detail(self, ev: Evaluation, i: int) -> str:
         k = int(ev.cfg["matrix_instr_nonkdim"][i])
-        return f"{ev.label(i)} is not a whole number of {k}x{k} MFMA tiles for its waves"
+        return f"{ev.label(i)} is not a whole number of {k}x{k} MFMA tiles"
 
 
 class TritonRocmForward(KernelFamily):
@@ -337,9 +337,9 @@ class TritonRocmForward(KernelFamily):
         """The rules configuration `v` (entry i of `res`) breaks."""
         out = []
         k = v["matrix_instr_nonkdim"]  # 0 (outside the domain): the compiler's own choice
-        bm, bn, w = v["block_m"], v["block_n"], v["num_warps"]
-        if k and (bm % k or bn % k or (bm // k) * (bn // k) < w):
-            out.append(f"mfma_tiles: {bm}x{bn} with {w} waves of mfma{k}")
+        bm, bn = v["block_m"], v["block_n"]
+        if k and (bm % k or bn % k):
+            out.append(f"mfma_tiles: {bm}x{bn} is not whole mfma{k} tiles")
         if int(res.lds_allocated[i]) > res.rocm.lds_per_workgroup_bytes:
             out.append(f"lds: {int(res.lds_allocated[i])} > {res.rocm.lds_per_workgroup_bytes}")
         elif int(res.occupancy.workgroups_per_cu[i]) < 1:
@@ -370,15 +370,22 @@ def evaluate(
 
     # ---- one iteration of one workgroup, cycles -------------------------------------------
     scores = bm * bn
-    mfma = (2.0 * scores * d + 2.0 * scores * dv) / (rates.mfma * MFMA_SUSTAINED)
-    # the row max and sum across the lanes of the chained dots' transposed MFMA layout: a wave
-    # holds max(bm / w, m) rows of S (waves past bm / m hold copies; docs/model.md 19.5, 19.10)
+    # the waves as Triton lays them over the chained dots: a wave holds max(bm / w, m) rows of
+    # S and waves past bm / m compute copies, MFMAs and softmax alike (`ChainedDotLayout`;
+    # docs/model.md 19.10): the work the CU issues is the unique work times `copies`
     edge = cfg["matrix_instr_nonkdim"].astype(np.float64)
+    layout = ChainedDotLayout.of(bm, np.full_like(bm, dv), warps, edge, edge)
+    copies_s, copies_o = layout.replication(bm, np.full_like(bm, dv), warps)
+    mfma = (2.0 * scores * d * copies_s + 2.0 * scores * dv * copies_o) / (
+        rates.mfma * MFMA_SUSTAINED
+    )
+    # the row max and sum across the lanes of the chained dots' transposed MFMA layout
+    # (docs/model.md 19.5, 19.10)
     lanes = rocm.wavefront_lanes
-    shuffles = row_reduction_steps(np.maximum(bm / warps, edge), warps, edge, lanes) * lanes
+    shuffles = row_reduction_steps(layout.rows_first, warps, edge, lanes) * lanes
     valu = (
-        scores * (SOFTMAX_VALU_OPS + score_ops) + bm * dv + shuffles
-    ) / rates.valu + scores / rates.exp
+        scores * copies_s * (SOFTMAX_VALU_OPS + score_ops) + bm * dv * copies_o + shuffles
+    ) / rates.valu + scores * copies_s / rates.exp
     kv_tile = bn * (d + dv) * e
     crossing = chain_crossing(kernel, cfg)
     lds_traffic = (
