@@ -118,4 +118,7 @@ CATALOG_VERSION = "2026.12.1"
 #        compiled loop of amd_load_cover.csv), and such tiles are legal (Triton compiles them;
 #        PyTorch FlexAttention's ROCm default at d 256 is one). triton and flex answers on
 #        mi300x, mi325x and mi355x move.
-MODEL_VERSION = "0.29.0"
+# 0.30.0: CK's qr_async takes a head dim of one kK0 chunk (its static_assert is 1 <= k0_loops,
+#        where qr and qs prefetch the next chunk and need two: docs/model.md 19.3): ck answers
+#        at head dims up to 32 move; the ck_template rule's words change in every ck funnel.
+MODEL_VERSION = "0.30.0"

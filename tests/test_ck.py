@@ -137,6 +137,11 @@ def test_qr_async_reads_k_in_kk1_slices() -> None:
     d32 = _problem(head_dim=32)
     ck_d32 = {"block_m": 128, "block_n": 64, "block_k0": 16, "block_n1": 32, "num_warps": 2}
     assert _check("mi300x", d32, pipeline=async_pipe, **ck_d32) == []
+    # one kK0 chunk of the head dim: qr_async takes it (static_assert(1 <= k0_loops)), qr does
+    # not (it prefetches chunk i + 1 during gemm0 on chunk i: 2 <= k0_loops)
+    one_chunk = {**ck_d32, "block_k0": 32}
+    assert _check("mi300x", d32, pipeline=async_pipe, **one_chunk) == []
+    assert "kK0" in " ".join(_check("mi300x", d32, pipeline=int(Pipeline.QR), **one_chunk))
     assert _check("mi300x", pipeline=int(Pipeline.QR), block_k0=64) == []
     table = _table("mi300x", pins={"pipeline": async_pipe})
     assert not table.feasible[table.cfg["block_k0"] > 32].any()

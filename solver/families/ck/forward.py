@@ -189,8 +189,9 @@ class CkFmhaForward(KernelFamily):
         bm, bn, bk0, bn1 = v["block_m"], v["block_n"], v["block_k0"], v["block_n1"]
         w, mfma, pipe = v["num_warps"], v["mfma"], Pipeline(v["pipeline"])
         out = []
-        if dims.d % bk0 or dims.d // bk0 < 2:
-            out.append(f"ck_template: kK0 {bk0} does not divide d {dims.d} twice")
+        least = 1 if pipe is Pipeline.QR_ASYNC else 2
+        if dims.d % bk0 or dims.d // bk0 < least:
+            out.append(f"ck_template: kK0 {bk0} does not divide d {dims.d} {least} time(s)")
         if dims.dv % bn1 or bn1 > dims.dv or bn1 % V_ROWS_PER_LDS_ROW:
             out.append(f"ck_template: kN1 {bn1} against dv {dims.dv}")
         if bm % (w * mfma) or bn % mfma or bn1 % mfma or bn % BLOCK_K1:

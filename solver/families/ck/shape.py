@@ -73,6 +73,13 @@ FP8_PIPELINES = (Pipeline.QR, Pipeline.QR_ASYNC, Pipeline.QS)
 V_ROWS_PER_LDS_ROW = 8
 
 
+def min_k0_loops(pipe: IntArray) -> IntArray:
+    """The fewest kK0 chunks of the head dim a pipeline takes: 2 (the synchronous pipelines
+    prefetch chunk i + 1 while gemm0 runs on chunk i: static_assert(2 <= k0_loops)), 1 on
+    qr_async (static_assert(1 <= k0_loops), block_fmha_pipeline_qr_ks_vs_async.hpp)."""
+    return np.asarray(np.where(pipe == Pipeline.QR_ASYNC, 1, 2), dtype=np.int64)
+
+
 def trload_instance(gfx: str, dims: Dims) -> bool:
     """Whether a qr_async_trload instance exists for this target and head dims."""
     return gfx in TRLOAD_TARGETS and dims.d == dims.dv and dims.d in TRLOAD_HEAD_DIMS
@@ -120,8 +127,9 @@ def illegal(
     async_k = (pipe == Pipeline.QR_ASYNC) | trload
     k_vector = max(4 // dims.elem, 1)
     rules = {
-        # kQKHeaddim % kK0 == 0 and k0_loops >= 2 (tile_fmha_shape.hpp; qr_ks_vs.hpp)
-        "k0_divides_head_dim": (dims.d % bk0 != 0) | (k0_loops < 2),
+        # kQKHeaddim % kK0 == 0 (tile_fmha_shape.hpp) and k0_loops >= 2, or >= 1 on qr_async
+        # (static_assert(2 <= k0_loops) in qr_ks_vs.hpp and qs_ks_vs.hpp, 1 <= in _async.hpp)
+        "k0_divides_head_dim": (dims.d % bk0 != 0) | (k0_loops < min_k0_loops(pipe)),
         # gemm1's chunk divides head_dim_v and is no wider than it
         "n1_divides_head_dim_v": (dims.dv % bn1 != 0) | (bn1 > dims.dv),
         # warps laid along M: each owns kM0 / warps rows, whole MFMA tiles of them
@@ -145,7 +153,8 @@ def illegal(
 
 
 RULE_WORDS = {
-    "k0_divides_head_dim": "kK0 divides the padded head dim at least twice (k0_loops >= 2)",
+    "k0_divides_head_dim": "kK0 divides the padded head dim at least twice (k0_loops >= 2; "
+    "once on qr_async)",
     "n1_divides_head_dim_v": "kN1 divides the padded head_dim_v",
     "warps_tile_m": "block_m is a whole number of warps x MFMA rows (warps along M)",
     "mfma_tiles_n": f"block_n and kN1 whole MFMA tiles, block_n a multiple of kK1 = {BLOCK_K1}",
