@@ -121,4 +121,6 @@ CATALOG_VERSION = "2026.12.1"
 # 0.30.0: CK's qr_async takes a head dim of one kK0 chunk (its static_assert is 1 <= k0_loops,
 #        where qr and qs prefetch the next chunk and need two: docs/model.md 19.3): ck answers
 #        at head dims up to 32 move; the ck_template rule's words change in every ck funnel.
+#        And a triton or flex tile on ROCm whose waves compute copies says so in its reasons
+#        (how many times S and O are computed; docs/model.md 19.10), its time unchanged.
 MODEL_VERSION = "0.30.0"

@@ -306,6 +306,22 @@ def test_waves_beyond_the_mfma_rows_are_legal_and_pay_their_copies() -> None:
     assert f["mfma_us"][eight] / f["mfma_us"][one] == pytest.approx(4.5)
 
 
+def test_the_reasons_name_the_waves_copies() -> None:
+    """A tile whose waves outnumber its MFMA row tiles says so in its reasons (PyTorch's flex
+    default shape: 128 x 64, 8 waves, 32x32 MFMAs computes S twice); one wave a row tile says
+    nothing of copies."""
+
+    def reasons(warps: int) -> list[str]:
+        pins = {"block_m": 128, "block_n": 64, "num_warps": warps, "num_stages": 1}
+        pins["matrix_instr_nonkdim"] = 32
+        answer = _solve("mi300x", top_k=1, parameter_pins=pins)
+        return answer.candidates[0].reasons
+
+    eight = [r for r in reasons(8) if "MFMA row tile" in r]
+    assert eight and "2x the scores' work" in eight[0], eight
+    assert not [r for r in reasons(4) if "MFMA row tile" in r]
+
+
 def test_fp8_runs_on_both_generations() -> None:
     fp8 = AttentionProblem(batch=2, heads=16, seq_len=4096, head_dim=128, dtype="fp8")
     for hardware in ("mi300x", "mi355x"):

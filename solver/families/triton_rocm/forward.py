@@ -280,7 +280,7 @@ class TritonRocmForward(KernelFamily):
             if res.regs.spilled[i]
             else ""
         )
-        return [
+        lines = [
             f"{int(occ.workgroups_per_cu[i])} workgroup(s) per CU, "
             f"{f['waves_per_simd'][i]:g} waves per SIMD (limited by {occ.limiter[i]}); LDS "
             f"{kib(res.lds_allocated[i])}; about {int(res.regs.allocated[i])} VGPR+AGPR per lane "
@@ -288,6 +288,25 @@ class TritonRocmForward(KernelFamily):
             f"one round {f['round_us'][i]:.3f} us over {f['iterations_per_workgroup'][i]:.1f} "
             f"iterations per workgroup; MFMA {f['mfma_us'][i]:.1f} us, VALU "
             f"{f['valu_us'][i]:.1f} us, LDS {f['lds_us'][i]:.1f} us per CU",
+        ]
+        return lines + self._copies_line(table, i)
+
+    def _copies_line(self, table: CandidateTable, i: int) -> list[str]:
+        """A line where the waves outnumber the MFMA tiles and compute copies (costed)."""
+        cfg = table.cfg
+        bm, w, m = (
+            np.array([float(cfg[name][i])])
+            for name in ("block_m", "num_warps", "matrix_instr_nonkdim")
+        )
+        dv = np.array([float(self.kernel_head_dims(table.problem)[1])])
+        layout = ChainedDotLayout.of(bm, dv, w, m, m)
+        copies_s, copies_o = (float(c[0]) for c in layout.replication(bm, dv, w))
+        if copies_s <= 1.0 and copies_o <= 1.0:
+            return []
+        return [
+            f"{int(w[0])} waves over {int(bm[0] // m[0])} MFMA row tile(s) of {int(m[0])}: each "
+            f"wave computes {int(layout.rows_first[0])} rows of S, {copies_s:g}x the scores' "
+            f"work, and O {copies_o:g}x (costed)"
         ]
 
     def answer_notes(self, table: CandidateTable, ranked: list[int]) -> list[str]:
