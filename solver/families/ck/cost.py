@@ -156,9 +156,10 @@ def evaluate(ev: Evaluation) -> Perf:
 
 
 def async_k_refetch(pipe: IntArray, bk0: FloatArray) -> FloatArray:
-    """K bytes qr_async copies to LDS beyond the head dim's once, as a share of them: its copy
-    moves kN0 x kK1 a chunk (the policy's asynchronous K layout, docs/model.md 19.3) while the
-    window steps kK0, so each K element is copied kK1 / kK0 times when kK0 < kK1."""
+    """The K bytes qr_async copies to LDS past one copy of each element, as a share of K's
+    bytes: its copy moves kN0 x kK1 a chunk (the policy's asynchronous K layout, docs/model.md
+    19.3) while the window steps kK0, so each element is copied kK1 / kK0 times when kK0 < kK1
+    (a share of kK1 / kK0 - 1); 0 for every other case."""
     narrow = (pipe == Pipeline.QR_ASYNC) & (bk0 < BLOCK_K1)
     return np.asarray(np.where(narrow, BLOCK_K1 / bk0 - 1.0, 0.0))
 

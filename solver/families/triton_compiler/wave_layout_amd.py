@@ -1,6 +1,6 @@
 """How Triton's AMD backend lays the waves of a workgroup over the two chained dots of an
 attention loop (S = Q K^T, then O += P V), and the work each wave does there (docs/model.md
-19.10, "The wave layout").
+19.10: the register estimate's "wave layout" and "The waves' copies").
 
 AccelerateAMDMatmul's `warpsPerTile` for chained dots (read off the compiled TTGIR): the first
 dot puts all w waves along its rows, so a wave holds max(rows / w, m) rows of S (m the MFMA
