@@ -125,7 +125,7 @@ def test_fp8_takes_the_32x32_mfma_on_qr_qr_async_or_qs() -> None:
 def test_qr_async_reads_k_in_kk1_slices() -> None:
     """qr_async's asynchronous K copy is laid out kN0 x kK1 (the custom policy's AsyncCopy
     distribution and LDS descriptors) and gemm0 reads a kN0 x kK0 slice of it: kK0 above kK1
-    (32) reads past what was copied, so CK's own tiles all have kK0 = kK1 (docs/model.md
+    (32) reads past what was copied, so CK's own tiles have kK0 <= kK1 (= above d 32; docs/model.md
     19.3). qr, whose K goes through registers in kK0 chunks, takes any kK0."""
     async_pipe = int(Pipeline.QR_ASYNC)
     broken = _check("mi300x", pipeline=async_pipe, block_k0=64)

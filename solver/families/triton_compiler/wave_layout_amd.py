@@ -23,10 +23,13 @@ from ...space import FloatArray
 
 @dataclass(frozen=True)
 class ChainedDotLayout:
-    """A wave's share of the two chained dots (arrays over the candidates, elements)."""
+    """A wave's share of the two chained dots of a `rows`-row block whose second dot has
+    `out_cols` columns, over `warps` waves (arrays over the candidates, elements)."""
 
+    rows: FloatArray
+    out_cols: FloatArray
+    warps: FloatArray
     rows_first: FloatArray  # rows of S a wave holds (all of its columns)
-    waves_m: FloatArray  # waves along the rows of the second dot
     rows_second: FloatArray  # rows of O a wave holds
     cols_second: FloatArray  # columns of O a wave holds
 
@@ -39,23 +42,22 @@ class ChainedDotLayout:
         m_first: FloatArray,
         m_second: FloatArray,
     ) -> ChainedDotLayout:
-        """The layout of `warps` waves over a `rows`-row block whose second dot has `out_cols`
-        columns; `m_first`, `m_second` the MFMA edges of the two dots."""
-        rows_first = np.maximum(rows / warps, m_first)
-        waves_m = np.minimum(warps, np.ceil(rows / m_second))
+        """The layout; `m_first`, `m_second` the MFMA edges of the two dots."""
+        waves_m = np.minimum(warps, np.ceil(rows / m_second))  # along the second dot's rows
         return cls(
-            np.asarray(rows_first),
-            np.asarray(waves_m),
+            rows,
+            out_cols,
+            warps,
+            np.asarray(np.maximum(rows / warps, m_first)),
             np.asarray(rows / waves_m),
             np.asarray(np.maximum(out_cols / (warps / waves_m), m_second)),
         )
 
-    def replication(
-        self, rows: FloatArray, out_cols: FloatArray, warps: FloatArray
-    ) -> tuple[FloatArray, FloatArray]:
+    @property
+    def copies(self) -> tuple[FloatArray, FloatArray]:
         """The work the waves do over the work there is, per dot (>= 1): the first dot's w x
-        rows_first rows of S against its `rows`, the second's w x rows_second x cols_second
+        rows_first rows of S against its rows, the second's w x rows_second x cols_second
         elements of O against rows x out_cols."""
-        first = warps * self.rows_first / rows
-        second = warps * self.rows_second * self.cols_second / (rows * out_cols)
+        first = self.warps * self.rows_first / self.rows
+        second = self.warps * self.rows_second * self.cols_second / (self.rows * self.out_cols)
         return np.asarray(first), np.asarray(second)

@@ -293,20 +293,16 @@ class TritonRocmForward(KernelFamily):
 
     def _copies_line(self, table: CandidateTable, i: int) -> list[str]:
         """A line where the waves outnumber the MFMA tiles and compute copies (costed)."""
-        cfg = table.cfg
-        bm, w, m = (
-            np.array([float(cfg[name][i])])
-            for name in ("block_m", "num_warps", "matrix_instr_nonkdim")
-        )
-        dv = np.array([float(self.kernel_head_dims(table.problem)[1])])
-        layout = ChainedDotLayout.of(bm, dv, w, m, m)
-        copies_s, copies_o = (float(c[0]) for c in layout.replication(bm, dv, w))
+        one = table.cfg.take(np.array([i]))
+        layout = wave_layout(one, self.kernel_head_dims(table.problem)[1])
+        copies_s, copies_o = (float(c[0]) for c in layout.copies)
         if copies_s <= 1.0 and copies_o <= 1.0:
             return []
+        w, m = int(one["num_warps"][0]), int(one["matrix_instr_nonkdim"][0])
         return [
-            f"{int(w[0])} waves over {int(bm[0] // m[0])} MFMA row tile(s) of {int(m[0])}: each "
-            f"wave computes {int(layout.rows_first[0])} rows of S, {copies_s:g}x the scores' "
-            f"work, and O {copies_o:g}x (costed)"
+            f"{w} waves over {int(one['block_m'][0]) // m} MFMA row tile(s) of {m}: each wave "
+            f"computes {int(layout.rows_first[0])} rows of S, {copies_s:g}x the scores' work, "
+            f"and O {copies_o:g}x (costed)"
         ]
 
     def answer_notes(self, table: CandidateTable, ranked: list[int]) -> list[str]:
@@ -366,6 +362,15 @@ class TritonRocmForward(KernelFamily):
         return out
 
 
+def wave_layout(cfg: ConfigArrays, dv: float) -> ChainedDotLayout:
+    """The waves over the chained dots of each candidate (`ChainedDotLayout`): both dots take
+    `matrix_instr_nonkdim`'s MFMA edge, O has the kernel's dv columns."""
+    bm = cfg["block_m"].astype(np.float64)
+    edge = cfg["matrix_instr_nonkdim"].astype(np.float64)
+    warps = cfg["num_warps"].astype(np.float64)
+    return ChainedDotLayout.of(bm, np.full_like(bm, float(dv)), warps, edge, edge)
+
+
 def evaluate(
     ev: Evaluation,
     kernel: AttentionKernel,
@@ -393,8 +398,8 @@ def evaluate(
     # S and waves past bm / m compute copies, MFMAs and softmax alike (`ChainedDotLayout`;
     # docs/model.md 19.10): the work the CU issues is the unique work times `copies`
     edge = cfg["matrix_instr_nonkdim"].astype(np.float64)
-    layout = ChainedDotLayout.of(bm, np.full_like(bm, dv), warps, edge, edge)
-    copies_s, copies_o = layout.replication(bm, np.full_like(bm, dv), warps)
+    layout = wave_layout(cfg, dv)
+    copies_s, copies_o = layout.copies
     mfma = (2.0 * scores * d * copies_s + 2.0 * scores * dv * copies_o) / (
         rates.mfma * MFMA_SUSTAINED
     )
