@@ -123,4 +123,12 @@ CATALOG_VERSION = "2026.12.1"
 #        at head dims up to 32 move; the ck_template rule's words change in every ck funnel.
 #        And a triton or flex tile on ROCm whose waves compute copies says so in its reasons
 #        (how many times S and O are computed; docs/model.md 19.10), its time unchanged.
-MODEL_VERSION = "0.30.0"
+# 0.31.0: the ck family against CK compiled (clang 19's front end, AMD's LLVM 23 back end:
+#        benchmarks/data/compiler/ck_fmha.csv, docs/model.md 19.3 and 19.4): four template
+#        rules read from CK's tile distributions (synchronous K's and qs's Q load passes, qs on
+#        the 32x32 MFMA only, V's register shuffle), which CK's front end enforces and 0.30.0
+#        did not; and the register estimate refitted to the compiled instances (S and P live
+#        together, qr/qs hold a V chunk, 16x16 instances one S more, an offset a gemm0 chunk):
+#        82 of 89 at the compiler's occupancy, 0.30.0 66. ck answers on mi300x, mi325x and
+#        mi355x move (the d 256 qs picks of two workgroups a CU were one).
+MODEL_VERSION = "0.31.0"

@@ -96,17 +96,16 @@ def test_cks_tiles_fit_their_pipelines_launch_bound() -> None:
 
 
 FEW_TOP_CK = (
-    "CK's dispatched tile is in the model's top 5 on 14 of 66 shapes and in the top 3 on 10 "
-    "(9 and 9 on model 0.27.0, before qr_async's kK0 <= kK1 rule, 19.3; 0 on 0.21.0, 18 of "
-    "them infeasible; docs/model.md 19.8): at d 64 and d 128 in the large grids it sits at "
-    "0.92 to 1.0 of the pick's predicted TFLOP/s, ranks 5 to 9 where it is out, behind "
-    "near-equal variants within 1-8% (kK0 16 on the pick's tile, kN0, the occupancy: on MI355X "
-    "d 128 128 x 32 qr_async with three workgroups a CU); CK's fp8 d 64 tile (2 waves of 64 "
-    "rows) at 0.78-0.85, over its launch bound's registers by the estimate; at d 256 the model "
-    "prefers tiles that keep two workgroups a CU (128 x 128 and 128 x 64 qs, which frees Q's "
-    "registers), up to 2x CK's one-workgroup tile, which the published d 256 figures (CK 436, "
-    "assembly 497-509 TFLOP/s) do not bear out; at (1, 16, 1024) it fills the CUs with 64-row "
-    "tiles"
+    "CK's dispatched tile is in the model's top 5 on 21 of 66 shapes and in the top 3 on 19 "
+    "(model 0.31.0, CK's rules and registers checked against the compiler, docs/model.md 19.3 "
+    "and 19.4; 14 and 10 on 0.30.0; 0 on 0.21.0, 18 of them infeasible; docs/model.md 19.8): "
+    "at d 64 and d 128 in the large grids it is in the top 5 but for two shapes at rank 6 "
+    "(0.98-0.99 of the pick); CK's fp8 d 64 tile (2 waves of 64 rows, which the compiler cannot "
+    "hold at CK's own launch bound) ranks 16-21 at 0.83-0.88, behind 64-row 2-wave tiles at "
+    "four waves a SIMD; at d 256 the picks are qr_async tiles (MI355X: 64 x 128 on 16x16 "
+    "MFMAs at two workgroups a CU, which the compiler confirms fit), up to 1.7x CK's "
+    "one-workgroup qr tile, which the published d 256 figures (CK 436, assembly 497-509 "
+    "TFLOP/s) do not bear out; at (1, 16, 1024) it fills the CUs with 64-row tiles"
 )
 FEW_TOP_TRITON = (
     "aiter's Triton default (128 x 64, 4 waves, 1 or 3 stages, waves_per_eu 2) is in the top 5 "

@@ -52,6 +52,7 @@ from .shape import (
     Pipeline,
     TemplateRules,
     trload_instance,
+    v_shuffle_illegal,
 )
 
 if TYPE_CHECKING:
@@ -199,6 +200,17 @@ class CkFmhaForward(KernelFamily):
         issue = w * 64 * max(4 // dims.elem, 1)
         if pipe in (Pipeline.QR_ASYNC, Pipeline.QR_ASYNC_TRLOAD) and (bn * BLOCK_K1) % issue:
             out.append("ck_template: async K issues")
+        passes = (64 // max(bk0 * dims.elem // 16, 1)) * w  # rows a 16-byte load pass covers
+        if pipe in (Pipeline.QR, Pipeline.QS) and bn % passes:
+            out.append(f"ck_template: K's loads cover {passes} rows a pass; block_n {bn}")
+        if pipe is Pipeline.QS and (bm % passes or mfma != 32):
+            out.append(f"ck_template: qs with block_m {bm} on mfma{mfma} ({passes} rows a pass)")
+        one_w = np.array([w], dtype=np.int64)
+        if (
+            pipe is not Pipeline.QR_ASYNC_TRLOAD
+            and v_shuffle_illegal(np.array([bn1], dtype=np.int64), one_w, dims.elem)[0]
+        ):
+            out.append(f"ck_template: V's shuffle cannot lay out kN1 {bn1} over {w} warps")
         if pipe is Pipeline.QR_ASYNC and bk0 > BLOCK_K1:
             out.append(f"ck_template: qr_async reads K in kK1 = {BLOCK_K1} slices; kK0 {bk0}")
         if problem.dtype is DType.FP8 and (mfma != 32 or pipe not in FP8_PIPELINES):
@@ -219,7 +231,7 @@ class CkFmhaForward(KernelFamily):
         allocated = -(-lds // granule) * granule
         if allocated > rocm.lds_per_workgroup_bytes:
             out.append(f"lds: {allocated} > {rocm.lds_per_workgroup_bytes}")
-        regs = registers(rocm, dims, *args)
+        regs = registers(rocm, dims, *args, mfma=one["mfma"])
         demand = int(regs.demand[0])
         if demand > rocm.max_arch_vgprs_per_wave + rocm.max_agprs_per_wave:
             out.append(

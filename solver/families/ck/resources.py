@@ -5,12 +5,12 @@ occupancy that follows by AMD's rules (`occupancy_rocm`).
 LDS, in elements of the input dtype (e bytes; KPack = 16 / e; ROCm/composable_kernel
 block_fmha_pipeline_qx_ks_vs_custom_policy.hpp, GetSmemSizeKV and GetSingleSmemElementSpaceSize):
 
-    K chunk (qr, qs)      kK0 x (kN0 + 1)                  the padded k-major descriptor
+    K chunk (qr, qs)      kK0 x (kN0 + 1) - KPack          the padded k-major descriptor
     K chunk (async)       kN0 kK1 / (64 KVector) x (64 KVector + KPack),  KVector = 4 / e
     V chunk               (kK1 / KPack) x (kN1 / 8) x (128 / e + KPack)
     one buffer            max(K chunk, V chunk)             K and V share it
     qr                    1 buffer;   qr_async: 3 buffers (NumPrefetchK = 3)
-    qs                    + ceil16(kK0 x (kM0 + 1) x e) bytes of Q
+    qs                    + ceil16((kK0 x (kM0 + 1) - KPack) x e) bytes of Q
     qr_async_trload       decode path: max(kM0 x d, K + kN0 x kN1): Q, K and V all in LDS, one
                           buffer each (its policy: QLoadOnce, NumPrefetchK = NumPrefetchV = 1,
                           GetSmemSize = max(Q, K + S + V), S = 0 with the warps along M);
@@ -27,11 +27,15 @@ warps owns kM0 / w rows; estimates of what the compiler keeps live, docs/model.m
     B fragments     B_TILE_VGPRS x B_TILES_LIVE    one warp-GEMM B tile read from LDS at a time;
                     trload: n max(kN0 kK0, kK1 kN1) e / 256, its B operands in registers, a
                     whole chunk a wave, n = 2 on the prefill path, 1 on the decode path
-    fixed           ADDRESS_VGPRS (row statistics, pointers, loop state)
+    fixed           ADDRESS_VGPRS_SYNC (qr, qs) or _FENCED, + d / kK0 (row statistics, pointers,
+                    loop state, one offset a gemm0 chunk)
 
-    live = O + Q + K/V prefetch + max(S, P) + B fragments + fixed
+    V chunk (qr, qs) kN1 kK1 e / 256            gemm1's B tiles of a whole chunk, every wave
+    live = O + Q + K/V prefetch + S + P + B fragments [+ V chunk] + fixed (by pipeline)
 
-(S is consumed into P before gemm1 starts, so the two are not live together.)
+(S and P are both live at the softmax's peak, and the synchronous pipelines hold a V chunk
+across it: checked against the instances compiled for gfx942 and gfx950, benchmarks/data/compiler/
+ck_gfx942.csv, docs/model.md 19.4.)
 
 The architectural file holds 256 per wave; beyond it the compiler places the accumulators in
 AGPRs (gfx90a+: up to 256 more), and past 512 in all the instance cannot be compiled.
@@ -57,9 +61,15 @@ if TYPE_CHECKING:
     from ...candidates import Evaluation
 
 LANES = 64  # the wavefront CK's tile distributions are written for
-# Registers beyond the tiles: row max and sum, pointers and strides, loop counters, masks
-# (estimate).
-ADDRESS_VGPRS = 32
+SIXTEEN = 16  # the 16x16 MFMA's edge
+# Registers beyond the tiles: row max and sum, pointers and strides, loop counters, masks,
+# plus one a gemm0 chunk of the head dim (d / kK0, the unrolled chunk loop's offsets); fitted
+# to the compiled instances (docs/model.md 19.4: of the scan 12-20 x 16-24 the pair that puts
+# the most of them at the compiler's occupancy, 74 of the first 81): 16 on the pipelines whose loops
+# fence each phase with a scheduling barrier (qr_async: ten `__builtin_amdgcn_sched_barrier`,
+# and trload), 20 on qr and qs (two).
+ADDRESS_VGPRS_FENCED = 16
+ADDRESS_VGPRS_SYNC = 20
 # Scalar registers of a CK FMHA kernel: kernel arguments, descriptors, loop state (estimate;
 # below every part's limit, so SGPRs never bind here).
 KERNEL_SGPRS = 80
@@ -97,14 +107,16 @@ def lds_bytes(
     e = dims.elem
     kpack = 16 // e
     k_vector = max(4 // e, 1)
-    k_sync = bk0 * (bn + 1)
+    # the padded k-major descriptors' element space: kK (kN0 + 1) - KPack (the last row's pad
+    # is not allocated; `get_element_space_size` of MakeKLdsBlockDescriptor)
+    k_sync = bk0 * (bn + 1) - kpack
     issue = LANES * k_vector
     k_async = ceil_div(bn * BLOCK_K1, issue) * (issue + kpack)
     v_chunk = (BLOCK_K1 // kpack) * ceil_div(bn1, 8) * (128 // e + kpack)
     asynchronous = pipe == Pipeline.QR_ASYNC
     buffer = np.where(asynchronous, np.maximum(k_async, v_chunk), np.maximum(k_sync, v_chunk))
     buffers = np.where(asynchronous, ASYNC_BUFFERS, 1)
-    q_bytes = ceil_div(bk0 * (bm + 1) * e, LDS_ALIGNMENT) * LDS_ALIGNMENT
+    q_bytes = ceil_div((bk0 * (bm + 1) - kpack) * e, LDS_ALIGNMENT) * LDS_ALIGNMENT
     q = np.where(pipe == Pipeline.QS, q_bytes, 0)
     k_trload = bn * trload_k_columns(dims, bm, bk0)
     single = k_trload + bn * bn1
@@ -145,8 +157,10 @@ def registers(
     bn1: IntArray,
     warps: IntArray,
     pipe: IntArray,
+    mfma: IntArray | None = None,
 ) -> Registers:
-    """The register estimate of docs/model.md 19.4 (the formulas above)."""
+    """The register estimate of docs/model.md 19.4 (the formulas above); `mfma` the MFMA edge
+    (32 when not given)."""
     e = dims.elem
     per_lane = LANES * warps
     s_acc = ceil_div(bm * bn, per_lane)
@@ -162,14 +176,22 @@ def registers(
     # trload loads V, as K, straight into LDS (async_load_tile): no global prefetch in registers
     v_prefetch = np.where(trload, 0, bn1 * BLOCK_K1)
     prefetch = ceil_div((k_prefetch + v_prefetch) * e, 4 * per_lane)
-    # S is consumed into P before gemm1 starts: the two phases' live sets, not their sum
+    # S and P are live together at the softmax's peak (the compiled instances, docs/model.md
+    # 19.4; model 0.22.0's max(S, P) put CK's d 256 tile 190 registers under the compiler)
     # trload's block GEMMs take B from registers (BlockGemmARegBRegCRegV1): every wave holds a
     # whole K chunk (kN0 x kK0) in gemm0 and V chunk (kK1 x kN1) in gemm1, two of each on the
     # prefill path (the next chunk is read while the MFMAs run on this one)
     tiles = np.where(trload_prefill(dims, bm), TRLOAD_PREFILL_BUFFERS, 1)
     b_regs = tiles * ceil_div(np.maximum(bn * bk0, BLOCK_K1 * bn1) * e, 4 * LANES)
     fragments = np.where(trload, b_regs, B_TILE_VGPRS * B_TILES_LIVE)
-    demand = o_acc + q + prefetch + np.maximum(s_acc, p) + fragments + ADDRESS_VGPRS
+    # qr and qs (two scheduling barriers a loop against qr_async's ten): the compiler reads
+    # gemm1's B tiles of a whole V chunk ahead, across the softmax
+    v_chunk = np.where(sync_k, ceil_div(bn1 * BLOCK_K1 * e, 4 * LANES), 0)
+    fixed = np.where(sync_k, ADDRESS_VGPRS_SYNC, ADDRESS_VGPRS_FENCED) + dims.d // bk0
+    # on the 16x16 MFMA the compiled instances hold S's tile about twice over (docs/model.md
+    # 19.4: +0.9 S against the 32x32 ones, measured, not explained)
+    s_copies = np.where(mfma == SIXTEEN, 2, 1) if mfma is not None else 1
+    demand = o_acc + q + prefetch + s_copies * s_acc + p + v_chunk + fragments + fixed
     arch = np.minimum(demand, rocm.max_arch_vgprs_per_wave)
     agpr = np.maximum(demand - arch, 0)
     return Registers(
@@ -216,7 +238,7 @@ def ck_resources(hardware: Any, dims: Dims, cfg: Any) -> CkResources:
         cfg["pipeline"],
     )
     lds = lds_bytes(dims, *args)
-    regs = registers(rocm, dims, *args)
+    regs = registers(rocm, dims, *args, mfma=cfg["mfma"])
     threads = np.asarray(cfg["num_warps"] * rocm.wavefront_lanes, dtype=np.int64)
     sgprs = np.full_like(threads, KERNEL_SGPRS)
     occ = rocm_occupancy_arrays(rocm, threads, regs.arch, regs.agpr, sgprs, lds)

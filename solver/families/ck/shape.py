@@ -71,6 +71,62 @@ FP8_PIPELINES = (Pipeline.QR, Pipeline.QR_ASYNC, Pipeline.QS)
 # V's LDS rows: 32 banks x 4 bytes hold 128 / e elements, 16 / e per pack: 8 rows per LDS row
 # (NPerRow in the custom policy's MakeVLdsBlockDescriptor); kN1 must be a multiple.
 V_ROWS_PER_LDS_ROW = 8
+# A global load of K on the synchronous path (qr, qs) and of Q's chunk on qs is 16 bytes a
+# lane (`K1 = 16 / sizeof(KDataType)`, "use dwordx4", in the custom policy's
+# MakeKDramTileDistribution and, for qs, MakeQDramTileDistribution).
+DRAM_VECTOR_BYTES = 16
+WAVE_LANES = 64  # the wavefront CK's distributions are written for (get_warp_size())
+# qs's gemm0 (both operands from LDS) is CK's 32x32x16 warp GEMM whatever the shape's warp
+# tile (QXCustomPolicy<QLoadOnce = false>::GetQKBlockGemm returns the M32N32K16 SwizzleB
+# warp GEMM for every 16- and 8-bit type); its P is then sliced into gemm1's kK1 columns, which
+# the 16x16 gemm1 cannot take (get_slice_tile's static_assert "not sliced at y dim",
+# block_fmha_pipeline_qs_ks_vs.hpp at ROCm/composable_kernel@8e22e1a).
+QS_MFMA = 32
+
+
+def v_shuffle_illegal(bn1: IntArray, warps: IntArray, elem: int) -> IntArray:
+    """Whether V's row-major load and register shuffle cannot lay out a kK1 x kN1 chunk
+    (`MakeVDramTileDistribution` and `MakeShuffledVRegBlockDescriptor` of the custom policy,
+    `shuffle_tile` -> `transpose_vectors`, ROCm/composable_kernel@8e22e1a): a lane holds
+    t = kN1 kK1 / threads elements as N1 x K3 (N1 = 4 when t > 4, else 2: `GetAlignmentV`),
+    t % N1 == 0 and KPack (16 / e) % K3 == 0 are static_asserts, the lanes then tile
+    K2 = KPack / K3 by N0 = kN1 / N1 within a wave or across K1 = K2 N0 / 64 waves, and the
+    shuffle transposes 2 x 2 16-bit or 4 x 4 8-bit blocks (N1 and K3 multiples of 4 / e)."""
+    threads = warps * WAVE_LANES
+    pixels = bn1 * BLOCK_K1
+    t = pixels // threads
+    n1 = np.where(t > 4, 4, 2)
+    k3 = np.maximum(t // n1, 1)
+    kpack = DRAM_VECTOR_BYTES // elem
+    k2 = np.maximum(kpack // k3, 1)
+    n0 = np.maximum(bn1 // n1, 1)
+    spread = k2 * n0
+    across = spread > WAVE_LANES  # K1 = K2 N0 / 64 waves share a K2 span
+    k1 = np.maximum(spread // WAVE_LANES, 1)
+    block = max(4 // elem, 1)
+    bad = (
+        (pixels % threads != 0)
+        | (t < 1)
+        | (t % n1 != 0)
+        | (kpack % k3 != 0)
+        | np.where(
+            across,
+            (spread % WAVE_LANES != 0) | (k2 % k1 != 0) | (warps % k1 != 0),
+            WAVE_LANES % spread != 0,
+        )
+        | (n1 % block != 0)
+        | (k3 % block != 0)
+    )
+    return np.asarray(bad, dtype=np.int64)
+
+
+def dram_rows_per_issue(bk0: IntArray, elem: int, warps: IntArray) -> IntArray:
+    """Rows of a kK0-wide tile one pass of the workgroup loads on the synchronous path: each
+    lane loads 16 bytes, kK0 / (16 / e) lanes cover a row, so a wave covers 64 / that rows and
+    the workgroup w times as many (`N2 * N1` of MakeKDramTileDistribution; the tile's rows
+    must be a whole number of passes, N0 >= 1)."""
+    lanes_per_row = np.maximum(bk0 * elem // DRAM_VECTOR_BYTES, 1)
+    return np.asarray((WAVE_LANES // lanes_per_row) * warps, dtype=np.int64)
 
 
 def min_k0_loops(pipe: IntArray) -> IntArray:
@@ -125,6 +181,7 @@ def illegal(
     k0_loops = dims.d // bk0
     trload = pipe == Pipeline.QR_ASYNC_TRLOAD
     async_k = (pipe == Pipeline.QR_ASYNC) | trload
+    sync_k = (pipe == Pipeline.QR) | (pipe == Pipeline.QS)
     k_vector = max(4 // dims.elem, 1)
     rules = {
         # kQKHeaddim % kK0 == 0 (tile_fmha_shape.hpp) and k0_loops >= 2, or >= 1 on qr_async
@@ -140,6 +197,16 @@ def illegal(
         "v_lds_layout": bn1 % V_ROWS_PER_LDS_ROW != 0,
         # async K: kN0 x kK1 is a whole number of issues of (threads x KVector) elements
         "async_issues": async_k & ((bn * BLOCK_K1) % (warps * 64 * k_vector) != 0),
+        # synchronous K (qr, qs): kN0 a whole number of the workgroup's load passes
+        # (MakeKDramTileDistribution: N0 = kN0 / (N2 N1) >= 1; with N0 = 0 the tile is empty
+        # and CK's space-filling curve static_asserts)
+        "sync_k_rows": sync_k & (bn % dram_rows_per_issue(bk0, dims.elem, warps) != 0),
+        # qs loads Q's kK0 chunk as K's: kM0 a whole number of passes (MakeQDramTileDistribution)
+        "qs_q_rows": (pipe == Pipeline.QS) & (bm % dram_rows_per_issue(bk0, dims.elem, warps) != 0),
+        # V through registers (every pipeline but trload): its load and shuffle lay out kK1 x kN1
+        "v_shuffle": ~trload & (v_shuffle_illegal(bn1, warps, dims.elem) != 0),
+        # qs runs gemm0 on the 32x32 MFMA whatever the declared warp tile
+        "qs_mfma": (pipe == Pipeline.QS) & (mfma != QS_MFMA),
         # qr_async copies K to LDS in kN0 x kK1 slices (the custom policy's AsyncCopy K DRAM
         # distribution and LDS descriptors) and gemm0 reads kN0 x kK0 of one: kK0 <= kK1
         "async_k_chunk": (pipe == Pipeline.QR_ASYNC) & (bk0 > BLOCK_K1),
@@ -160,6 +227,12 @@ RULE_WORDS = {
     "mfma_tiles_n": f"block_n and kN1 whole MFMA tiles, block_n a multiple of kK1 = {BLOCK_K1}",
     "v_lds_layout": "V's LDS layout: kN1 a multiple of 8 (NPerRow)",
     "async_issues": "qr_async: block_n x kK1 a whole number of (threads x 4-byte) issues",
+    "sync_k_rows": "qr and qs: block_n a whole number of the workgroup's 16-byte K load passes "
+    "(64 / (kK0 e / 16) rows a wave)",
+    "qs_q_rows": "qs: block_m a whole number of the workgroup's 16-byte Q load passes",
+    "qs_mfma": "qs: gemm0 is CK's 32x32 warp GEMM (mfma 32)",
+    "v_shuffle": "V's register shuffle: kN1 x kK1 / threads elements a lane as N1 x K3 "
+    "(N1 = 4 above 4 elements, else 2), K3 dividing 16 / e, N1 and K3 multiples of 4 / e",
     "async_k_chunk": f"qr_async: kK0 <= kK1 = {BLOCK_K1} (K reaches LDS in kN0 x kK1 slices)",
     "fp8_instance": "fp8 runs the 32x32 MFMA on the qr, qr_async or qs pipeline",
     "trload_target": "qr_async_trload needs gfx950 and d = dv in {64, 128, 256}",
