@@ -187,7 +187,8 @@ def test_the_table_and_the_validator_agree_on_every_configuration() -> None:
 
 def test_lds_of_each_pipeline_by_hand() -> None:
     """fp16, d = dv = 128, kM0 128, kN0 128, kK0 32, kN1 128, 4 warps, kK1 32:
-    K chunk (sync) 32 x 129 - 8 = 4120 elements (the descriptor's last pad is not allocated);
+    K chunk (sync) 32 x 129 - 8 = 4120 elements (kK1 wide; the descriptor's last pad is not
+    allocated);
     V chunk (32/8) x (128/8) x (64 + 8) = 4608; async K chunk 128 x 32 / 128 x (128 + 8) = 4352.
     qr: 1 x 4608 x 2 = 9216 B; qr_async: 3 x 4608 x 2 = 27648 B;
     qs: 9216 + ceil16((32 x 129 - 8) x 2) = 9216 + 8240 = 17456 B (the compiler's figure,
@@ -196,8 +197,10 @@ def test_lds_of_each_pipeline_by_hand() -> None:
     assert _lds(dims, Pipeline.QR, 128, 128, 32, 128, 4) == 9216
     assert _lds(dims, Pipeline.QR_ASYNC, 128, 128, 32, 128, 4) == 27648
     assert _lds(dims, Pipeline.QS, 128, 128, 32, 128, 4) == 17456
-    # a wide K chunk outgrows V: kK0 64 -> 64 x 129 - 8 = 8248 elements = 16496 B
-    assert _lds(dims, Pipeline.QR, 128, 128, 64, 128, 4) == 16496
+    # K's buffer is kK1 wide whatever kK0 (MakeKLdsBlockDescriptor): kK0 64 leaves V the larger
+    assert _lds(dims, Pipeline.QR, 128, 128, 64, 128, 4) == 9216
+    # K outgrows V with 256 keys: 32 x 257 - 8 = 8216 elements = 16432 B (the compiler's figure)
+    assert _lds(dims, Pipeline.QR, 128, 256, 16, 128, 4) == 16432
 
 
 def test_trload_keeps_one_buffer_each_when_decoding_two_when_prefilling() -> None:
@@ -243,16 +246,16 @@ def test_lds_is_allocated_in_the_parts_granule() -> None:
 
 
 def test_gfx950s_larger_lds_admits_what_gfx942s_refuses() -> None:
-    """A qs 256 x 256 tile of head dim 256 with kK0 64 needs 32880 B of Q ((64 x 257 - 8) x 2)
-    and 32880 B of K: over MI300X's 64 KiB, within MI355X's 160 KiB."""
+    """A qs 256 x 256 tile of head dim 256 with kK0 128 needs 65776 B of Q's chunk ((128 x 257
+    - 8) x 2) beside 18432 B of V's: over MI300X's 64 KiB, within MI355X's 160 KiB."""
     problem = _problem(head_dim=256)
-    pins = {"block_m": 256, "block_n": 256, "block_n1": 256, "block_k0": 64, "num_warps": 8}
+    pins = {"block_m": 256, "block_n": 256, "block_n1": 256, "block_k0": 128, "num_warps": 8}
     pins["pipeline"] = int(Pipeline.QS)
     small = _table("mi300x", problem, pins)
     large = _table("mi355x", problem, pins)
     i = int(np.flatnonzero(small.satisfied["pins"])[0])
     j = int(np.flatnonzero(large.satisfied["pins"])[0])
-    assert _resources(small).lds[i] == 65760
+    assert _resources(small).lds[i] == 65776 + 18432
     assert not small.satisfied["lds"][i] and large.satisfied["lds"][j]
 
 

@@ -14,7 +14,12 @@ import numpy as np
 import pytest
 
 from tilesolve.solver import get_hardware
-from tilesolve.solver.families.ck.resources import KERNEL_SGPRS, lds_bytes, registers
+from tilesolve.solver.families.ck.resources import (
+    KERNEL_SGPRS,
+    lds_bytes,
+    registers,
+    spill_free_limit,
+)
 from tilesolve.solver.families.ck.shape import Dims, Pipeline, illegal
 from tilesolve.solver.families.rocm.device import rocm_device
 from tilesolve.solver.occupancy_rocm import rocm_occupancy_arrays
@@ -63,8 +68,9 @@ def broken_rules(row: dict[str, str]) -> set[str]:
 
 
 def test_the_data_set() -> None:
-    """Both probes, both outcomes, both targets, and every pipeline the file has."""
+    """Both probes, both outcomes, both targets, every pipeline, and the three samples."""
     count = Counter((r["probe"], r["status"]) for r in rows())
+    assert {r["sample"] for r in rows()} == {"fit", "holdout", "check"}
     assert count[("compile", "ok")] >= 80 and count[("compile", "front_end_error")] >= 20
     assert count[("syntax", "ok")] >= 20 and count[("syntax", "front_end_error")] >= 10
     assert {r["target"] for r in rows()} == {"gfx942", "gfx950"}
@@ -124,9 +130,10 @@ def _waves(device: str, threads: int, arch: int, agpr: int, lds: int) -> int:
 
 def occupancy_pairs() -> list[tuple[dict[str, str], int, int]]:
     """(row, workgroups a CU by the compiler's registers, by the model's), each with the LDS
-    of its own kind and the row's target; a spilling instance has 0 by the compiler, a model
-    demand beyond 512 registers 0 by the model. Rows compiled under CK's own launch bound that
-    spill are left out (the bound, not the tile, set their registers)."""
+    of its own kind and the row's target; a spilling instance has 0 by the compiler, an
+    estimate beyond what the compiled instances hold without spilling 0 by the model. Rows
+    compiled under CK's own launch bound that spill are left out (the bound, not the tile, set
+    their registers)."""
     out = []
     for r in _compiled():
         spill = int(r["vgpr_spill_count"])
@@ -143,19 +150,24 @@ def occupancy_pairs() -> list[tuple[dict[str, str], int, int]]:
         lds = int(lds_bytes(_dims(r), *_shape(r))[0])
         demand = int(regs.demand[0])
         by_model = 0
-        if demand <= 512:
+        if demand <= spill_free_limit(rocm):
             by_model = _waves(device, threads, int(regs.arch[0]), int(regs.agpr[0]), lds)
         out.append((r, by_compiler, by_model))
     return out
 
 
-def test_occupancy_agrees_with_the_compiler() -> None:
-    """The register estimate puts at least 85% of the compiled instances at the compiler's
-    workgroups per CU (model 0.31.0: 82 of 89, where model 0.30.0 put 66)."""
-    pairs = occupancy_pairs()
+@pytest.mark.parametrize(("sample", "least"), [("fit", 0.9), ("holdout", 0.7), ("check", 1.0)])
+def test_occupancy_agrees_with_the_compiler(sample: str, least: float) -> None:
+    """The register estimate puts the compiled instances at the compiler's workgroups per CU
+    (a spilling one at none): on the rows its form and constants were read from (model
+    0.31.0: 84 of 89; 0.30.0: 66), on 24 drawn at random from the model's legal space after
+    (19; 0.30.0: 18; the misses all 2-wave tiles the estimate puts one step low), and on the
+    picks checked after (8 of 8: the spilling d 256 picks refused, the others at the
+    compiler's occupancy; 0.30.0: 6)."""
+    pairs = [p for p in occupancy_pairs() if p[0]["sample"] == sample]
     agree = sum(c == m for _, c, m in pairs)
-    assert len(pairs) >= 80
-    assert agree / len(pairs) >= 0.85, [
+    assert pairs
+    assert agree / len(pairs) >= least, [
         (r["pipeline"], r["head_dim"], r["block_m"], r["block_n"], c, m)
         for r, c, m in pairs
         if c != m

@@ -81,7 +81,7 @@ FIGURES = (
     "private_bytes",
     "mfma_count",
 )
-COLUMNS = ("probe", "target", *ROW_FIELDS, "status", *FIGURES, "error")
+COLUMNS = ("sample", "probe", "target", *ROW_FIELDS, "status", *FIGURES, "error")
 METADATA = {
     "vgpr_count": "vgpr_count",
     "agpr_count": "agpr_count",
@@ -356,6 +356,7 @@ def first_error(text: str) -> str:
 
 def probe(
     row: dict[str, str],
+    sample: str,
     ck: Path,
     work: Path,
     libs: Path,
@@ -368,7 +369,7 @@ def probe(
     name = row_name(row)
     source = work / f"{name}.cpp"
     source.write_text(instance_source(row))
-    out = dict(row, probe="syntax" if syntax_only else "compile", target=target)
+    out = dict(row, probe="syntax" if syntax_only else "compile", target=target, sample=sample)
     bitcode = None if syntax_only else work / f"{name}.bc"
     fe = front_end(ck, libs, source, bitcode)
     if fe.returncode:
@@ -424,6 +425,12 @@ def main() -> int:
     parser.add_argument("--syntax-only", action="store_true", help="the front end alone")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument(
+        "--sample",
+        default="fit",
+        help="the rows' sample: fit (the model's form and constants were read from them), "
+        "holdout (drawn at random after), check (an answer's pick compiled after)",
+    )
+    parser.add_argument(
         "--target",
         default="gfx942",
         choices=("gfx942", "gfx950"),
@@ -443,7 +450,9 @@ def main() -> int:
             writer.writeheader()
         for i, result in enumerate(
             pool.map(
-                lambda r: probe(r, args.ck, work, libs, llvm_lib, args.syntax_only, args.target),
+                lambda r: probe(
+                    r, args.sample, args.ck, work, libs, llvm_lib, args.syntax_only, args.target
+                ),
                 rows,
             )
         ):

@@ -35,6 +35,7 @@ from .resources import (
     ck_resources,
     lds_bytes,
     registers,
+    spill_free_limit,
 )
 from .shape import (
     BLOCK_K0_DOMAIN,
@@ -233,10 +234,8 @@ class CkFmhaForward(KernelFamily):
             out.append(f"lds: {allocated} > {rocm.lds_per_workgroup_bytes}")
         regs = registers(rocm, dims, *args, mfma=one["mfma"])
         demand = int(regs.demand[0])
-        if demand > rocm.max_arch_vgprs_per_wave + rocm.max_agprs_per_wave:
-            out.append(
-                f"vgprs: {demand} > {rocm.max_arch_vgprs_per_wave + rocm.max_agprs_per_wave}"
-            )
+        if demand > spill_free_limit(rocm):
+            out.append(f"vgprs: {demand} > {spill_free_limit(rocm)}")
         if not out:
             arch, agpr = int(regs.arch[0]), int(regs.agpr[0])
             total = (
