@@ -32,8 +32,9 @@ Riding through a restart (the defaults, all documented in docs/cli.md, "Remote m
   `ready_timeout_s` (10 s) and never past the deadline, then fails with UnavailableError
   ("no connection within 10 s: <gRPC's reason>"); so does the first call after the channel
   lost its connection (the server went away since the last answer); a call already waiting
-  on a connection that breaks waits for the next one. Off, a call to an unreachable server
-  fails at once.
+  on a connection that breaks waits for the next one. With a list of replicas, a wait that
+  reaches only replicas whose health is not SERVING fails the same way (the round robin
+  would send them nothing). Off, a call to an unreachable server fails at once.
 - Retries are gRPC's own (a service config `retryPolicy`, so they happen below this module,
   with gRPC's jittered exponential backoff): a call that fails with UNAVAILABLE, e.g. because
   the server was killed while answering it, is tried again up to `retries` (4) more times
@@ -61,7 +62,7 @@ import grpc.aio
 from google.protobuf.message import Message
 from google.rpc import status_pb2
 from grpc_health.v1 import health_pb2_grpc
-from grpc_health.v1.health_pb2 import HealthCheckRequest
+from grpc_health.v1.health_pb2 import HealthCheckRequest, HealthCheckResponse
 
 from tilesolve import wire
 from tilesolve.solver import (
@@ -413,6 +414,16 @@ class _ClientBase:
         """How long a call may wait for the server to become reachable."""
         return max(min(self.ready_timeout_s, deadline - time.monotonic()), 0.0)
 
+    def _refuse_not_serving(self, answer: Any, waited: float) -> None:
+        """A list of replicas is reachable only through a SERVING one: the round-robin policy
+        sends no call to the others. A probe that reached a replica before its client-side
+        health check had reported it NOT_SERVING (a race between a new channel's first
+        connection and its first health answer) proves nothing, so the call fails now as
+        unreachable rather than waiting out its deadline for a replica that will not take it.
+        One address is one server, asked whatever its health (a draining server answers)."""
+        if self.balanced and answer.status != HealthCheckResponse.SERVING:
+            raise self._unreachable(waited, None)
+
     def _unreachable(self, waited: float, why: grpc.RpcError | None) -> UnavailableError:
         detail = ""
         if why is not None:
@@ -463,7 +474,9 @@ class TileSolveClient(_ClientBase):
         with gRPC's own word on why (from one more check that does not wait)."""
         wait = self._ready_wait(deadline)
         try:
-            self._health.Check(HealthCheckRequest(), timeout=max(wait, 0.001), wait_for_ready=True)
+            answer = self._health.Check(
+                HealthCheckRequest(), timeout=max(wait, 0.001), wait_for_ready=True
+            )
         except grpc.RpcError as exc:
             if exc.code() is grpc.StatusCode.DEADLINE_EXCEEDED:
                 try:
@@ -471,6 +484,8 @@ class TileSolveClient(_ClientBase):
                 except grpc.RpcError as why:
                     if why.code() in _UNREACHABLE:
                         raise self._unreachable(wait, why) from None
+        else:
+            self._refuse_not_serving(answer, wait)
         self._reached = True  # any answer, even "unimplemented", came from the server
 
     def _call(self, method: str, request: Message, timeout_s: float | None) -> Any:
@@ -626,7 +641,7 @@ class AsyncTileSolveClient(_ClientBase):
         """As TileSolveClient._probe."""
         wait = self._ready_wait(deadline)
         try:
-            await self._health.Check(
+            answer = await self._health.Check(
                 HealthCheckRequest(), timeout=max(wait, 0.001), wait_for_ready=True
             )
         except grpc.RpcError as exc:
@@ -636,6 +651,8 @@ class AsyncTileSolveClient(_ClientBase):
                 except grpc.RpcError as why:
                     if why.code() in _UNREACHABLE:
                         raise self._unreachable(wait, why) from None
+        else:
+            self._refuse_not_serving(answer, wait)
         self._reached = True
 
     async def _call(self, method: str, request: Message, timeout_s: float | None) -> Any:

@@ -127,7 +127,8 @@ CATALOG_VERSION = "2026.12.1"
 #        benchmarks/data/compiler/ck_fmha.csv, docs/model.md 19.3 and 19.4): four template
 #        rules read from CK's tile distributions (synchronous K's and qs's Q load passes, qs on
 #        the 32x32 MFMA only, V's register shuffle), which CK's front end enforces and 0.30.0
-#        did not; and the register estimate refitted to the compiled instances (S and P live
+#        did not, and one it cannot see (qr/qs's kN0 x kK0 K tile within the LDS buffer CK
+#        sizes for kK1); and the register estimate refitted to the compiled instances (S and P live
 #        together, qr/qs hold a V chunk, 16x16 instances one S more, an offset a gemm0 chunk):
 #        84 of 89 at the compiler's occupancy (0.30.0: 66), 19 of 24 held out; an estimate
 #        above 416 registers is refused (every compiled one spilled). ck answers on mi300x,

@@ -126,7 +126,8 @@ def test_qr_async_reads_k_in_kk1_slices() -> None:
     """qr_async's asynchronous K copy is laid out kN0 x kK1 (the custom policy's AsyncCopy
     distribution and LDS descriptors) and gemm0 reads a kN0 x kK0 slice of it: kK0 above kK1
     (32) reads past what was copied, so CK's own tiles have kK0 <= kK1 (= above d 32; docs/model.md
-    19.3). qr, whose K goes through registers in kK0 chunks, takes any kK0."""
+    19.3). qr, whose K goes through registers in kK0 chunks, takes a wider kK0 while the tile
+    fits the LDS buffer sized for kK1."""
     async_pipe = int(Pipeline.QR_ASYNC)
     broken = _check("mi300x", pipeline=async_pipe, block_k0=64)
     assert broken and "qr_async" in " ".join(broken), broken
@@ -142,7 +143,12 @@ def test_qr_async_reads_k_in_kk1_slices() -> None:
     one_chunk = {**ck_d32, "block_k0": 32}
     assert _check("mi300x", d32, pipeline=async_pipe, **one_chunk) == []
     assert "kK0" in " ".join(_check("mi300x", d32, pipeline=int(Pipeline.QR), **one_chunk))
-    assert _check("mi300x", pipeline=int(Pipeline.QR), block_k0=64) == []
+    # qr takes kK0 above kK1 only while its kN0 x kK0 K tile fits the LDS buffer CK sizes for
+    # kK1 (max(K at kK1, V's chunk), in elements): 128 keys at kK0 64 need 64 x 129 - 8 = 8248,
+    # the buffer holds max(4120, 4608); 64 keys need 4152, which fits
+    qr = int(Pipeline.QR)
+    assert "K tile" in " ".join(_check("mi300x", pipeline=qr, block_k0=64, block_n=128))
+    assert _check("mi300x", pipeline=qr, block_k0=64, block_n=64) == []
     table = _table("mi300x", pins={"pipeline": async_pipe})
     assert not table.feasible[table.cfg["block_k0"] > 32].any()
     assert table.feasible[table.cfg["block_k0"] == 32].any()

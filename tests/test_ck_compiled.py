@@ -30,8 +30,9 @@ PIPES = {"qr": Pipeline.QR, "qr_async": Pipeline.QR_ASYNC, "qs": Pipeline.QS}
 DEVICES = {"gfx942": "mi300x", "gfx950": "mi355x"}
 # Rules the model holds that the compiler does not check: CK compiles such an instance, but it
 # does not compute attention (docs/model.md 19.3): qr_async with kK0 > kK1 reads K columns
-# its copy never wrote; a kN1 wider than head_dim_v reads and writes past V and O's rows.
-SEMANTIC_RULES = {"async_k_chunk", "n1_divides_head_dim_v"}
+# its copy never wrote; a kN1 wider than head_dim_v reads and writes past V and O's rows; qr
+# or qs with a kN0 x kK0 K tile larger than the LDS buffer CK sizes for kK1 writes past it.
+SEMANTIC_RULES = {"async_k_chunk", "n1_divides_head_dim_v", "sync_k_tile"}
 # The rules read from CK's tile distributions this way (model 0.31.0)
 COMPILER_RULES = ("sync_k_rows", "qs_q_rows", "qs_mfma", "v_shuffle")
 # A spill of more than a few registers: the instance does not fit the file the compiler had

@@ -52,6 +52,7 @@ from .shape import (
     Dims,
     Pipeline,
     TemplateRules,
+    sync_k_tile_overflows,
     trload_instance,
     v_shuffle_illegal,
 )
@@ -204,6 +205,11 @@ class CkFmhaForward(KernelFamily):
         passes = (64 // max(bk0 * dims.elem // 16, 1)) * w  # rows a 16-byte load pass covers
         if pipe in (Pipeline.QR, Pipeline.QS) and bn % passes:
             out.append(f"ck_template: K's loads cover {passes} rows a pass; block_n {bn}")
+        sync_k_tile = sync_k_tile_overflows(
+            np.array([bn]), np.array([bk0]), np.array([bn1]), dims.elem
+        )[0]
+        if pipe in (Pipeline.QR, Pipeline.QS) and sync_k_tile:
+            out.append(f"ck_template: the {bn} x {bk0} K tile outgrows its LDS buffer")
         if pipe is Pipeline.QS and (bm % passes or mfma != 32):
             out.append(f"ck_template: qs with block_m {bm} on mfma{mfma} ({passes} rows a pass)")
         one_w = np.array([w], dtype=np.int64)

@@ -55,7 +55,7 @@ from ...occupancy_rocm import lds_allocation, rocm_occupancy_arrays
 from ...space import IntArray, ceil_div
 from ..rocm.device import rocm_device
 from ..rocm.resources import WorkgroupResources
-from .shape import BLOCK_K1, Dims, Pipeline
+from .shape import BLOCK_K1, Dims, Pipeline, sync_k_elements, v_chunk_elements
 
 if TYPE_CHECKING:
     from ...candidates import Evaluation
@@ -116,10 +116,10 @@ def lds_bytes(
     # the padded k-major descriptors' element space: kK (kN0 + 1) - KPack (the last row's pad
     # is not allocated; `get_element_space_size`), K's kK1 wide whatever kK0
     # (MakeKLdsBlockDescriptor's kKPerBlock is kK1), Q's chunk kK0 (MakeQLdsBlockDescriptor)
-    k_sync = BLOCK_K1 * (bn + 1) - kpack
+    k_sync = sync_k_elements(np.asarray(BLOCK_K1), bn, e)
     issue = LANES * k_vector
     k_async = ceil_div(bn * BLOCK_K1, issue) * (issue + kpack)
-    v_chunk = (BLOCK_K1 // kpack) * ceil_div(bn1, 8) * (128 // e + kpack)
+    v_chunk = v_chunk_elements(bn1, e)
     asynchronous = pipe == Pipeline.QR_ASYNC
     buffer = np.where(asynchronous, np.maximum(k_async, v_chunk), np.maximum(k_sync, v_chunk))
     buffers = np.where(asynchronous, ASYNC_BUFFERS, 1)

@@ -84,6 +84,34 @@ WAVE_LANES = 64  # the wavefront CK's distributions are written for (get_warp_si
 QS_MFMA = 32
 
 
+def sync_k_elements(bk: IntArray, bn: IntArray, elem: int) -> IntArray:
+    """Elements of a kN0 x kK K tile in the synchronous pipelines' padded k-major LDS layout:
+    kK (kN0 + 1) - KPack, the last row's pad not allocated (`MakeKLdsBlockDescriptor`'s
+    element space; KPack = 16 / e)."""
+    return np.asarray(bk * (bn + 1) - DRAM_VECTOR_BYTES // elem, dtype=np.int64)
+
+
+def v_chunk_elements(bn1: IntArray, elem: int) -> IntArray:
+    """Elements of a kK1 x kN1 V chunk in LDS: (kK1 / KPack) x (kN1 / 8) rows of 128 / e + KPack
+    (`MakeVLdsBlockDescriptor`)."""
+    kpack = DRAM_VECTOR_BYTES // elem
+    rows = -(-bn1 // V_ROWS_PER_LDS_ROW)
+    return np.asarray((BLOCK_K1 // kpack) * rows * (128 // elem + kpack), dtype=np.int64)
+
+
+def sync_k_tile_overflows(bn: IntArray, bk0: IntArray, bn1: IntArray, elem: int) -> IntArray:
+    """Whether qr's or qs's kN0 x kK0 K tile outgrows the LDS buffer CK sizes for it: the
+    pipeline stores and reads K through a kN0 x kK0 window (`make_tile_window(k_lds,
+    {kN0, kK0})`, block_fmha_pipeline_qr_ks_vs.hpp) over a descriptor and a buffer sized for
+    kK1 (`GetSingleSmemElementSpaceSize`: max(K at kK1, V chunk)), so a wider kK0 writes past
+    the buffer unless V's chunk is the larger (LDS writes past a workgroup's allocation are
+    dropped and reads return 0: wrong scores, not a compile error)."""
+    buffer = np.maximum(
+        sync_k_elements(np.asarray(BLOCK_K1), bn, elem), v_chunk_elements(bn1, elem)
+    )
+    return np.asarray(sync_k_elements(bk0, bn, elem) > buffer, dtype=np.int64)
+
+
 def v_shuffle_illegal(bn1: IntArray, warps: IntArray, elem: int) -> IntArray:
     """Whether V's row-major load and register shuffle cannot lay out a kK1 x kN1 chunk
     (`MakeVDramTileDistribution` and `MakeShuffledVRegBlockDescriptor` of the custom policy,
@@ -205,6 +233,9 @@ def illegal(
         "qs_q_rows": (pipe == Pipeline.QS) & (bm % dram_rows_per_issue(bk0, dims.elem, warps) != 0),
         # V through registers (every pipeline but trload): its load and shuffle lay out kK1 x kN1
         "v_shuffle": ~trload & (v_shuffle_illegal(bn1, warps, dims.elem) != 0),
+        # qr and qs: the kN0 x kK0 K tile within the LDS buffer sized for kK1 (a semantic rule:
+        # CK compiles such an instance, and it reads K its LDS never held)
+        "sync_k_tile": sync_k & (sync_k_tile_overflows(bn, bk0, bn1, dims.elem) != 0),
         # qs runs gemm0 on the 32x32 MFMA whatever the declared warp tile
         "qs_mfma": (pipe == Pipeline.QS) & (mfma != QS_MFMA),
         # qr_async copies K to LDS in kN0 x kK1 slices (the custom policy's AsyncCopy K DRAM
@@ -231,6 +262,8 @@ RULE_WORDS = {
     "(64 / (kK0 e / 16) rows a wave)",
     "qs_q_rows": "qs: block_m a whole number of the workgroup's 16-byte Q load passes",
     "qs_mfma": "qs: gemm0 is CK's 32x32 warp GEMM (mfma 32)",
+    "sync_k_tile": "qr and qs: the kN0 x kK0 K tile within the LDS buffer CK sizes for kK1 = "
+    f"{BLOCK_K1} (or V's chunk, the larger)",
     "v_shuffle": "V's register shuffle: kN1 x kK1 / threads elements a lane as N1 x K3 "
     "(N1 = 4 above 4 elements, else 2), K3 dividing 16 / e, N1 and K3 multiples of 4 / e",
     "async_k_chunk": f"qr_async: kK0 <= kK1 = {BLOCK_K1} (K reaches LDS in kN0 x kK1 slices)",
