@@ -225,7 +225,7 @@ def test_short_deadline_is_a_deadline_error(client: TileSolveClient) -> None:
 
 def _get_hardware_server(get: Callable[..., Any]) -> grpc.Server:
     """A gRPC server (unbound, unstarted) whose TileSolveService has GetHardware only."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
     handler = grpc.method_handlers_generic_handler(
         "tilesolve.v1.TileSolveService",
         {
@@ -424,7 +424,10 @@ class Replica:
     def __init__(self, host: str):
         self.calls = 0
         self.server = _get_hardware_server(self._get)
-        self.health = health.HealthServicer()
+        # The blocking form of Watch: grpcio-health-checking's non-blocking Watch sends its
+        # first answer under the servicer's lock, and a client that closes at that moment
+        # (as one refused at once does) deadlocks the server's event thread on that lock.
+        self.health = health.HealthServicer(experimental_non_blocking=False)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         self.serving(True)
         self.port = self.server.add_insecure_port(f"{host}:0")
