@@ -239,7 +239,7 @@ def test_trloads_prefill_path_holds_its_b_operands_in_registers() -> None:
     kBlockPerCu 2)."""
     dims = Dims(128, 128, 2)
     rocm = get_hardware("mi355x").rocm  # type: ignore[union-attr]
-    cols = [np.array([x], dtype=np.int64) for x in (128, 64, 32, 128, 4, 3)]
+    cols = [np.array([x], dtype=np.int64) for x in (128, 64, 32, 128, 4, 3, 32)]
     assert int(registers(rocm, dims, *cols).demand[0]) == 228
 
 

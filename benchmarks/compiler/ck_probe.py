@@ -133,9 +133,6 @@ def instance_source(row: dict[str, str]) -> str:
     squant = "true" if dtype == "fp8" else "false"
     d = row["head_dim"]
     tile = ", ".join(row[k] for k in ("block_m", "block_n", "block_k0", "block_n1", "block_k1"))
-    trait_tile = ", ".join(
-        row[k] for k in ("block_m", "block_n", "block_k0", "block_n1", "block_k1")
-    )
     w = row["num_warps"]
     return f"""// tilesolve's ck probe: one forward instance (no mask, bias, LSE or dropout)
 #include "fmha_fwd.hpp"
@@ -157,7 +154,7 @@ using epilogue = ck_tile::Default2DEpilogue<ck_tile::Default2DEpilogueProblem<
     typename TC::OaccDataType, typename TC::ODataType, {pad[0]}, {pad[3]}>>;
 using partitioner = ck_tile::FmhaFwdTilePartitioner_SHB<shape>;
 using kernel = ck_tile::FmhaFwdKernel<partitioner, pipeline, epilogue>;
-using trait = fmha_fwd_traits_<{d}, T, false, {trait_tile}, {d}, true,
+using trait = fmha_fwd_traits_<{d}, T, false, {tile}, {d}, true,
     ck_tile::BlockFmhaPipelineEnum::{enum}, mask, ck_tile::BlockAttentionBiasEnum::NO_BIAS,
     false, false, false, {", ".join(pad)}>;
 template <>
@@ -378,6 +375,7 @@ def probe(
     if syntax_only:
         out["status"] = "ok"
         return out
+    assert bitcode is not None  # a compile probe's front end wrote it
     obj = work / f"{name}.o"
     be = subprocess.run(
         [sys.executable, __file__, "--emit", str(llvm_lib), str(bitcode), str(obj), target],
@@ -385,7 +383,6 @@ def probe(
         text=True,
         timeout=900,
     )
-    assert bitcode is not None
     bitcode.unlink(missing_ok=True)
     if be.returncode:
         out.update(status="backend_error", error=be.stderr.strip()[-160:])

@@ -52,6 +52,7 @@ from .shape import (
     Dims,
     Pipeline,
     TemplateRules,
+    dram_rows_per_issue,
     sync_k_tile_overflows,
     trload_instance,
     v_shuffle_illegal,
@@ -202,7 +203,7 @@ class CkFmhaForward(KernelFamily):
         issue = w * 64 * max(4 // dims.elem, 1)
         if pipe in (Pipeline.QR_ASYNC, Pipeline.QR_ASYNC_TRLOAD) and (bn * BLOCK_K1) % issue:
             out.append("ck_template: async K issues")
-        passes = (64 // max(bk0 * dims.elem // 16, 1)) * w  # rows a 16-byte load pass covers
+        passes = int(dram_rows_per_issue(np.array([bk0]), dims.elem, np.array([w]))[0])
         if pipe in (Pipeline.QR, Pipeline.QS) and bn % passes:
             out.append(f"ck_template: K's loads cover {passes} rows a pass; block_n {bn}")
         sync_k_tile = sync_k_tile_overflows(
@@ -238,7 +239,7 @@ class CkFmhaForward(KernelFamily):
         allocated = -(-lds // granule) * granule
         if allocated > rocm.lds_per_workgroup_bytes:
             out.append(f"lds: {allocated} > {rocm.lds_per_workgroup_bytes}")
-        regs = registers(rocm, dims, *args, mfma=one["mfma"])
+        regs = registers(rocm, dims, *args, one["mfma"])
         demand = int(regs.demand[0])
         if demand > spill_free_limit(rocm):
             out.append(f"vgprs: {demand} > {spill_free_limit(rocm)}")

@@ -35,7 +35,7 @@ warps owns kM0 / w rows; estimates of what the compiler keeps live, docs/model.m
 
 (S and P are both live at the softmax's peak, and the synchronous pipelines hold a V chunk
 across it: checked against the instances compiled for gfx942 and gfx950, benchmarks/data/compiler/
-ck_gfx942.csv, docs/model.md 19.4.)
+ck_fmha.csv, docs/model.md 19.4.)
 
 The architectural file holds 256 per wave; beyond it the compiler places the accumulators in
 AGPRs (gfx90a+: up to 256 more), and past 512 in all the instance cannot be compiled.
@@ -123,7 +123,7 @@ def lds_bytes(
     asynchronous = pipe == Pipeline.QR_ASYNC
     buffer = np.where(asynchronous, np.maximum(k_async, v_chunk), np.maximum(k_sync, v_chunk))
     buffers = np.where(asynchronous, ASYNC_BUFFERS, 1)
-    q_bytes = ceil_div((bk0 * (bm + 1) - kpack) * e, LDS_ALIGNMENT) * LDS_ALIGNMENT
+    q_bytes = ceil_div(sync_k_elements(bk0, bm, e) * e, LDS_ALIGNMENT) * LDS_ALIGNMENT
     q = np.where(pipe == Pipeline.QS, q_bytes, 0)
     k_trload = bn * trload_k_columns(dims, bm, bk0)
     single = k_trload + bn * bn1
@@ -164,10 +164,9 @@ def registers(
     bn1: IntArray,
     warps: IntArray,
     pipe: IntArray,
-    mfma: IntArray | None = None,
+    mfma: IntArray,
 ) -> Registers:
-    """The register estimate of docs/model.md 19.4 (the formulas above); `mfma` the MFMA edge
-    (32 when not given)."""
+    """The register estimate of docs/model.md 19.4 (the formulas above); `mfma` the MFMA edge."""
     e = dims.elem
     per_lane = LANES * warps
     s_acc = ceil_div(bm * bn, per_lane)
@@ -197,7 +196,7 @@ def registers(
     fixed = np.where(sync_k, ADDRESS_VGPRS_SYNC, ADDRESS_VGPRS_FENCED) + dims.d // bk0
     # on the 16x16 MFMA the compiled instances hold S's tile about twice over (docs/model.md
     # 19.4: +0.9 S against the 32x32 ones, measured, not explained)
-    s_copies = np.where(mfma == SIXTEEN, 2, 1) if mfma is not None else 1
+    s_copies = np.where(mfma == SIXTEEN, 2, 1)
     demand = o_acc + q + prefetch + s_copies * s_acc + p + v_chunk + fragments + fixed
     arch = np.minimum(demand, rocm.max_arch_vgprs_per_wave)
     agpr = np.maximum(demand - arch, 0)
@@ -245,7 +244,7 @@ def ck_resources(hardware: Any, dims: Dims, cfg: Any) -> CkResources:
         cfg["pipeline"],
     )
     lds = lds_bytes(dims, *args)
-    regs = registers(rocm, dims, *args, mfma=cfg["mfma"])
+    regs = registers(rocm, dims, *args, cfg["mfma"])
     threads = np.asarray(cfg["num_warps"] * rocm.wavefront_lanes, dtype=np.int64)
     sgprs = np.full_like(threads, KERNEL_SGPRS)
     occ = rocm_occupancy_arrays(rocm, threads, regs.arch, regs.agpr, sgprs, lds)

@@ -85,9 +85,10 @@ QS_MFMA = 32
 
 
 def sync_k_elements(bk: IntArray, bn: IntArray, elem: int) -> IntArray:
-    """Elements of a kN0 x kK K tile in the synchronous pipelines' padded k-major LDS layout:
-    kK (kN0 + 1) - KPack, the last row's pad not allocated (`MakeKLdsBlockDescriptor`'s
-    element space; KPack = 16 / e)."""
+    """Elements of a kN0 x kK K tile (or qs's kM0 x kK0 Q chunk, the same layout) in the
+    synchronous pipelines' padded k-major LDS layout: kK (kN0 + 1) - KPack, the last row's pad
+    not allocated (the element space of `MakeKLdsBlockDescriptor` and
+    `MakeQLdsBlockDescriptor`; KPack = 16 / e)."""
     return np.asarray(bk * (bn + 1) - DRAM_VECTOR_BYTES // elem, dtype=np.int64)
 
 
