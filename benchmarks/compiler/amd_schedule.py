@@ -14,6 +14,11 @@ are compiled causal too):
   lane, for what the model's LDS cost charges each (the same since model 0.26.0).
 - expert rows (`aitertriton942`, ...): aiter's Triton defaults at the head dims they serve,
   not causal and causal, for what the shipped tiles' loops spill.
+- `--causal` (a file of its own, `amd_causal_loops.csv`): causal tiles near the register cap
+  (fp16, `waves_per_eu` 0, 2 and 3), for where a causal kernel's spill sits. The kernel runs
+  two loops, the blocks below the diagonal unmasked and the diagonal blocks masked; each
+  loop's MFMAs and scratch accesses an iteration are counted (the loops found as the control
+  flow graph's back edges, `amd_peak.parse`: the masked loop's body spans several blocks).
 
 Every row also records what a spilling loop does each iteration: its scratch accesses (bytes a
 lane) and its reload waits (the vmcnt waits that complete a scratch load), for the spill's cost;
@@ -36,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from amd_knobs import CONFIG_COLUMNS, compile_rows, expert_rows, knob_row
+from amd_peak import parse, successors
 
 COLUMNS = (
     # the configuration ("sample": lead, kpack, or an expert row's id) but the MFMA knob,
@@ -199,6 +205,75 @@ def loop_figures(asm: str) -> dict[str, Any]:
     }
 
 
+# The causal sample's columns: each of the two loops' MFMAs and scratch accesses an iteration
+CAUSAL_COLUMNS = (
+    *(c for c in CONFIG_COLUMNS if c != "matrix_instr_nonkdim"),
+    "causal",
+    "status",
+    "total_vgprs",
+    "vgpr_spills",
+    "scratch_bytes",
+    "unmasked_mfmas",  # the loop below the diagonal (the first loop with MFMAs)
+    "unmasked_scratch",  # its scratch loads and stores of one iteration
+    "unmasked_scratch_bytes",
+    "masked_mfmas",  # the diagonal loop (the last loop with MFMAs)
+    "masked_scratch",
+    "masked_scratch_bytes",
+    "compile_s",
+)
+# (head_dim, block_m, block_n, num_warps) of the causal sample: the tiles whose live state sits
+# within a mask's registers of a cap at some waves_per_eu
+CAUSAL_TILES = (
+    (64, 128, 64, 4),
+    (64, 128, 128, 4),
+    (64, 256, 64, 8),
+    (128, 128, 32, 4),
+    (128, 128, 64, 4),
+    (128, 64, 64, 4),
+    (128, 256, 32, 8),
+)
+CAUSAL_STAGES = (1, 2)
+CAUSAL_WAVES_PER_EU = (0, 2, 3)
+
+
+def loop_bodies(asm: str) -> list[list[str]]:
+    """The mnemonics of each loop of the kernel that issues MFMAs, in the order of the code:
+    a back edge from block i to block j <= i closes a loop over blocks j..i."""
+    blocks = parse(asm)
+    bodies = []
+    for i, targets in enumerate(successors(blocks)):
+        for j in targets:
+            if j <= i:
+                body = [ins.mnemonic for b in blocks[j : i + 1] for ins in b.instructions]
+                if any(op.startswith("v_mfma") for op in body):
+                    bodies.append((j, body))
+    return [body for _, body in sorted(bodies, key=lambda jb: jb[0])]
+
+
+def causal_figures(asm: str) -> dict[str, Any]:
+    """The two loops' columns of a compiled causal kernel."""
+    loops = loop_bodies(asm)
+    if len(loops) < 2:
+        raise ValueError(f"a causal kernel with {len(loops)} MFMA loop(s); two expected")
+    out: dict[str, Any] = {}
+    for name, body in (("unmasked", loops[0]), ("masked", loops[-1])):
+        out[f"{name}_mfmas"] = sum(op.startswith("v_mfma") for op in body)
+        out[f"{name}_scratch"] = sum(bool(_SCRATCH.match(op)) for op in body)
+        out[f"{name}_scratch_bytes"] = sum(scratch_bytes(op) for op in body)
+    return out
+
+
+def causal_plan() -> list[dict[str, Any]]:
+    """The causal sample's rows (fp16, Triton's default MFMA, kpack 1)."""
+    return [
+        {**knob_row(target, d, (bm, bn, w, s), (wpe, 0, 1), "causal"), "causal": 1}
+        for target in ("gfx942", "gfx950")
+        for d, bm, bn, w in CAUSAL_TILES
+        for s in CAUSAL_STAGES
+        for wpe in CAUSAL_WAVES_PER_EU
+    ]
+
+
 def plan() -> list[dict[str, Any]]:
     """The rows to compile: lead, kpack, then the expert rows (matrix_instr_nonkdim 0: Triton's
     default instruction)."""
@@ -223,8 +298,14 @@ def plan() -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--causal", action="store_true", help="the causal sample: where the spill sits"
+    )
     args = parser.parse_args(argv)
-    compile_rows(plan(), args.out, COLUMNS, loop_figures)
+    if args.causal:
+        compile_rows(causal_plan(), args.out, CAUSAL_COLUMNS, causal_figures)
+    else:
+        compile_rows(plan(), args.out, COLUMNS, loop_figures)
     return 0
 
 

@@ -96,13 +96,15 @@ class KvIterations:
     one head, `diagonal` those that apply a mask (counted with its cost relative to the causal
     mask's), `longest` the most one block runs, and whether the work is uneven across blocks
     the way a causal triangle is (`imbalanced`, the makespan's longest-block-last case) and
-    whether blocks skip iterations at all (`masked`: the computed pairs are the iterations')."""
+    whether blocks skip iterations at all (`masked`: the computed pairs are the iterations');
+    `partial` the masked iterations unweighted, where a block mask states them."""
 
     total: FloatArray
     diagonal: FloatArray
     longest: FloatArray
     imbalanced: bool
     masked: bool
+    partial: FloatArray | None = None
 
 
 def causal_or_full_iterations(

@@ -116,7 +116,7 @@ def masked_iterations(
 ) -> KvIterations:
     """The templates' K/V iterations of one head: every program of a query block runs
     size / block_n iterations per listed K/V block (at most the K/V's tiles); the partial ones
-    apply mask_mod (`diagonal`, weighted by its cost)."""
+    apply mask_mod (`diagonal`, weighted by its cost; `partial`, unweighted)."""
     bm = cfg.block_m.astype(np.float64)
     per_block = counts.size / cfg.block_n.astype(np.float64)
     programs = counts.size / bm
@@ -136,6 +136,7 @@ def masked_iterations(
         longest=longest,
         imbalanced=imbalanced,
         masked=True,
+        partial=partial,
     )
 
 

@@ -108,7 +108,10 @@ class FlexRocm(TritonRocmForward):
         found = iterations_for(ev.problem, ev.options, ev.cfg, n_kv)
         if found is None:
             return None
-        return MaskedIterations(found.total, found.diagonal, found.longest, found.imbalanced)
+        assert found.partial is not None  # mask.masked_iterations states it
+        return MaskedIterations(
+            found.total, found.diagonal, found.longest, found.imbalanced, found.partial
+        )
 
     def score_ops(self, ev: Evaluation) -> float:
         return float(ev.options.score_mod_ops or 0.0)

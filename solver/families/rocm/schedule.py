@@ -146,12 +146,14 @@ class MaskedIterations:
     """The K/V iterations of a masked kernel's workgroups (a block mask's, arrays over the
     candidates): `total` over the workgroups of one head, `diagonal` those that apply the mask
     (weighted by its cost relative to the causal mask's), `longest` the most one workgroup runs,
-    and whether the work is uneven the way a causal triangle is (`imbalanced`)."""
+    whether the work is uneven the way a causal triangle is (`imbalanced`), and `partial` the
+    iterations of the masked loop, unweighted (`diagonal` at the causal mask's weight)."""
 
     total: FloatArray
     diagonal: FloatArray
     longest: FloatArray
     imbalanced: bool
+    partial: FloatArray
 
 
 @dataclass(frozen=True)
@@ -179,12 +181,16 @@ def grid_cycles(
     head_io: FloatArray,
     r_valu: float,
     masked: MaskedIterations | None = None,
+    masked_loop_extra: FloatArray | None = None,
 ) -> Grid:
     """The grid's cycles: ceil(sq / block_m) x batch x heads x `chunks` workgroups (chunks: of
     head_dim_v, where a workgroup owns one), each walking ceil(sk / block_n) key blocks, or the
     iterations `masked` states (a block mask's: its work spread over the CUs as the causal
     triangle's is, the uneven finish added where it is imbalanced); `round_of(r)` is the CU's
-    round at r resident, `head_io` a workgroup's own Q/O/LSE traffic in cycles."""
+    round at r resident, `head_io` a workgroup's own Q/O/LSE traffic in cycles;
+    `masked_loop_extra` what one iteration of a kernel's masked loop costs a workgroup beyond
+    `round_of`'s iteration, cycles (a spill only that loop has: the Triton kernels' diagonal
+    loop, docs/model.md 19.10)."""
     rocm = device.rocm
     resident = np.maximum(workgroups_per_cu.astype(np.float64), 1.0)
     full_round = round_of(resident)
@@ -201,8 +207,9 @@ def grid_cycles(
     waves = wave_schedule(groups, slots)
     # the prologue's latency: the r resident workgroups wait for theirs together, once per slot
     fill = DRAM_LATENCY_CYCLES
+    extra = 0.0 if masked_loop_extra is None else masked_loop_extra
     if masked is not None:
-        mask = masked.diagonal * scores * MASK_OPS / r_valu
+        mask = masked.diagonal * scores * MASK_OPS / r_valu + masked.partial * extra
         own = n_m * (head_io + fill / resident)
         work = heads_total * chunks * (masked.total * full_round / resident + mask + own)
         longest = masked.longest * full_round + head_io + fill
@@ -211,7 +218,7 @@ def grid_cycles(
         iterations = masked.total / n_m
     elif problem.causal:
         total, diagonal = causal_iterations(n_m, bm, bn, n_kv, sk - sq)
-        mask = diagonal * scores * MASK_OPS / r_valu
+        mask = diagonal * (scores * MASK_OPS / r_valu + extra)
         own = n_m * (head_io + fill / resident)
         work = heads_total * chunks * (total * full_round / resident + mask + own)
         longest = n_kv * full_round + head_io + fill

@@ -54,7 +54,10 @@ MFMA edge is `matrix_instr_nonkdim` where set, else Triton's default for the dot
   (2 registers) per 16-byte load (`global_load_dwordx4 ..., v[n:n+1], off` and
   `v_lshl_add_u64` from a kept pair, in the assembly of both targets), a of them live;
 - c S: the causal kernel's masked diagonal loop, which compares every score's row and column
-  (the row and column indices of each score, hoisted out of the loop);
+  (the row and column indices of each score, hoisted out of the loop). The kernel's other
+  loop, over the blocks below the diagonal, holds none of them: the allocation is the masked
+  loop's, and a spill by c S alone sits in the masked loop and outside the loops, none in the
+  unmasked one (`unmasked_spilled`; `benchmarks/compiler/amd_schedule.py --causal`);
 - h: above the 256 architectural VGPRs the excess lives in AGPRs, which no VALU instruction
   reads: each use is a `v_accvgpr_read` into an architectural register, and the allocator
   takes AGPR tuples whole, so each register of state there costs 1 + h.
@@ -138,6 +141,9 @@ class AmdRegisterEstimate:
     allocated: IntArray  # VGPR+AGPR as allocated (the cap when it spills)
     spilled: IntArray  # live - cap when positive: registers per lane in scratch
     arch_cap: IntArray  # architectural VGPRs the cap allows (half of it where it splits)
+    # what the causal kernel's unmasked loop (the blocks below the diagonal, which hold no mask
+    # indices) puts over the cap; `spilled` where the kernel has no masked loop
+    unmasked_spilled: IntArray
 
     @property
     def arch(self) -> IntArray:
@@ -284,19 +290,21 @@ def amd_register_estimate(
     if not target.is_amd:
         raise ValueError(f"{target.name} is not an AMD target")
     weights = (AMD_REGISTER_CONSTANTS if constants is None else constants)[target.name]
-    per_loop = [
-        live_estimate(
-            loop_terms(loop, target, warps, stages, nonkdim, loaded), stages, causal, weights
-        )
-        for loop in kernel.loops
-    ]
-    live = np.ceil(np.maximum(np.max(per_loop, axis=0), 1.0)).astype(np.int64)
+    terms = [loop_terms(loop, target, warps, stages, nonkdim, loaded) for loop in kernel.loops]
+
+    def live_over_loops(masked: bool) -> IntArray:
+        per_loop = [live_estimate(t, stages, masked, weights) for t in terms]
+        return np.asarray(np.ceil(np.maximum(np.max(per_loop, axis=0), 1.0)), dtype=np.int64)
+
+    live = live_over_loops(causal)
     cap = launch_cap(warps, waves_per_eu)
     allocated, spilled = allocation(live, cap)
+    unmasked_spilled = allocation(live_over_loops(False), cap)[1] if causal else spilled
     return AmdRegisterEstimate(
         live=np.asarray(live, dtype=np.int64),
         cap=cap,
         allocated=allocated,
         spilled=spilled,
         arch_cap=arch_vgpr_cap(target, np.asarray(stages, dtype=np.int64), cap),
+        unmasked_spilled=unmasked_spilled,
     )

@@ -15,7 +15,7 @@ issued num_stages - 1 iterations ahead), the grid over the CUs and the HBM floor
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -275,11 +275,13 @@ class TritonRocmForward(KernelFamily):
         assert isinstance(res, TritonRocmResources)
         f = table.perf.figures
         occ = res.occupancy
-        spill = (
-            f", {int(res.regs.spilled[i])} spilled to scratch (costed)"
-            if res.regs.spilled[i]
-            else ""
-        )
+        spilled, unmasked = int(res.regs.spilled[i]), int(res.regs.unmasked_spilled[i])
+        spill = f", {spilled} spilled to scratch (costed)" if spilled else ""
+        if unmasked < spilled:
+            spill = (
+                f", {spilled} spilled to scratch by the masked diagonal loop, {unmasked} by the "
+                "unmasked one (each costed on its own iterations)"
+            )
         lines = [
             f"{int(occ.workgroups_per_cu[i])} workgroup(s) per CU, "
             f"{f['waves_per_simd'][i]:g} waves per SIMD (limited by {occ.limiter[i]}); LDS "
@@ -425,15 +427,19 @@ def evaluate(
         cfg["matrix_instr_nonkdim"] == 16, MFMA_RESULT_CYCLES[16], MFMA_RESULT_CYCLES[32]
     )
     # a spill: its scratch traffic through the L2, and its reloads' waits on the chain, each
-    # an L2 hit's latency (the waves of other workgroups hide them as they hide the barriers)
-    over = res.regs.spilled.astype(np.float64)
-    reloads = over * RELOAD_WAITS_PER_REGISTER * L2_LATENCY_CYCLES
-    stall = BARRIERS_PER_ITERATION * BARRIER_CYCLES + CHAIN_CYCLES + result + reloads
-    spill = over * SPILL_BYTES_PER_REGISTER * AMD_LANES * warps
+    # an L2 hit's latency (the waves of other workgroups hide them as they hide the barriers);
+    # the causal kernel's unmasked loop spills only what its own live state puts over the cap,
+    # its masked diagonal loop the rest (`unmasked_spilled`; docs/model.md 19.10)
     traffic = kv_traffic(
         device, problem, e, kv_tile, bm_i, bn_i, res.occupancy.workgroups_per_cu, masked
     )
-    it = Iteration(mfma, valu, lds, stall, kv_tile + spill, traffic.hbm_share * kv_tile)
+
+    def iteration(spilled: IntArray) -> Iteration:
+        over = spilled.astype(np.float64)
+        reloads = over * RELOAD_WAITS_PER_REGISTER * L2_LATENCY_CYCLES
+        stall = BARRIERS_PER_ITERATION * BARRIER_CYCLES + CHAIN_CYCLES + result + reloads
+        spill = over * SPILL_BYTES_PER_REGISTER * AMD_LANES * warps
+        return Iteration(mfma, valu, lds, stall, kv_tile + spill, traffic.hbm_share * kv_tile)
 
     # ---- the stream pipeliner: a tile's load issued num_stages - 1 iterations ahead, where ---
     # ---- the loop keeps that lead (`amd_load_stages`) -------------------------------------
@@ -443,12 +449,27 @@ def evaluate(
         / rocm.cu_count
     )
     load = L2_LATENCY_CYCLES + kv_tile / l2_per_cu
-    alone = cu_round(device, it, warps, np.ones_like(warps))
-    stages = amd_load_stages(target_of(device).loads_to_lds, cfg["num_stages"], res.regs.spilled)
+    loads_to_lds = target_of(device).loads_to_lds
 
-    def round_of(r: FloatArray) -> FloatArray:
-        work = cu_round(device, it, warps, r)
-        return pipelined_round(work, alone, load, stages, AMD_STAGE_LEAD)[0]
+    def rounds(spilled: IntArray) -> Callable[[FloatArray], FloatArray]:
+        """A loop's CU round at r resident (its spill moves the iteration and the lead)."""
+        it = iteration(spilled)
+        alone = cu_round(device, it, warps, np.ones_like(warps))
+        stages = amd_load_stages(loads_to_lds, cfg["num_stages"], spilled)
+
+        def round_of(r: FloatArray) -> FloatArray:
+            work = cu_round(device, it, warps, r)
+            return pipelined_round(work, alone, load, stages, AMD_STAGE_LEAD)[0]
+
+        return round_of
+
+    it = iteration(res.regs.unmasked_spilled)
+    round_of = rounds(res.regs.unmasked_spilled)
+    masked_extra = None
+    if (res.regs.spilled > res.regs.unmasked_spilled).any():
+        resident = np.maximum(res.occupancy.workgroups_per_cu.astype(np.float64), 1.0)
+        masked_round = rounds(res.regs.spilled)
+        masked_extra = (masked_round(resident) - round_of(resident)) / resident
 
     ones = np.ones_like(bm_i)
     grid = grid_cycles(
@@ -462,6 +483,7 @@ def evaluate(
         head_io_cycles(device, bm, d, np.full_like(bm, dv), e),
         rates.valu,
         masked,
+        masked_extra,
     )
     dram = dram_floor(device, problem, traffic)
     return rocm_perf(device, problem, it, warps, bm_i, bn_i, ones, grid, dram, masked)
