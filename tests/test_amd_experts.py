@@ -121,13 +121,15 @@ FEW_TOP_TRITON = (
     "most CUs idle"
 )
 FEW_TOP_FLEX = (
-    "PyTorch FlexAttention's ROCm default (128 x 64 with 8 waves at d 64 and d 128, 32 x 64 "
-    "with 8 waves at d 256, 1 stage, no knobs set) is in the top 5 on 0 of 36 shapes, at 0.15 "
-    "to 0.49 of the pick's predicted TFLOP/s (docs/model.md 19.10): its 8 waves each read all "
-    "of K and V from LDS, and with the 32x32 MFMA Triton picks for it they outnumber the "
-    "score tile's MFMA rows, so each wave computes S for rows another wave computes too (2x at "
-    "128 x 64, 8x at 32 x 64: the compiled loops' MFMA counts, amd_load_cover.csv and the "
-    "probe in 19.10); the model's picks have 4 waves or fewer, one MFMA row tile a wave"
+    "PyTorch FlexAttention's gfx950 default (128 x 64 at d 64 and d 128, 32 x 64 at d 256, 4 "
+    "warps, 2 stages: pytorch/pytorch#181283) is in the top 5 on 6 of the 18 MI355X shapes, "
+    "rank 1 on the large d 128 grids (the model's pick is that tile) and 3-4 on the large d 64 "
+    "non-causal ones; the causal d 64 ones rank 21-22 (0.89-0.91, 128 x 64 at one or three "
+    "stages ahead), d 256's 32 x 64 166-198 (0.32-0.42: 4 waves over one 32x32 MFMA row tile, "
+    "every row of S computed four times), and at (1, 16, 1024) 46-100, where 128-row tiles "
+    "leave most CUs idle. Its gfx942 default (#181283, values not retrieved) is not counted; "
+    "the former 8-wave default the model put at 0.15-0.51 of its pick was measured 1.6-2.0x "
+    "slower than the 4-wave one by PyTorch's own PRs (#176261, #180720; docs/model.md 19.8)"
 )
 
 
