@@ -15,9 +15,7 @@ Shapes: head dims 64, 128, 256; bf16 and fp8 (ck; CK's fp8 instances are its fp8
 causal and not; (batch, heads, seq_len) = (2, 2048 / d, 8192), (16, 2048 / d, 1024) and
 (1, 16, 1024), the last a grid small enough for CK's 64-row instance. A shape whose expert
 kernel no family models (CK's v3 kernel, which CK dispatches first for fp8 at d 128 on gfx950)
-is listed and not counted, and so is one whose expert's current choice is not recorded
-(PyTorch's gfx942 FlexAttention default since pytorch/pytorch#181283: the superseded values are
-listed). "Top picks" are the answer's default top 5 (`SolveOptions.top_k`).
+is listed and not counted. "Top picks" are the answer's default top 5 (`SolveOptions.top_k`).
 """
 
 from __future__ import annotations

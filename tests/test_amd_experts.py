@@ -121,15 +121,17 @@ FEW_TOP_TRITON = (
     "most CUs idle"
 )
 FEW_TOP_FLEX = (
-    "PyTorch FlexAttention's gfx950 default (128 x 64 at d 64 and d 128, 32 x 64 at d 256, 4 "
-    "warps, 2 stages: pytorch/pytorch#181283) is in the top 5 on 6 of the 18 MI355X shapes, "
-    "rank 1 on the large d 128 grids (the model's pick is that tile) and 3-4 on the large d 64 "
-    "non-causal ones; the causal d 64 ones rank 21-22 (0.89-0.91, 128 x 64 at one or three "
-    "stages ahead), d 256's 32 x 64 166-198 (0.32-0.42: 4 waves over one 32x32 MFMA row tile, "
-    "every row of S computed four times), and at (1, 16, 1024) 46-100, where 128-row tiles "
-    "leave most CUs idle. Its gfx942 default (#181283, values not retrieved) is not counted; "
-    "the former 8-wave default the model put at 0.15-0.51 of its pick was measured 1.6-2.0x "
-    "slower than the 4-wave one by PyTorch's own PRs (#176261, #180720; docs/model.md 19.8)"
+    "PyTorch FlexAttention's ROCm defaults (pytorch/pytorch@523fa82: gfx950 128 x 64 at d 64 "
+    "and d 128, 32 x 64 at d 256, 4 warps, 2 stages; gfx942 64 x 64 and 32 x 64, 8 warps, 2 "
+    "stages) are in the top 5 on 6 of 36 shapes: on MI355X rank 1 on the large d 128 grids "
+    "(the model's pick is that tile) and 3-4 on the large d 64 non-causal ones, the causal d 64 "
+    "ones 21-22 (0.89-0.91), d 256's 32 x 64 166-198 (4 waves over one 32x32 MFMA row tile, S "
+    "computed four times) and the small grid 46-100; on MI300X 94-403 (0.15-0.45 of the pick): "
+    "8 waves over 64 rows, whose compiled loop issues 2.5x the unique MFMAs (Triton 3.9.0, "
+    "gfx942: 40 a wave, 320 a workgroup against 128), which PyTorch's #181283 nevertheless "
+    "measured best of 60 configs on MI300X (docs/model.md 19.8). The former 8-wave 128 x 64 "
+    "default the model put at 0.15-0.51 of its pick was measured 1.6-2.0x slower than the "
+    "4-wave one by PyTorch's own PRs (#176261, #180720)"
 )
 
 
