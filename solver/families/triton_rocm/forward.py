@@ -279,8 +279,8 @@ class TritonRocmForward(KernelFamily):
         spill = f", {spilled} spilled to scratch (costed)" if spilled else ""
         if unmasked < spilled:
             spill = (
-                f", {spilled} spilled to scratch by the masked diagonal loop, {unmasked} by the "
-                "unmasked one (each costed on its own iterations)"
+                f", {spilled} spilled to scratch by the loop that applies the mask, "
+                f"{unmasked} by the unmasked one (each costed on its own iterations)"
             )
         lines = [
             f"{int(occ.workgroups_per_cu[i])} workgroup(s) per CU, "
