@@ -19,15 +19,17 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from tilesolve.solver import AttentionProblem, SolveOptions
 from tilesolve.solver.candidates import CandidateTable
 from tilesolve.solver.solve import prepare
 
+from benchmark_module import load_benchmark
+
 DATA = Path(__file__).resolve().parents[1] / "benchmarks/data/published_flex_rocm.csv"
 TOLERANCE = 0.30
+experts = load_benchmark("amd_experts")  # its index_of and tflops_at read a candidate table
 
 
 def _rows(source: str) -> list[dict[str, str]]:
@@ -59,8 +61,7 @@ def _table(row: dict[str, str]) -> CandidateTable:
 def _predicted(row: dict[str, str], table: CandidateTable) -> float:
     """The model's TFLOP/s of the measured configuration (Triton's default MFMA for 128 x 64,
     32x32; no waves_per_eu; the row's kpack)."""
-    cfg = table.cfg
-    wanted = {
+    config = {
         "block_m": int(row["block_m"]),
         "block_n": int(row["block_n"]),
         "num_warps": int(row["num_warps"]),
@@ -69,9 +70,8 @@ def _predicted(row: dict[str, str], table: CandidateTable) -> float:
         "matrix_instr_nonkdim": 32,
         "kpack": int(row["kpack"]),
     }
-    mask = np.all([cfg[k] == v for k, v in wanted.items()], axis=0)
-    (index,) = np.flatnonzero(mask)
-    return float(table.problem.flops / table.perf.time_us[index] / 1e6)
+    index = experts.index_of(table, config)
+    return float(experts.tflops_at(table, index, table.problem))
 
 
 def test_the_data_set() -> None:

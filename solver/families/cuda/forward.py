@@ -97,14 +97,15 @@ class KvIterations:
     mask's), `longest` the most one block runs, and whether the work is uneven across blocks
     the way a causal triangle is (`imbalanced`, the makespan's longest-block-last case) and
     whether blocks skip iterations at all (`masked`: the computed pairs are the iterations');
-    `partial` the masked iterations unweighted, where a block mask states them."""
+    `partial` the iterations that apply a mask, unweighted (`diagonal` where the mask is the
+    causal one)."""
 
     total: FloatArray
     diagonal: FloatArray
     longest: FloatArray
     imbalanced: bool
     masked: bool
-    partial: FloatArray | None = None
+    partial: FloatArray
 
 
 def causal_or_full_iterations(
@@ -114,11 +115,12 @@ def causal_or_full_iterations(
     sq, sk = problem.seq_len, problem.seq_len_kv_eff
     if problem.causal:
         total_iters, diag_iters = causal_iterations(n_m, bm, bn, n_kv, sk - sq)
-        return KvIterations(total_iters, diag_iters, n_kv.astype(np.float64), True, True)
+        return KvIterations(
+            total_iters, diag_iters, n_kv.astype(np.float64), True, True, diag_iters
+        )
     total_iters = (n_m * n_kv).astype(np.float64)
-    return KvIterations(
-        total_iters, np.zeros_like(total_iters), n_kv.astype(np.float64), False, False
-    )
+    none = np.zeros_like(total_iters)
+    return KvIterations(total_iters, none, n_kv.astype(np.float64), False, False, none)
 
 
 @dataclass(frozen=True)

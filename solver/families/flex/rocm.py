@@ -108,7 +108,6 @@ class FlexRocm(TritonRocmForward):
         found = iterations_for(ev.problem, ev.options, ev.cfg, n_kv)
         if found is None:
             return None
-        assert found.partial is not None  # mask.masked_iterations states it
         return MaskedIterations(
             found.total, found.diagonal, found.longest, found.imbalanced, found.partial
         )

@@ -451,9 +451,9 @@ def evaluate(
     load = L2_LATENCY_CYCLES + kv_tile / l2_per_cu
     loads_to_lds = target_of(device).loads_to_lds
 
-    def rounds(spilled: IntArray) -> Callable[[FloatArray], FloatArray]:
-        """A loop's CU round at r resident (its spill moves the iteration and the lead)."""
-        it = iteration(spilled)
+    def rounds(it: Iteration, spilled: IntArray) -> Callable[[FloatArray], FloatArray]:
+        """The CU round at r resident of a loop whose iteration is `it` (its spill moves the
+        iteration and the lead)."""
         alone = cu_round(device, it, warps, np.ones_like(warps))
         stages = amd_load_stages(loads_to_lds, cfg["num_stages"], spilled)
 
@@ -464,11 +464,11 @@ def evaluate(
         return round_of
 
     it = iteration(res.regs.unmasked_spilled)
-    round_of = rounds(res.regs.unmasked_spilled)
+    round_of = rounds(it, res.regs.unmasked_spilled)
     masked_extra = None
     if (res.regs.spilled > res.regs.unmasked_spilled).any():
         resident = np.maximum(res.occupancy.workgroups_per_cu.astype(np.float64), 1.0)
-        masked_round = rounds(res.regs.spilled)
+        masked_round = rounds(iteration(res.regs.spilled), res.regs.spilled)
         masked_extra = (masked_round(resident) - round_of(resident)) / resident
 
     ones = np.ones_like(bm_i)
