@@ -9,7 +9,9 @@ nothing: the CLI's answer cache keys its entries by them without loading the sol
 # .7: the rocm kind: AMD Instinct MI300X, MI325X (gfx942) and MI355X (gfx950)
 # 2026.12.1: the AMD parts' LDS read bandwidth sourced (AMD's ROCm blog on CDNA4 GEMMs, Table 1:
 # 256 B/clk on CDNA4, 128 on CDNA3); values unchanged
-CATALOG_VERSION = "2026.12.1"
+# 2026.12.2: the AMD Instinct MI350X (gfx950): the MI355X's die at its 2.2 GHz peak clock (the
+# clocked rates 2.2 / 2.4 of the MI355X's); other devices unchanged
+CATALOG_VERSION = "2026.12.2"
 
 # 0.2.0: family interface; achievable bandwidth, launch, iteration and window-L2 terms.
 # 0.3.0: the ascend family (CUDA answers unchanged).

@@ -162,6 +162,12 @@ def test_every_number_is_cited(name: str) -> None:
         ("910", "ascend-910"),
         ("310P", "ascend-310p3"),
         ("  L4 ", "l4"),
+        ("MI300X", "mi300x"),
+        ("mi300", "mi300x"),
+        ("Instinct-MI300X", "mi300x"),
+        ("MI350X", "mi350x"),
+        ("mi350", "mi350x"),
+        ("mi355", "mi355x"),
     ],
 )
 def test_alias_resolves(alias: str, canonical: str) -> None:

@@ -342,7 +342,7 @@ def test_mi355x_runs_faster_than_mi300x_and_fp8_faster_than_bf16() -> None:
 
 
 def test_predictions_stay_below_the_mfma_peak() -> None:
-    for name in ("mi300x", "mi325x", "mi355x"):
+    for name in ("mi300x", "mi325x", "mi350x", "mi355x"):
         spec = get_hardware(name)
         peak = spec.rocm.mfma_bf16_dense_tflops  # type: ignore[union-attr]
         best = solve(PROBLEM, name).candidates[0]
@@ -526,7 +526,7 @@ def test_a_pin_outside_the_pipeline_domain_lists_the_values() -> None:
 
 
 def test_cli_solves_on_each_instinct_part(capsys: pytest.CaptureFixture[str]) -> None:
-    for name in ("mi300x", "mi325x", "mi355x"):
+    for name in ("mi300x", "mi325x", "mi350x", "mi355x"):
         code, out, err = run(
             capsys, "solve", "--hardware", name, "--head-dim", "128", "--seq-len", "4096", "--json"
         )

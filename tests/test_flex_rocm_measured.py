@@ -5,10 +5,9 @@
   2 stages with 8 and with 4 warps. The 8-wave tile is the one whose waves outnumber its 32x32
   MFMA row tiles and compute every row of S twice (`ChainedDotLayout`, model 0.29.0); the
   measurement checks what the model claims of it: the 4-wave tile is faster on every measured
-  shape, by the measured factor within 30%. The absolute figures are predicted on mi355x
-  (MI350X is the same gfx950 die at a 2.2 GHz peak engine clock against 2.4, not in the
-  catalog) and are not asserted: the model is 1.2-2.1x above them, most at the shortest
-  sequences.
+  shape, by the measured factor within 30%. The rows are predicted on mi350x; the absolute
+  figures are not asserted: the model is 1.07-1.64x above them at 8 warps and 1.29-1.99x at 4,
+  most at the shortest sequences.
 - meta-pytorch/tritonbench#612, MI300 (gfx942), FlexAttention at PyTorch's then default
   (128 x 64, 8 waves, 1 stage), B 4, 48 heads, d 64: the absolute time within 30% where the
   kernel's work dominates (S >= 512; the S 128 and 256 rows, 79 and 86 us for 0.8 and 3.2

@@ -49,7 +49,7 @@ def test_one_triton_registration_runs_on_cuda_and_rocm() -> None:
     assert "waves_per_eu" not in cuda.candidates[0].parameters
 
 
-@pytest.mark.parametrize("hardware", ["mi300x", "mi325x", "mi355x"])
+@pytest.mark.parametrize("hardware", ["mi300x", "mi325x", "mi350x", "mi355x"])
 def test_triton_ranks_configurations_with_the_amd_knobs(hardware: str) -> None:
     answer = _solve(hardware, top_k=3)
     assert answer.candidates
