@@ -13,7 +13,9 @@ every published assembly row of `benchmarks/data/published_amd_attention.csv` (d
 - `one stream`: the model as shipped (`rocm.schedule.cu_round`: a workgroup's waves are one
   instruction stream a SIMD; with r resident, the parts overlap by phi = 1 - 1 / g);
 - `ping-pong`: the 8-wave workgroup as two independent streams whose MFMA, VALU and LDS parts
-  overlap fully (T = max(M, V, L') + (1 - phi) S with g doubled for the stalls).
+  overlap fully (T = max(M, V, L') + (1 - phi) S with g doubled for the stalls, phi = 1 - 1 / g:
+  an explicit schedule keeps the groups apart, so the fitted share `WORKGROUP_OVERLAP` of
+  unscheduled workgroups, docs/model.md 19.5, is not applied to them).
 
     .venv/bin/python benchmarks/amd_pingpong.py [--rows]
 

@@ -343,11 +343,19 @@ def test_a_shorter_lead_hides_less_of_the_load() -> None:
 def test_two_stages_buy_nothing_on_gfx942_and_an_iteration_on_gfx950() -> None:
     """The round of a two-stage tile against its one-stage twin (no spill, the same
     occupancy): on mi300x never shorter (the loads are waited within the iteration either
-    way); on mi355x shorter for every twin (the load leads by two thirds of an iteration)."""
+    way); on mi355x shorter for nine twins in ten (the load leads by two thirds of an
+    iteration). The rest are twins whose other resident workgroups already hide the load at one
+    stage (their compute is the slack, model 0.33.0's partial overlap making it longer): the
+    second stage has nothing left to hide, and its pipelined wait's residual (the load
+    latency's spread) leaves it at most 3% longer."""
     problem = AttentionProblem(batch=2, heads=16, seq_len=8192, head_dim=128, dtype="bf16")
     for hardware in ("mi300x", "mi355x"):
         round_us = _table(problem, hardware).perf.figures["round_us"]
         twins = _stage_twins(hardware)
         assert len(twins) > 50, hardware
         shorter = sum(bool(round_us[two] < round_us[one]) for one, two in twins)
-        assert shorter == (0 if hardware == "mi300x" else len(twins)), (hardware, shorter)
+        if hardware == "mi300x":
+            assert shorter == 0
+            continue
+        assert shorter >= 0.9 * len(twins), (hardware, shorter, len(twins))
+        assert all(round_us[two] <= 1.03 * round_us[one] for one, two in twins)

@@ -13,7 +13,9 @@ from tilesolve.solver.solve import prepare
 
 # MI300X, the triton family: on 0.26.0 its top 5 was 128 x 32 w4 s1 five times (waves_per_eu
 # 0, 2, 3 with kpack 1 and 2), all at one modelled time (waves_per_eu 4's cap of 128 does not
-# bind at one stage either)
+# bind at one stage either). Since 0.33.0 its pick is 128 x 64 w4 s1, whose twins are
+# waves_per_eu 2 and 3 with kpack 1 and 2 (waves_per_eu 4's cap of 128 is below its 164
+# registers, a spill and a different time)
 PROBLEM = AttentionProblem(batch=2, heads=32, seq_len=8192, head_dim=64, dtype="bf16")
 ROCM = ("mi300x", "triton")
 
@@ -46,7 +48,7 @@ def test_the_top_5_are_five_distinct_choices(engine: str) -> None:
     assert (first.parameters["waves_per_eu"], first.parameters["kpack"]) == (0, 1)
     assert first.parameters["num_stages"] == 1
     line = first.reasons[1]
-    assert line.startswith("stands for ") and "waves_per_eu 2, 3, 4" in line
+    assert line.startswith("stands for ") and "waves_per_eu 2, 3;" in line
     assert "kpack 2" in line
 
 

@@ -23,9 +23,10 @@ With r workgroups resident per CU (occupancy, `resources.py`), wa = r w / SIMDs 
 and a share min(1, r w / SIMDs) of the SIMDs busy, the CU takes for one iteration of each:
 
     T = max(rM, rV, rL') / s + (1 - phi) (rM + rV + rL' - max) / s + (1 - phi) S,
-    phi = 1 - 1 / max(g, 1),  g = r min(w, SIMDs) / SIMDs
-                              the waves of other workgroups fill one stream's dependent phases;
-                              a workgroup's own waves pass its barriers together
+    phi = beta (1 - 1 / max(g, 1)),  g = r min(w, SIMDs) / SIMDs
+                              the waves of other workgroups fill part (beta, fitted:
+                              `rocm.schedule.WORKGROUP_OVERLAP`) of one stream's dependent
+                              phases; a workgroup's own waves pass its barriers together
     L' = L / LDS_SUSTAINED    the LDS at the loop's sustained share of its peak
 
 and the memory bound r (L2 bytes / L2 share + HBM bytes / HBM share) of one CU (the HBM share of

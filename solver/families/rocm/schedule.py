@@ -4,9 +4,10 @@ cycles of each unit).
 
 One CU's round over r resident workgroups of w waves (wa = r w / SIMDs waves per SIMD, a share
 s = min(1, wa) of the SIMDs busy; g = r min(w, SIMDs) / SIMDs independent instruction streams
-per SIMD and phi = 1 - 1 / max(g, 1): the waves of other workgroups fill one stream's
-dependent phases, while the waves of one workgroup pass the same barriers every iteration and
-sit in the same phase, so they do not fill each other's):
+per SIMD and phi = beta (1 - 1 / max(g, 1)): the waves of other workgroups fill part of one
+stream's dependent phases, beta of what streams in independent phases would (`WORKGROUP_OVERLAP`,
+fitted to measured throughput: docs/model.md 19.5), while the waves of one workgroup pass the
+same barriers every iteration and sit in the same phase, so they do not fill each other's):
 
     T(r) = max(rM, rV, rL') / s + (1 - phi)(rM + rV + rL' - max) / s + (1 - phi) S,
            at least r x (L2 bytes / L2 share + HBM bytes / HBM share) of one CU,
@@ -68,6 +69,15 @@ DRAM_LATENCY_CYCLES = 2.0 * L2_LATENCY_CYCLES
 # max and sum across lanes, the barriers between the first GEMM, the softmax and the second,
 # the loop; other waves on the SIMD hide it as they hide the barriers (cycles, estimate).
 CHAIN_CYCLES = 256.0
+# The share beta of the overlap that g independent streams would give (1 - 1 / g) the resident
+# workgroups of a CU give each other (docs/model.md 19.5, "How much resident workgroups
+# overlap"). Fitted on published throughput of aiter's CK path on MI355X (the flydsl225 and
+# flydsl629 rows of benchmarks/data/published_amd_attention.csv, every one at two resident
+# workgroups): the 0.05 grid's value at which their geometric-mean ratio of predicted to
+# published is nearest 1 (`benchmarks/amd_overlap.py`). Held out: aiter's Triton rows and
+# FlexAttention's measured rows, whose over-prediction it shrinks; rows at one workgroup a CU,
+# which it does not touch, were already within 4% (CK d 256) to 17%.
+WORKGROUP_OVERLAP = 0.65
 # Extra VALU instruction per score on a tile that crosses the causal diagonal (the mask select).
 MASK_OPS = 1.0
 LSE_BYTES_PER_ROW = 4
@@ -131,7 +141,7 @@ def cu_round(device: RocmDevice, it: Iteration, warps: FloatArray, r: FloatArray
     )
     waves = r * warps / rocm.simds_per_cu
     busy = np.minimum(waves, 1.0)
-    phi = 1.0 - 1.0 / np.maximum(independent_streams(device, warps, r), 1.0)
+    phi = WORKGROUP_OVERLAP * (1.0 - 1.0 / np.maximum(independent_streams(device, warps, r), 1.0))
     parts = np.stack([r * it.mfma / busy, r * it.valu / busy, r * it.lds / LDS_SUSTAINED])
     top = parts.max(axis=0)
     compute = top + (1.0 - phi) * (parts.sum(axis=0) - top) + (1.0 - phi) * it.stall
