@@ -1,5 +1,5 @@
 """How much the resident workgroups of a CU overlap each other's dependent phases: the fit of
-`rocm.schedule.WORKGROUP_OVERLAP` (beta; docs/model.md 19.5, "How much resident workgroups
+`rocm.device.WORKGROUP_OVERLAP` (beta; docs/model.md 19.5, "How much resident workgroups
 overlap") and its held-out check, against published AMD attention throughput.
 
 For each beta of a 0.05 grid from 0 to 1 the model predicts (the shipped tile of each row, as
@@ -89,8 +89,9 @@ def log_ratios() -> dict[str, list[float]]:
 
 
 def sweep() -> list[tuple[float, dict[str, tuple[float, float]]]]:
-    """(beta, {source: (geometric-mean ratio, worst factor)}) over the grid; the shipped beta is
-    restored after."""
+    """(beta, {source: (geometric-mean ratio, worst factor)}) over the grid, set where the
+    round reads it (`rocm.schedule`'s name for `rocm.device.WORKGROUP_OVERLAP`); the shipped beta
+    is restored after."""
     shipped = schedule.WORKGROUP_OVERLAP
     found: list[tuple[float, dict[str, tuple[float, float]]]] = []
     try:

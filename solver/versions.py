@@ -141,7 +141,7 @@ CATALOG_VERSION = "2026.12.2"
 #        puts over the cap, and the diagonal iterations the rest. triton and flex answers of
 #        causal problems on mi300x, mi325x and mi355x move.
 # 0.33.0: the resident workgroups of a CU overlap each other's dependent phases by beta = 0.65
-#        of what independent streams would (`rocm.schedule.WORKGROUP_OVERLAP`, docs/model.md
+#        of what independent streams would (`rocm.device.WORKGROUP_OVERLAP`, docs/model.md
 #        19.5), fitted on aiter's CK-path throughput on MI355X and checked on aiter's Triton and
 #        FlexAttention's measured rows: ck, triton and flex answers on every rocm device move
 #        (those of one workgroup a CU keep their times); CUDA and Ascend answers unchanged.

@@ -1,4 +1,4 @@
-"""The resident workgroups' overlap `rocm.schedule.WORKGROUP_OVERLAP` (docs/model.md 19.5) is
+"""The resident workgroups' overlap `rocm.device.WORKGROUP_OVERLAP` (docs/model.md 19.5) is
 what `benchmarks/amd_overlap.py` fits on aiter's CK-path throughput on MI355X, and the held-out
 sources are predicted better at it than at the independent streams' full overlap (beta 1):
 aiter's Triton rows and FlexAttention's measured rows."""

@@ -25,7 +25,7 @@ and a share min(1, r w / SIMDs) of the SIMDs busy, the CU takes for one iteratio
     T = max(rM, rV, rL') / s + (1 - phi) (rM + rV + rL' - max) / s + (1 - phi) S,
     phi = beta (1 - 1 / max(g, 1)),  g = r min(w, SIMDs) / SIMDs
                               the waves of other workgroups fill part (beta, fitted:
-                              `rocm.schedule.WORKGROUP_OVERLAP`) of one stream's dependent
+                              `rocm.device.WORKGROUP_OVERLAP`) of one stream's dependent
                               phases; a workgroup's own waves pass its barriers together
     L' = L / LDS_SUSTAINED    the LDS at the loop's sustained share of its peak
 

@@ -25,6 +25,15 @@ MFMA_SUSTAINED = 0.7
 # (estimate, the same constant, not fitted; docs/model.md 19.5). The peaks (128 and 256
 # bytes per cycle per CU) stand.
 LDS_SUSTAINED = MFMA_SUSTAINED
+# The share beta of the overlap that g independent streams would give (1 - 1 / g) the resident
+# workgroups of a CU give each other (docs/model.md 19.5, "How much resident workgroups
+# overlap"). Fitted on published throughput of aiter's CK path on MI355X (the flydsl225 and
+# flydsl629 rows of benchmarks/data/published_amd_attention.csv, every one at two resident
+# workgroups): the 0.05 grid's value at which their geometric-mean ratio of predicted to
+# published is nearest 1 (`benchmarks/amd_overlap.py`). Held out: aiter's Triton rows and
+# FlexAttention's measured rows, whose over-prediction it shrinks; rows at one workgroup a CU,
+# which it does not touch, were already within 4% (CK d 256) to 17%.
+WORKGROUP_OVERLAP = 0.65
 # A HIP kernel launch beyond its work, microseconds (estimate; CUDA's is 2.5 us).
 ROCM_LAUNCH_US = 4.0
 # Catalog fields whose being unconfirmed does not touch a prediction (SGPRs never bind).
@@ -65,7 +74,8 @@ def confidence_note(device: RocmDevice, estimates: str) -> str:
         f"confidence: this prediction uses {len(used)} unconfirmed catalog input(s) of "
         f"{device.name}: {', '.join(used)}; the MFMA and LDS sustained shares "
         f"({MFMA_SUSTAINED}, {LDS_SUSTAINED}), "
-        f"{estimates} are model estimates (docs/model.md 19.5)"
+        f"{estimates} are model estimates, and the resident workgroups' overlap "
+        f"({WORKGROUP_OVERLAP}) is fitted to published throughput (docs/model.md 19.5)"
         if used
         else "confidence: every catalog input of this prediction is confirmed"
     )

@@ -46,7 +46,7 @@ from ...cost import (
 from ...hardware import RocmDevice
 from ...problem import AttentionProblem
 from ...space import FloatArray, IntArray, ceil_div
-from .device import LDS_SUSTAINED, MFMA_SUSTAINED, ROCM_LAUNCH_US
+from .device import LDS_SUSTAINED, MFMA_SUSTAINED, ROCM_LAUNCH_US, WORKGROUP_OVERLAP
 
 # VALU instructions per score besides the exp: scale and subtract the max (one FMA), the row
 # max, the row sum, the conversion of P to the input dtype (the online softmax's steps).
@@ -69,15 +69,6 @@ DRAM_LATENCY_CYCLES = 2.0 * L2_LATENCY_CYCLES
 # max and sum across lanes, the barriers between the first GEMM, the softmax and the second,
 # the loop; other waves on the SIMD hide it as they hide the barriers (cycles, estimate).
 CHAIN_CYCLES = 256.0
-# The share beta of the overlap that g independent streams would give (1 - 1 / g) the resident
-# workgroups of a CU give each other (docs/model.md 19.5, "How much resident workgroups
-# overlap"). Fitted on published throughput of aiter's CK path on MI355X (the flydsl225 and
-# flydsl629 rows of benchmarks/data/published_amd_attention.csv, every one at two resident
-# workgroups): the 0.05 grid's value at which their geometric-mean ratio of predicted to
-# published is nearest 1 (`benchmarks/amd_overlap.py`). Held out: aiter's Triton rows and
-# FlexAttention's measured rows, whose over-prediction it shrinks; rows at one workgroup a CU,
-# which it does not touch, were already within 4% (CK d 256) to 17%.
-WORKGROUP_OVERLAP = 0.65
 # Extra VALU instruction per score on a tile that crosses the causal diagonal (the mask select).
 MASK_OPS = 1.0
 LSE_BYTES_PER_ROW = 4
