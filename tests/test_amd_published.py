@@ -9,6 +9,7 @@ asks for the mark to go; the threshold is the issue's and is not loosened per ro
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,38 @@ def test_the_shipped_tile_is_recorded_feasible_and_not_above_the_pick(point: obj
     row = published.predict(point)
     assert row["shipped"] is not None and row["shipped_feasible"], row
     assert row["predicted"] <= row["pick_predicted"] + 0.05, row
+
+
+# A published change over seq_len smaller than this is flat within the measurement: no trend
+TREND_STEP = 0.05
+
+
+def _series() -> list[list[object]]:
+    """The checked rows as series over seq_len: the same source, part, kernel, dtype, mask,
+    heads and head dims, seq_len_kv equal to seq_len, in order of seq_len."""
+    groups: dict[tuple[object, ...], list[object]] = {}
+    for p in CHECKED:
+        if p.seq_len != p.seq_len_kv:
+            continue
+        key = (p.source, p.part, p.kernel, p.dtype, p.causal, p.heads, p.kv_heads, p.head_dim)
+        groups.setdefault(key, []).append(p)
+    return [sorted(g, key=lambda p: p.seq_len) for g in groups.values() if len(g) > 1]
+
+
+def test_the_predictions_follow_the_published_trend_over_seq_len() -> None:
+    """DESIGN.md's quality target asks the shipped tile's prediction to follow the published
+    trend over seq_len: wherever a series' published figure rises or falls by more than
+    TREND_STEP from one length to the next, the prediction moves the same way."""
+    steps = 0
+    for series in _series():
+        predicted = {p.id: published.predict(p)["predicted"] for p in series}
+        for a, b in pairwise(series):
+            if a.seq_len == b.seq_len:
+                continue
+            change = b.tflops / a.tflops - 1.0
+            if abs(change) <= TREND_STEP:
+                continue
+            steps += 1
+            moved = predicted[b.id] - predicted[a.id]
+            assert moved * change > 0, (a.id, b.id, change, predicted[a.id], predicted[b.id])
+    assert steps >= 10  # the data has series to check: aiter's CK path and Triton rows

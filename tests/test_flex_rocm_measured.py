@@ -112,3 +112,20 @@ def test_the_mi350x_rows_within_30_percent_where_the_loop_dominates(row: dict[st
 def test_not_met_names_checked_rows() -> None:
     ids = {r["id"] for r in _rows("pytorch180720")}
     assert set(NOT_MET) <= ids
+
+
+@pytest.mark.parametrize(
+    ("source", "warps"), [("pytorch180720", "8"), ("pytorch180720", "4"), ("tritonbench612", "8")]
+)
+def test_the_predictions_rise_with_seq_len_as_measured(source: str, warps: str) -> None:
+    """DESIGN.md's trend: each measured series (non-causal, one configuration, over seq_len)
+    rises with the sequence, and so does the model's prediction of it, step by step."""
+    rows = sorted(
+        (r for r in _rows(source) if r["causal"] == "0" and r["num_warps"] == warps),
+        key=lambda r: int(r["seq_len"]),
+    )
+    assert len(rows) >= 4
+    measured = [float(r["tflops"]) for r in rows]
+    predicted = [_predicted(r, _table(r)) for r in rows]
+    assert measured == sorted(measured)
+    assert predicted == sorted(predicted), predicted
