@@ -6,8 +6,9 @@ For each beta of a 0.05 grid from 0 to 1 the model predicts (the shipped tile of
 `amd_published.py` and `tests/test_flex_rocm_measured.py` do) and this prints, per source, the
 geometric mean of predicted / published and the worst row's factor:
 
-- `aiter_ck` (the fit): aiter's CK path on MI355X (ROCm/FlyDSL PRs 225 and 629), every row at
-  two resident workgroups a CU; beta is the grid value whose geometric mean is nearest 1;
+- `aiter_ck` (the fit): aiter's CK path on MI355X (ROCm/FlyDSL PRs 225 and 629), eleven of its
+  13 rows at two resident workgroups a CU (the two B 1 S 128 rows have fewer workgroups than
+  CUs); beta is the grid value whose geometric mean is nearest 1;
 - held out: `aiter_triton` (ROCm/aiter PR 4147, gfx950), `flex` (PyTorch #180720 on MI350X and
   tritonbench#612 on MI300, the non-causal rows at S >= 2048, where the loop dominates) and
   `ck_tile` (CK at d 256 on MI355X, ROCm/aiter PR 5403: one workgroup a CU, which beta does

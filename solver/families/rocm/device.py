@@ -28,7 +28,7 @@ LDS_SUSTAINED = MFMA_SUSTAINED
 # The share beta of the overlap that g independent streams would give (1 - 1 / g) the resident
 # workgroups of a CU give each other (docs/model.md 19.5, "How much resident workgroups
 # overlap"). Fitted on published throughput of aiter's CK path on MI355X (the flydsl225 and
-# flydsl629 rows of benchmarks/data/published_amd_attention.csv, every one at two resident
+# flydsl629 rows of benchmarks/data/published_amd_attention.csv, eleven of the 13 at two resident
 # workgroups): the 0.05 grid's value at which their geometric-mean ratio of predicted to
 # published is nearest 1 (`benchmarks/amd_overlap.py`). Held out: aiter's Triton rows and
 # FlexAttention's measured rows, whose over-prediction it shrinks; rows at one workgroup a CU,
