@@ -38,7 +38,8 @@ import amd_published
 GRID = tuple(round(0.05 * i, 2) for i in range(21))
 FIT_SOURCE = "aiter_ck"
 FLEX_DATA = Path(__file__).resolve().parent / "data" / "published_flex_rocm.csv"
-LOOP_DOMINATES = 2048  # tests/test_flex_rocm_measured.py's LOOP_DOMINATES
+# the length from which a workgroup's loop dominates its time (docs/model.md 19.10)
+LOOP_DOMINATES = 2048
 
 
 def flex_rows() -> list[dict[str, str]]:

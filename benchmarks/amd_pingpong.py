@@ -60,24 +60,10 @@ def ping_pong_round(
 ) -> np.ndarray:
     """`schedule.cu_round` with an 8-wave workgroup's two groups as independent streams whose
     parts overlap fully (the module docstring's `ping-pong`)."""
-    rocm = device.rocm
-    l2_per_cu = (
-        device.memory.l2_bandwidth_bytes_per_clk
-        * device.memory.l2_achievable_fraction
-        / rocm.cu_count
-    )
-    busy = np.minimum(r * warps / rocm.simds_per_cu, 1.0)
     pairs = warps >= PING_PONG_WAVES
     streams = schedule.independent_streams(device, warps, r) * np.where(pairs, 2.0, 1.0)
     phi = 1.0 - 1.0 / np.maximum(streams, 1.0)
-    parts = np.stack([r * it.mfma / busy, r * it.valu / busy, r * it.lds / schedule.LDS_SUSTAINED])
-    top = parts.max(axis=0)
-    overlap = np.where(pairs, 0.0, 1.0 - phi)
-    compute = top + overlap * (parts.sum(axis=0) - top) + (1.0 - phi) * it.stall
-    memory = (it.global_bytes - it.hbm_bytes) / l2_per_cu + it.hbm_bytes / (
-        schedule.hbm_bytes_per_clk_per_cu(device)
-    )
-    return np.asarray(np.maximum(compute, r * memory))
+    return schedule.overlapped_round(device, it, warps, r, np.where(pairs, 1.0, phi), phi)
 
 
 @contextmanager

@@ -19,22 +19,18 @@
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 
 import pytest
 
 from benchmark_module import load_benchmark
 
-DATA = Path(__file__).resolve().parents[1] / "benchmarks/data/published_flex_rocm.csv"
 TOLERANCE = 0.30
-# The sequence length from which #180720's non-causal rows are checked in absolute time: the
-# loop's share of a workgroup's time there is what the model states best (docs/model.md 19.10)
-LOOP_DOMINATES = 2048
 # Rows the model does not meet yet, by id, with the evidence. Empty since model 0.33.0 (the
 # resident workgroups' overlap fitted to CK's measured rows, docs/model.md 19.5): the 4-wave
 # rows at S 2048-8192 were 1.32-1.47x above the MI350X figures and are 1.15-1.29x
 NOT_MET: dict[str, str] = {}
 overlap = load_benchmark("amd_overlap")  # reads a measured row's table and prediction
+DATA = overlap.FLEX_DATA
 
 
 def _rows(source: str) -> list[dict[str, str]]:
@@ -85,11 +81,9 @@ def test_the_former_default_on_gfx942_within_30_percent(row: dict[str, str]) -> 
 
 
 def _loop_rows() -> list[object]:
-    rows = [
-        r
-        for r in _rows("pytorch180720")
-        if r["causal"] == "0" and int(r["seq_len"]) >= LOOP_DOMINATES
-    ]
+    # the non-causal rows from the length where the loop's share of a workgroup's time is what
+    # the model states best (docs/model.md 19.10), as amd_overlap.py holds them out
+    rows = [r for r in overlap.flex_rows() if r["source"] == "pytorch180720"]
     return [
         pytest.param(
             r,

@@ -92,6 +92,12 @@ def hbm_bytes_per_clk_per_cu(device: RocmDevice) -> float:
     return device.memory.achievable_dram_bytes_per_s / (rocm.cu_count * rocm.engine_clock_mhz * 1e6)
 
 
+def l2_bytes_per_clk_per_cu(device: RocmDevice) -> float:
+    """A CU's share of the achievable L2 bandwidth, bytes per engine cycle."""
+    memory = device.memory
+    return memory.l2_bandwidth_bytes_per_clk * memory.l2_achievable_fraction / device.rocm.cu_count
+
+
 def independent_streams(device: RocmDevice, warps: FloatArray, r: FloatArray) -> FloatArray:
     """Instruction streams per SIMD that can be in different phases of an iteration: one per
     resident workgroup with a wave on the SIMD, g = r min(w, SIMDs) / SIMDs. The waves of one
@@ -124,19 +130,27 @@ def cu_round(device: RocmDevice, it: Iteration, warps: FloatArray, r: FloatArray
     """One iteration of each of r resident workgroups on one CU, cycles (T(r) above); the
     bytes bound reads the HBM share of them at the CU's share of HBM, the rest at its L2
     share."""
-    rocm = device.rocm
-    l2_per_cu = (
-        device.memory.l2_bandwidth_bytes_per_clk
-        * device.memory.l2_achievable_fraction
-        / rocm.cu_count
-    )
-    waves = r * warps / rocm.simds_per_cu
-    busy = np.minimum(waves, 1.0)
-    phi = WORKGROUP_OVERLAP * (1.0 - 1.0 / np.maximum(independent_streams(device, warps, r), 1.0))
+    streams = np.maximum(independent_streams(device, warps, r), 1.0)
+    phi = WORKGROUP_OVERLAP * (1.0 - 1.0 / streams)
+    return overlapped_round(device, it, warps, r, phi, phi)
+
+
+def overlapped_round(
+    device: RocmDevice,
+    it: Iteration,
+    warps: FloatArray,
+    r: FloatArray,
+    overlap: FloatArray,
+    hidden_stall: FloatArray,
+) -> FloatArray:
+    """T(r) with the non-binding parts overlapped by `overlap` and the stalls hidden by
+    `hidden_stall` (both phi in `cu_round`, which states them), at least the bytes bound r x
+    (L2 bytes / L2 share + HBM bytes / HBM share) of one CU, cycles."""
+    busy = np.minimum(r * warps / device.rocm.simds_per_cu, 1.0)
     parts = np.stack([r * it.mfma / busy, r * it.valu / busy, r * it.lds / LDS_SUSTAINED])
     top = parts.max(axis=0)
-    compute = top + (1.0 - phi) * (parts.sum(axis=0) - top) + (1.0 - phi) * it.stall
-    memory = (it.global_bytes - it.hbm_bytes) / l2_per_cu + it.hbm_bytes / (
+    compute = top + (1.0 - overlap) * (parts.sum(axis=0) - top) + (1.0 - hidden_stall) * it.stall
+    memory = (it.global_bytes - it.hbm_bytes) / l2_bytes_per_clk_per_cu(device) + it.hbm_bytes / (
         hbm_bytes_per_clk_per_cu(device)
     )
     return np.asarray(np.maximum(compute, r * memory))

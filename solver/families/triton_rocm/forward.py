@@ -44,6 +44,7 @@ from ..rocm.schedule import (
     grid_cycles,
     head_io_cycles,
     kv_traffic,
+    l2_bytes_per_clk_per_cu,
     rocm_perf,
     row_reduction_steps,
 )
@@ -443,12 +444,7 @@ def evaluate(
 
     # ---- the stream pipeliner: a tile's load issued num_stages - 1 iterations ahead, where ---
     # ---- the loop keeps that lead (`amd_load_stages`) -------------------------------------
-    l2_per_cu = (
-        device.memory.l2_bandwidth_bytes_per_clk
-        * device.memory.l2_achievable_fraction
-        / rocm.cu_count
-    )
-    load = L2_LATENCY_CYCLES + kv_tile / l2_per_cu
+    load = L2_LATENCY_CYCLES + kv_tile / l2_bytes_per_clk_per_cu(device)
     loads_to_lds = target_of(device).loads_to_lds
 
     def rounds(it: Iteration, spilled: IntArray) -> Callable[[FloatArray], FloatArray]:
