@@ -61,10 +61,10 @@ def flex_table(row: dict[str, str]) -> CandidateTable:
     return prepare(problem, row["hardware"], SolveOptions(kernel="flex", engine="exhaustive"))
 
 
-def flex_predicted(row: dict[str, str], table: CandidateTable) -> float:
-    """The model's TFLOP/s of the measured configuration (Triton's default MFMA for 128 x 64,
-    32x32; no waves_per_eu; the row's kpack)."""
-    config = {
+def flex_config(row: dict[str, str]) -> dict[str, int]:
+    """A measured row's configuration (Triton's default MFMA for 128 x 64, 32x32; no
+    waves_per_eu; the row's kpack)."""
+    return {
         "block_m": int(row["block_m"]),
         "block_n": int(row["block_n"]),
         "num_warps": int(row["num_warps"]),
@@ -73,7 +73,11 @@ def flex_predicted(row: dict[str, str], table: CandidateTable) -> float:
         "matrix_instr_nonkdim": 32,
         "kpack": int(row["kpack"]),
     }
-    index = amd_experts.index_of(table, config)
+
+
+def flex_predicted(row: dict[str, str], table: CandidateTable) -> float:
+    """The model's TFLOP/s of the measured configuration (`flex_config`)."""
+    index = amd_experts.index_of(table, flex_config(row))
     return float(amd_experts.tflops_at(table, index, table.problem))
 
 

@@ -158,6 +158,35 @@ def test_the_shipped_tile_is_among_the_top_picks_for_most_shapes(
     assert s["top_picks"] > s["counted"] / 2, s
 
 
+FEW_TILE_FLEX = (
+    "FlexAttention's block shapes are in the top 5 on 8 of 36 shapes (model 0.33.0): gfx942's "
+    "8-wave 64 x 64 and gfx950's d 256 32 x 64 copy S over their waves (docs/model.md 19.8)"
+)
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        pytest.param(
+            k,
+            marks=[pytest.mark.xfail(strict=True, reason=f"issue 26: {FEW_TILE_FLEX}")]
+            if k == "flex"
+            else [],
+        )
+        for k in experts.KERNELS
+    ],
+)
+def test_the_shipped_block_shape_is_among_the_top_tiles_for_most_shapes(
+    kernel: str, ranked: dict[str, list[dict[str, Any]]]
+) -> None:
+    """A weaker reading than issue 26's criterion, held so that it cannot slip: the expert's
+    block_m, block_n and waves (its knobs and pipeline aside, `tile_rank`) are among the model's
+    first 5 configurations on most shapes (model 0.33.0: ck 42 of 66, triton 23 of 36). The
+    criterion itself, the whole configuration, stays the xfail above."""
+    s = experts.summary(ranked[kernel])[kernel]
+    assert s["tile_top_picks"] > s["counted"] / 2, s
+
+
 def test_cks_tile_is_near_the_pick_at_d128_on_gfx942(
     ranked: dict[str, list[dict[str, Any]]],
 ) -> None:
