@@ -19,16 +19,14 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import statistics
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from tilesolve.solver import AttentionProblem, SolveOptions
+from tilesolve.solver import AttentionProblem
 from tilesolve.solver.candidates import CandidateTable
-from tilesolve.solver.solve import prepare
 
 # the scripts beside this one (also when a test loads this file by its path)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -79,12 +77,7 @@ def excess(
     iterations = float(figures["iterations_per_workgroup"][i])
     round_us = float(figures["round_us"][i])
     measured_us = problem.flops / (measured_tflops * 1e6)
-    cus = table.hardware.rocm.cu_count
-    chunks = float(figures["head_dim_v_chunks"][i])
-    workgroups = (
-        math.ceil(problem.seq_len / config["block_m"]) * problem.batch * problem.heads * chunks
-    )
-    rounds = workgroups / (cus * resident)
+    rounds = float(table.perf.waves[i])  # workgroups over CUs x resident, as the model spreads them
     return Excess(
         id=row_id,
         source=source,
@@ -103,20 +96,16 @@ def excess(
 
 def published_rows() -> list[Excess]:
     """The checked rows of the published AMD file, at their shipped tiles."""
-    experts = amd_published._amd_experts()
     out = []
     for point in amd_published.points():
-        if not point.checked or amd_published.shipped(point) is None:
+        found = amd_published.shipped_candidates(point) if point.checked else None
+        if found is None:
             continue
-        problem = point.problem()
-        kernel = amd_published.DISPATCHED_BY[point.kernel]
-        expert = experts.dispatched(amd_published._expert_rows(), kernel, point.hardware, problem)
-        table = prepare(
-            problem, point.hardware, SolveOptions(kernel=point.family, engine="exhaustive")
-        )
-        config = expert.config(problem)
+        _, table, config = found
         out.append(
-            excess(point.id, point.kernel, problem, point.hardware, table, config, point.tflops)
+            excess(
+                point.id, point.kernel, table.problem, point.hardware, table, config, point.tflops
+            )
         )
     return out
 

@@ -146,20 +146,32 @@ def _expert_rows() -> tuple[Any, ...]:
     return tuple(_amd_experts().experts())
 
 
-def shipped(point: Point) -> dict[str, Any] | None:
-    """The shipped tile of a checked point (the expert row its kernel's dispatch reaches, its
-    configuration, whether the model accepts it, its predicted TFLOP/s), or None where none is
-    recorded."""
+def shipped_candidates(point: Point) -> tuple[Any, Any, dict[str, int]] | None:
+    """The expert row a point's kernel dispatches, the family's candidate table for the point's
+    problem and the expert's configuration in it, or None where none is recorded (or the
+    dispatch reaches a kernel the family does not model)."""
     kernel = DISPATCHED_BY.get(point.kernel)
     if not point.family or kernel is None:
         return None
     problem = point.problem()
-    experts = _amd_experts()
-    expert = experts.dispatched(_expert_rows(), kernel, point.hardware, problem)
+    expert = _amd_experts().dispatched(_expert_rows(), kernel, point.hardware, problem)
     if expert is None or expert.family != point.family:
-        return None  # none recorded, or the dispatch reaches a kernel the family does not model
+        return None
     table = prepare(problem, point.hardware, SolveOptions(kernel=point.family, engine="exhaustive"))
-    index = experts.index_of(table, expert.config(problem))
+    return expert, table, expert.config(problem)
+
+
+def shipped(point: Point) -> dict[str, Any] | None:
+    """The shipped tile of a checked point (the expert row its kernel's dispatch reaches, its
+    configuration, whether the model accepts it, its predicted TFLOP/s), or None where none is
+    recorded."""
+    found = shipped_candidates(point)
+    if found is None:
+        return None
+    expert, table, config = found
+    problem = table.problem
+    experts = _amd_experts()
+    index = experts.index_of(table, config)
     return {
         "expert": expert.id,
         "tile": expert.label(),
